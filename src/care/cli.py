@@ -1,0 +1,48 @@
+"""The ``care`` command: a thin typer front over the Python API.
+
+Each area (bench, train, curate, ...) owns a ``cli`` module exposing ``register(app)``; this file
+only wires them together so that ``care --help`` stays fast (heavy imports happen inside commands).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+import typer
+
+app = typer.Typer(
+    name="care",
+    help="CMedTEB benchmark harness and the CARE asymmetric retriever for Chinese medical retrieval.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+#: Modules whose ``register(app)`` adds commands; one line per area.
+COMMAND_MODULES: tuple[str, ...] = (
+)
+
+
+@app.callback()
+def _root(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Warnings and errors only."),
+) -> None:
+    level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+
+
+for _module in COMMAND_MODULES:
+    importlib.import_module(_module).register(app)
+
+
+def main() -> None:
+    """Console-script entry point; user errors become one clear line and exit code 2."""
+    from care.errors import run_cli
+
+    run_cli(app)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""Streaming JSONL reading with line-numbered errors, and atomic writers.
+
+Every writer in the package goes through :func:`atomic_write`: output is written to a
+temporary file in the same folder and renamed over the target only once complete, so a
+crash never leaves a half-written file behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from care.data.errors import DataFormatError
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
+    """Open a temporary sibling of ``path`` for writing; rename it to ``path`` on success.
+
+    Args:
+        path: final destination; parent folders are created.
+        mode: ``"w"`` (text) or ``"wb"`` (binary).
+        encoding: text encoding (ignored for binary modes).
+    Yields:
+        The open temporary file. On an exception the temporary file is removed and
+        ``path`` is left untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_jsonl(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
+    """Atomically write ``rows`` as UTF-8 JSON lines (non-ASCII kept readable). Returns the row count."""
+    n = 0
+    with atomic_write(path) as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    """Atomically write one JSON document (indented, non-ASCII kept readable)."""
+    with atomic_write(path) as fh:
+        json.dump(obj, fh, ensure_ascii=False, indent=2)
+        fh.write("\n")
+
+
+def iter_text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, line_without_newline)`` from a UTF-8 text file.
+
+    Raises:
+        DataFormatError: the file is missing, or a line is not valid UTF-8 (named by number).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError(path, "file not found", hint="check the path, or create the file")
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataFormatError(
+                    path,
+                    f"not valid UTF-8 ({exc.reason} at byte {exc.start})",
+                    line=lineno,
+                    hint="re-encode the file as UTF-8, e.g. `iconv -f GB18030 -t UTF-8 in > out`",
+                ) from None
+            if lineno == 1 and text.startswith("\ufeff"):
+                text = text[1:]
+            yield lineno, text.rstrip("\r\n")
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for each non-blank line of a JSONL file.
+
+    Raises:
+        DataFormatError: malformed JSON or a line that is not a JSON object, naming the line.
+    """
+    for lineno, line in iter_text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataFormatError(
+                path, f"malformed JSON ({exc.msg} at column {exc.colno})", line=lineno,
+                hint="each line must be one complete JSON object",
+            ) from None
+        if not isinstance(obj, dict):
+            raise DataFormatError(
+                path, f"expected a JSON object, got {type(obj).__name__}", line=lineno,
+                hint="each line must be one JSON object such as {\"id\": ..., \"text\": ...}",
+            )
+        yield lineno, obj
