@@ -1,0 +1,29 @@
+"""CARE's losses as composable ``nn.Module``s (inputs: L2-normalised embeddings unless stated).
+
+- :class:`InfoNCELoss` / :class:`AsymInfoNCELoss`: in-batch + hard (+ cross-device) negatives.
+- :class:`EmbeddingMSELoss`: Stage I squared distance between two encoders' vectors of one text.
+- :class:`MatryoshkaLoss`: wrap any embedding loss, average over nested dims (document encoder MRL).
+- :class:`ScoreDistillKLLoss` / :class:`ScoreDistillLoss`: the score-distillation baseline.
+- :class:`WeightedSum` / :class:`StageOneLoss`: named weighted terms returning :class:`LossOutput`.
+"""
+
+from care.train.losses.combined import StageOneLoss, WeightedSum
+from care.train.losses.distill import ScoreDistillKLLoss, ScoreDistillLoss
+from care.train.losses.infonce import STAGE_ONE_TEMPERATURE, STAGE_TWO_TEMPERATURE, AsymInfoNCELoss, InfoNCELoss
+from care.train.losses.matryoshka import MatryoshkaLoss
+from care.train.losses.mse import EmbeddingMSELoss
+from care.train.losses.output import LossOutput
+
+__all__ = [
+    "STAGE_ONE_TEMPERATURE",
+    "STAGE_TWO_TEMPERATURE",
+    "AsymInfoNCELoss",
+    "EmbeddingMSELoss",
+    "InfoNCELoss",
+    "LossOutput",
+    "MatryoshkaLoss",
+    "ScoreDistillKLLoss",
+    "ScoreDistillLoss",
+    "StageOneLoss",
+    "WeightedSum",
+]
