@@ -1,0 +1,80 @@
+"""Rerank task runner: each query's candidates (its positives + negatives) ranked by cosine
+similarity (or by the lexical model's ``score``), scored with pytrec_eval MAP@10 / MRR@10."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from care.bench.encoding import DOCUMENT, QUERY, check_same_dim, encode_collection
+from care.bench.metrics import ranking_metrics
+from care.bench.options import RunOptions
+from care.bench.registry import RERANK_FILE
+from care.bench.task import TaskMetadata
+from care.bench.timing import PhaseTimer
+from care.data.pairs import RerankExample, load_rerank
+from care.encoders.base import Encoder, LexicalRetriever
+from care.encoders.cache import EmbeddingCache
+
+
+def rerank_file(task: TaskMetadata) -> Path:
+    """``{split}_rerank.jsonl`` when the task has a split and that file exists, else ``rerank.jsonl``."""
+    if task.split:
+        candidate = task.path / f"{task.split}_{RERANK_FILE}"
+        if candidate.is_file():
+            return candidate
+    return task.path / RERANK_FILE
+
+
+def _qrels_and_candidates(examples: list[RerankExample]) -> tuple[dict[str, dict[str, int]], list[list[str]]]:
+    qrels, cands = {}, []
+    for i, ex in enumerate(examples):
+        qrels[f"q{i}"] = {**{f"q{i}-p{j}": 1 for j in range(len(ex.positive))}, **{f"q{i}-n{j}": 0 for j in range(len(ex.negative))}}
+        cands.append([*ex.positive, *ex.negative])
+    return qrels, cands
+
+
+def run_rerank(
+    model: Encoder | LexicalRetriever, task: TaskMetadata, options: RunOptions, cache: EmbeddingCache | None, timer: PhaseTimer,
+) -> tuple[dict[str, float], dict[str, int], dict[str, Any]]:
+    """Evaluate a rerank task; returns ``(scores, stats, settings)``."""
+    with timer.phase("load_s"):
+        examples = load_rerank(rerank_file(task))
+        qrels, cands = _qrels_and_candidates(examples)
+    run: dict[str, dict[str, float]] = {}
+    if isinstance(model, Encoder):
+        unique_docs = list(dict.fromkeys(t for c in cands for t in c))
+        position = {t: i for i, t in enumerate(unique_docs)}
+        with timer.phase("encode_documents_s"):
+            d_emb = encode_collection(
+                model, cache, role=DOCUMENT, ids=[str(i) for i in range(len(unique_docs))], texts=unique_docs,
+                instruction=None, batch_size=options.batch_size, show_progress=options.show_progress,
+                desc=f"{model.name} {task.name} candidates",
+            )
+        with timer.phase("encode_queries_s"):
+            q_emb = encode_collection(
+                model, cache, role=QUERY, ids=[str(i) for i in range(len(examples))], texts=[e.query for e in examples],
+                instruction=task.instruction, batch_size=options.batch_size, show_progress=options.show_progress,
+                desc=f"{model.name} {task.name} queries",
+            )
+        check_same_dim(model.name, q_emb, d_emb)
+        with timer.phase("search_s"):
+            for i, (ex, cand) in enumerate(zip(examples, cands)):
+                vecs = np.asarray(d_emb[[position[t] for t in cand]], dtype=np.float32)
+                sims = vecs @ np.asarray(q_emb[i], dtype=np.float32)
+                run[f"q{i}"] = _named_scores(i, ex, sims)
+    else:
+        with timer.phase("search_s"):
+            for i, (ex, cand) in enumerate(zip(examples, cands)):
+                run[f"q{i}"] = _named_scores(i, ex, np.asarray(model.score(ex.query, cand), dtype=np.float64))
+    with timer.phase("metrics_s"):
+        scores = ranking_metrics(run, qrels, task.scores, relevance_threshold=1)
+    stats = {"n_queries": len(examples), "n_candidates": sum(len(c) for c in cands)}
+    return scores, stats, {"scoring": "cosine" if isinstance(model, Encoder) else "lexical score"}
+
+
+def _named_scores(i: int, ex: RerankExample, sims: np.ndarray) -> dict[str, float]:
+    n_pos = len(ex.positive)
+    return {(f"q{i}-p{j}" if j < n_pos else f"q{i}-n{j - n_pos}"): float(s) for j, s in enumerate(sims)}

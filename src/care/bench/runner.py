@@ -1,0 +1,75 @@
+"""Evaluate any model on any task: dispatch by task type, time the phases, return a TaskResult."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from contextlib import ExitStack
+from pathlib import Path
+
+from care.bench.options import RunOptions
+from care.bench.report import results_table
+from care.bench.rerank import run_rerank
+from care.bench.result import TaskResult
+from care.bench.retrieval import run_retrieval
+from care.bench.sts import run_sts
+from care.bench.task import TaskMetadata
+from care.bench.timing import PhaseTimer
+from care.data.io import atomic_write
+from care.encoders.base import Encoder, LexicalRetriever
+from care.encoders.cache import temporary_cache
+from care.errors import CareError
+
+logger = logging.getLogger(__name__)
+
+_RUNNERS = {"retrieval": run_retrieval, "rerank": run_rerank, "sts": run_sts}
+RESULTS_TABLE_FILE = "results.md"
+
+
+def evaluate(model: Encoder | LexicalRetriever, task: TaskMetadata, options: RunOptions | None = None) -> TaskResult:
+    """Run one model on one task.
+
+    Args:
+        model: a dense :class:`Encoder` or a :class:`LexicalRetriever`.
+        task: metadata whose ``path`` points at the task folder (see :func:`care.bench.registry.get_task`).
+        options: cache, index, batch size; defaults to a temporary cache and an exact flat index.
+    """
+    options = options or RunOptions()
+    if task.path is None:
+        raise CareError(f"task {task.name!r} has no data folder; resolve it with care.bench.registry.get_task")
+    if not isinstance(model, (Encoder, LexicalRetriever)):
+        raise CareError(f"{type(model).__name__} is neither an Encoder nor a LexicalRetriever")
+    timer = PhaseTimer()
+    with ExitStack() as stack:
+        cache = options.cache or stack.enter_context(temporary_cache())
+        logger.info("evaluating %s on %s (%s)", model.name, task.name, task.type)
+        scores, stats, settings = _RUNNERS[task.type](model, task, options, cache, timer)
+    settings = {**settings, "instruction": task.instruction, "batch_size": options.batch_size,
+                "cache": str(options.cache.root) if options.cache else None,
+                "relevance_threshold": task.relevance_threshold}
+    result = TaskResult(
+        task=task.name, task_type=task.type, split=task.split, model=model.name, fingerprint=model.fingerprint,
+        main_score=task.main_score, scores=scores, timings=timer.summary(), stats=stats, settings=settings,
+    )
+    logger.info("%s on %s: %s = %.4f", model.name, task.name, task.main_score, result.main_value)
+    return result
+
+
+def evaluate_many(
+    models: Sequence[Encoder | LexicalRetriever],
+    tasks: Sequence[TaskMetadata],
+    options: RunOptions | None = None,
+    output_dir: str | Path | None = None,
+) -> list[TaskResult]:
+    """Run every model on every task; with ``output_dir`` write each result JSON and ``results.md``."""
+    results = []
+    for model in models:
+        for task in tasks:
+            result = evaluate(model, task, options)
+            results.append(result)
+            if output_dir is not None:
+                result.save(output_dir)
+    if output_dir is not None:
+        with atomic_write(Path(output_dir) / RESULTS_TABLE_FILE) as fh:
+            fh.write(results_table(results))
+    return results

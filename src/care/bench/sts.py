@@ -1,0 +1,59 @@
+"""STS task runner: cosine similarity of the two sentences' embeddings (both encoded in the task's
+``sts_role``, by default the query role with the task instruction, as the paper does), scored by
+Pearson (main) and Spearman correlation with the gold scores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from care.bench.encoding import DOCUMENT, QUERY, encode_collection
+from care.bench.metrics import correlation_metrics
+from care.bench.options import RunOptions
+from care.bench.registry import STS_FILE
+from care.bench.task import TaskMetadata
+from care.bench.timing import PhaseTimer
+from care.data.pairs import load_sts
+from care.encoders.base import Encoder, LexicalRetriever
+from care.encoders.cache import EmbeddingCache
+
+
+def sts_file(task: TaskMetadata) -> Path:
+    if task.split:
+        candidate = task.path / f"{task.split}_{STS_FILE}"
+        if candidate.is_file():
+            return candidate
+    return task.path / STS_FILE
+
+
+def run_sts(
+    model: Encoder | LexicalRetriever, task: TaskMetadata, options: RunOptions, cache: EmbeddingCache | None, timer: PhaseTimer,
+) -> tuple[dict[str, float], dict[str, int], dict[str, Any]]:
+    """Evaluate an STS task; returns ``(scores, stats, settings)``."""
+    with timer.phase("load_s"):
+        pairs = load_sts(sts_file(task))
+    if isinstance(model, Encoder):
+        sentences = list(dict.fromkeys(s for p in pairs for s in (p.sentence1, p.sentence2)))
+        position = {s: i for i, s in enumerate(sentences)}
+        phase = "encode_queries_s" if task.sts_role == QUERY else "encode_documents_s"
+        with timer.phase(phase):
+            emb = encode_collection(
+                model, cache, role=QUERY if task.sts_role == QUERY else DOCUMENT,
+                ids=[str(i) for i in range(len(sentences))], texts=sentences, instruction=task.instruction,
+                batch_size=options.batch_size, show_progress=options.show_progress, desc=f"{model.name} {task.name} sentences",
+            )
+        with timer.phase("search_s"):
+            a = np.asarray(emb[[position[p.sentence1] for p in pairs]], dtype=np.float64)
+            b = np.asarray(emb[[position[p.sentence2] for p in pairs]], dtype=np.float64)
+            norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+            predicted = (a * b).sum(axis=1) / np.maximum(norms, np.finfo(np.float64).tiny)
+        settings: dict[str, Any] = {"similarity": "cosine", "sts_role": task.sts_role}
+    else:
+        with timer.phase("search_s"):
+            predicted = np.array([float(model.score(p.sentence1, [p.sentence2])[0]) for p in pairs])
+        settings = {"similarity": "lexical score"}
+    with timer.phase("metrics_s"):
+        scores = correlation_metrics(predicted, [p.score for p in pairs])
+    return {m: scores[m] for m in task.scores}, {"n_pairs": len(pairs)}, settings

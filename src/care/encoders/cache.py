@@ -1,0 +1,241 @@
+"""On-disk embedding cache: encode a text collection once, in resumable chunks, and memory-map it.
+
+An entry is keyed by ``sha256(encoder fingerprint, role, instruction, content hash)`` where the
+content hash covers the ids and texts in order; it lives in ``<root>/<key[:2]>/<key>/``:
+
+- ``embeddings.npy`` — an ``(n, dim)`` float32 or float16 array, opened as a read-only memmap;
+- ``manifest.json`` — what the entry holds (written last, atomically; its presence marks completion).
+
+While encoding, rows go to ``embeddings.partial.npy`` chunk by chunk and ``progress.json`` records
+how many rows are finished (written atomically after each chunk is flushed), so an interrupted run
+resumes at the last finished chunk. Only one chunk of texts is handed to the encoder at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from care.data.io import write_json
+from care.errors import CareError
+
+logger = logging.getLogger(__name__)
+
+#: Environment variable that overrides the default cache folder.
+CACHE_ENV = "CARE_CACHE_DIR"
+DEFAULT_CACHE_DIR = Path("~/.cache/care/embeddings")
+#: Texts handed to the encoder per resumable chunk.
+DEFAULT_CHUNK_SIZE = 1024
+CACHE_DTYPES = ("float32", "float16")
+CACHE_FORMAT_VERSION = 1
+
+EMBEDDINGS_FILE = "embeddings.npy"
+PARTIAL_FILE = "embeddings.partial.npy"
+PROGRESS_FILE = "progress.json"
+MANIFEST_FILE = "manifest.json"
+
+EncodeFn = Callable[[Sequence[str]], np.ndarray]
+
+
+def default_cache_dir() -> Path:
+    """``$CARE_CACHE_DIR`` if set, else ``~/.cache/care/embeddings``."""
+    env = os.environ.get(CACHE_ENV)
+    return Path(env).expanduser() if env else DEFAULT_CACHE_DIR.expanduser()
+
+
+def content_hash(ids: Sequence[str], texts: Sequence[str]) -> str:
+    """Order-sensitive sha256 of ``(id, text)`` pairs (separators make the encoding unambiguous)."""
+    if len(ids) != len(texts):
+        raise CareError(f"content_hash: {len(ids)} ids but {len(texts)} texts")
+    h = hashlib.sha256()
+    for doc_id, text in zip(ids, texts):
+        h.update(doc_id.encode("utf-8"))
+        h.update(b"\x1f")
+        h.update(text.encode("utf-8"))
+        h.update(b"\x1e")
+    return h.hexdigest()
+
+
+def check_embeddings(arr: np.ndarray, n_rows: int, what: str, dim: int | None = None) -> np.ndarray:
+    """Return ``arr`` as a 2-D float array after checking its shape and that every value is finite.
+
+    Raises:
+        CareError: wrong number of rows or dims, a dimension different from ``dim``, NaN or inf.
+    """
+    arr = np.asarray(arr)
+    if arr.ndim != 2 or arr.shape[0] != n_rows:
+        raise CareError(f"{what}: expected an array of shape ({n_rows}, dim), got {arr.shape}")
+    if dim is not None and arr.shape[1] != dim:
+        raise CareError(f"{what}: expected dimension {dim}, got {arr.shape[1]}")
+    if not np.isfinite(arr).all():
+        bad = int((~np.isfinite(arr)).any(axis=1).sum())
+        raise CareError(f"{what}: {bad} row(s) contain NaN or inf — check the model weights and inputs")
+    return arr
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """What identifies a cached embedding matrix."""
+
+    fingerprint: str
+    role: str
+    instruction: str | None
+    content: str
+    n_rows: int
+
+    @property
+    def digest(self) -> str:
+        payload = json.dumps([CACHE_FORMAT_VERSION, self.fingerprint, self.role, self.instruction, self.content, self.n_rows])
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class EmbeddingCache:
+    """A folder of cached embedding matrices (see the module docstring for the layout).
+
+    Args:
+        root: cache folder (created on demand).
+        dtype: storage type, ``"float32"`` (exact) or ``"float16"`` (half the disk; the harness
+            converts batches back to float32 before search).
+        chunk_size: texts encoded per resumable chunk.
+    """
+
+    def __init__(self, root: str | Path, *, dtype: str = "float32", chunk_size: int = DEFAULT_CHUNK_SIZE) -> None:
+        if dtype not in CACHE_DTYPES:
+            raise CareError(f"cache dtype must be one of {CACHE_DTYPES}, got {dtype!r}")
+        if chunk_size < 1:
+            raise CareError(f"chunk_size must be >= 1, got {chunk_size}")
+        self.root = Path(root).expanduser()
+        self.dtype = dtype
+        self.chunk_size = chunk_size
+
+    def key(self, fingerprint: str, role: str, instruction: str | None, ids: Sequence[str], texts: Sequence[str]) -> CacheKey:
+        return CacheKey(fingerprint, role, instruction or None, content_hash(ids, texts), len(texts))
+
+    def entry_dir(self, key: CacheKey) -> Path:
+        digest = key.digest
+        return self.root / digest[:2] / digest
+
+    def lookup(self, key: CacheKey) -> np.ndarray | None:
+        """Return the cached matrix as a read-only memmap, or ``None`` when not (fully) cached."""
+        folder = self.entry_dir(key)
+        if not (folder / MANIFEST_FILE).is_file() or not (folder / EMBEDDINGS_FILE).is_file():
+            return None
+        arr = np.load(folder / EMBEDDINGS_FILE, mmap_mode="r")
+        if arr.ndim != 2 or arr.shape[0] != key.n_rows:
+            logger.warning("cache entry %s has shape %s, expected %d rows; re-encoding", folder, arr.shape, key.n_rows)
+            return None
+        return arr
+
+    def store(self, key: CacheKey, embeddings: np.ndarray, *, name: str = "") -> np.ndarray:
+        """Store a precomputed matrix (e.g. embeddings produced elsewhere) as a complete entry."""
+        embeddings = check_embeddings(embeddings, key.n_rows, f"embeddings for {name or key.fingerprint}")
+        folder = self.entry_dir(key)
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".store.", suffix=".npy", dir=folder)
+        os.close(fd)
+        try:
+            np.save(tmp, np.asarray(embeddings, dtype=self.dtype))
+            os.replace(tmp, folder / EMBEDDINGS_FILE)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        self._write_manifest(key, folder, int(embeddings.shape[1]), name)
+        return np.load(folder / EMBEDDINGS_FILE, mmap_mode="r")
+
+    def _write_manifest(self, key: CacheKey, folder: Path, dim: int, name: str) -> None:
+        write_json(folder / MANIFEST_FILE, {
+            "format_version": CACHE_FORMAT_VERSION, "encoder": name, "fingerprint": key.fingerprint,
+            "role": key.role, "instruction": key.instruction, "content_sha256": key.content,
+            "rows": key.n_rows, "dim": dim, "dtype": self.dtype,
+        })
+
+    def get_or_encode(
+        self,
+        key: CacheKey,
+        texts: Sequence[str],
+        encode: EncodeFn,
+        *,
+        name: str = "",
+        progress: Any | None = None,
+    ) -> np.ndarray:
+        """Return the embeddings of ``texts`` (a read-only ``(n, dim)`` memmap), encoding what is missing.
+
+        Args:
+            key: from :meth:`key` for exactly these texts.
+            texts: the texts, in the order the rows must follow.
+            encode: maps a chunk of texts to a ``(len(chunk), dim)`` array.
+            name: encoder name for messages and the manifest.
+            progress: optional tqdm-like object; ``update(n)`` is called per finished chunk.
+        """
+        if len(texts) != key.n_rows:
+            raise CareError(f"cache key was made for {key.n_rows} texts but {len(texts)} were given")
+        cached = self.lookup(key)
+        if cached is not None:
+            logger.info("embedding cache hit: %s %s (%d rows)", name, key.role, key.n_rows)
+            if progress is not None:
+                progress.update(key.n_rows)
+            return cached
+        folder = self.entry_dir(key)
+        folder.mkdir(parents=True, exist_ok=True)
+        done, dim = self._read_progress(folder, key)
+        partial = folder / PARTIAL_FILE
+        out: np.memmap | None = None
+        if done:
+            out = np.load(partial, mmap_mode="r+")
+            logger.info("resuming %s %s embeddings at row %d of %d", name, key.role, done, key.n_rows)
+            if progress is not None:
+                progress.update(done)
+        for start in range(done, key.n_rows, self.chunk_size):
+            chunk = texts[start : start + self.chunk_size]
+            vecs = check_embeddings(encode(chunk), len(chunk), f"{name or 'encoder'} {key.role} embeddings", dim)
+            if out is None:
+                dim = int(vecs.shape[1])
+                out = np.lib.format.open_memmap(partial, mode="w+", dtype=self.dtype, shape=(key.n_rows, dim))
+            out[start : start + len(chunk)] = vecs
+            out.flush()
+            write_json(folder / PROGRESS_FILE, {"done": start + len(chunk), "dim": dim, "dtype": self.dtype, "rows": key.n_rows})
+            if progress is not None:
+                progress.update(len(chunk))
+        if out is None:  # zero rows
+            raise CareError("nothing to encode: the text list is empty")
+        del out
+        os.replace(partial, folder / EMBEDDINGS_FILE)
+        self._write_manifest(key, folder, int(dim or 0), name)
+        (folder / PROGRESS_FILE).unlink(missing_ok=True)
+        return np.load(folder / EMBEDDINGS_FILE, mmap_mode="r")
+
+    def _read_progress(self, folder: Path, key: CacheKey) -> tuple[int, int | None]:
+        progress, partial = folder / PROGRESS_FILE, folder / PARTIAL_FILE
+        if not progress.is_file() or not partial.is_file():
+            return 0, None
+        try:
+            state = json.loads(progress.read_text(encoding="utf-8"))
+            done, dim = int(state["done"]), int(state["dim"])
+            if state.get("dtype") != self.dtype or int(state.get("rows", -1)) != key.n_rows or not 0 < done <= key.n_rows:
+                raise ValueError("stale progress")
+        except (ValueError, KeyError, json.JSONDecodeError):
+            logger.warning("ignoring unreadable or stale partial cache in %s", folder)
+            return 0, None
+        return done, dim
+
+    def clear(self, key: CacheKey) -> None:
+        """Remove one entry (finished or partial)."""
+        shutil.rmtree(self.entry_dir(key), ignore_errors=True)
+
+
+@contextmanager
+def temporary_cache(*, dtype: str = "float32", chunk_size: int = DEFAULT_CHUNK_SIZE) -> Iterator[EmbeddingCache]:
+    """A throw-away cache in a temporary folder (``--no-cache``): still chunked and memory-mapped."""
+    with tempfile.TemporaryDirectory(prefix="care-emb-") as tmp:
+        yield EmbeddingCache(tmp, dtype=dtype, chunk_size=chunk_size)

@@ -1,0 +1,170 @@
+"""FAISS implementations of :class:`~care.index.base.SearchIndex` (inner product, i.e. cosine on
+L2-normalised vectors): exact ``IndexFlatIP``, ``IndexHNSWFlat``, ``IndexIVFFlat`` and ``IndexIVFPQ``.
+
+IVF indexes must be trained before vectors are added. To let callers stream vectors batch by batch
+without a separate training pass, :class:`FaissIndex` buffers the first ``config.train_size``
+vectors, trains on them, then adds them; an index that received fewer vectors is trained on what
+it has the first time it is searched or saved (``nlist`` is capped so each list gets enough points).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from care.data.io import atomic_write, write_json
+from care.errors import CareError, DimensionMismatchError
+from care.index.config import TRAIN_POINTS_PER_LIST, IndexConfig
+
+logger = logging.getLogger(__name__)
+
+INDEX_FILE = "index.faiss"
+META_FILE = "index.json"
+
+
+def _as_matrix(vectors: np.ndarray, dim: int, what: str) -> np.ndarray:
+    arr = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32))
+    if arr.ndim != 2:
+        raise CareError(f"{what} must be a 2-D (n, dim) array, got shape {arr.shape}")
+    if arr.shape[1] != dim:
+        raise DimensionMismatchError(f"{what} have dimension {arr.shape[1]} but the index has dimension {dim}")
+    return arr
+
+
+class FaissIndex:
+    """A FAISS maximum-inner-product index built from an :class:`IndexConfig`."""
+
+    def __init__(self, dim: int, config: IndexConfig | None = None) -> None:
+        if dim < 1:
+            raise CareError(f"index dimension must be >= 1, got {dim}")
+        self.config = config or IndexConfig()
+        self._dim = int(dim)
+        self._pending: list[np.ndarray] = []
+        self._n_pending = 0
+        self._index: faiss.Index | None = None if self.config.is_trained_type else self._make_untrained(0)
+
+    # -- construction -------------------------------------------------------------------------
+    def _make_untrained(self, n_train: int) -> faiss.Index:
+        cfg, dim = self.config, self._dim
+        if cfg.type == "flat":
+            return faiss.IndexFlatIP(dim)
+        if cfg.type == "hnsw":
+            index = faiss.IndexHNSWFlat(dim, cfg.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = cfg.ef_construction
+            index.hnsw.efSearch = cfg.ef_search
+            return index
+        nlist = max(1, min(cfg.nlist, n_train // TRAIN_POINTS_PER_LIST))
+        if nlist < cfg.nlist:
+            logger.info("IVF: %d training vectors, using nlist=%d instead of %d", n_train, nlist, cfg.nlist)
+        quantizer = faiss.IndexFlatIP(dim)
+        if cfg.type == "ivf":
+            index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        else:
+            if dim % cfg.pq_m:
+                raise CareError(f"ivfpq: pq_m={cfg.pq_m} must divide the dimension {dim}")
+            index = faiss.IndexIVFPQ(quantizer, dim, nlist, cfg.pq_m, cfg.pq_nbits, faiss.METRIC_INNER_PRODUCT)
+        index.nprobe = min(cfg.nprobe, nlist)
+        # keep the quantizer alive as long as the index (FAISS does not own it from Python)
+        index._care_quantizer = quantizer  # type: ignore[attr-defined]
+        return index
+
+    def _flush_pending(self) -> None:
+        """Train an IVF index on the buffered vectors and add them."""
+        if not self._pending:
+            return
+        data = np.concatenate(self._pending)
+        self._pending, self._n_pending = [], 0
+        if self._index is None:
+            index = self._make_untrained(len(data))
+            min_points = getattr(index, "nlist", 1)
+            if len(data) < min_points:
+                raise CareError(f"IVF index needs at least {min_points} vectors to train, got {len(data)}")
+            index.train(data[: self.config.train_size])
+            self._index = index
+        self._index.add(data)
+
+    # -- SearchIndex --------------------------------------------------------------------------
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def ntotal(self) -> int:
+        return (self._index.ntotal if self._index is not None else 0) + self._n_pending
+
+    @property
+    def needs_training(self) -> bool:
+        return self._index is None
+
+    def train(self, vectors: np.ndarray) -> None:
+        if self._index is not None:
+            return
+        arr = _as_matrix(vectors, self._dim, "training vectors")
+        index = self._make_untrained(len(arr))
+        index.train(arr)
+        self._index = index
+
+    def add(self, vectors: np.ndarray) -> None:
+        arr = _as_matrix(vectors, self._dim, "vectors")
+        if self._index is not None and not self._pending:
+            self._index.add(arr)
+            return
+        self._pending.append(arr.copy())
+        self._n_pending += len(arr)
+        if self._n_pending >= self.config.train_size:
+            self._flush_pending()
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        arr = _as_matrix(queries, self._dim, "query vectors")
+        self._flush_pending()
+        if self._index is None or self._index.ntotal == 0:
+            raise CareError("search on an empty index: add document vectors first")
+        k = max(1, min(int(k), self._index.ntotal))
+        scores, ids = self._index.search(arr, k)
+        return scores, ids.astype(np.int64)
+
+    def save(self, folder: str | Path) -> None:
+        folder = Path(folder)
+        self._flush_pending()
+        if self._index is None:
+            raise CareError("cannot save an empty untrained index")
+        blob = faiss.serialize_index(self._index)
+        with atomic_write(folder / INDEX_FILE, "wb") as fh:
+            fh.write(blob.tobytes())
+        write_json(folder / META_FILE, {"dim": self._dim, "ntotal": int(self._index.ntotal), "config": self.config.to_dict()})
+
+    @classmethod
+    def load(cls, folder: str | Path) -> FaissIndex:
+        """Load an index written by :meth:`save`."""
+        return load_index(folder)
+
+
+def build_index(config: IndexConfig, dim: int) -> FaissIndex:
+    """Create an empty index of the configured type for ``dim``-dimensional vectors."""
+    return FaissIndex(dim, config)
+
+
+def load_index(folder: str | Path) -> FaissIndex:
+    """Load a :class:`FaissIndex` saved with :meth:`FaissIndex.save` (``index.faiss`` + ``index.json``)."""
+    import json
+
+    folder = Path(folder)
+    meta_path, index_path = folder / META_FILE, folder / INDEX_FILE
+    if not meta_path.is_file() or not index_path.is_file():
+        raise CareError(f"{folder}: not a saved index (expected {INDEX_FILE} and {META_FILE})")
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    config = IndexConfig.from_dict(meta["config"])
+    obj = FaissIndex(int(meta["dim"]), config)
+    raw = np.fromfile(index_path, dtype=np.uint8)
+    index = faiss.deserialize_index(raw)
+    if index.d != obj.dim:
+        raise DimensionMismatchError(f"{index_path}: stored index has dimension {index.d}, manifest says {obj.dim}")
+    if config.type == "hnsw":
+        index.hnsw.efSearch = config.ef_search
+    elif config.is_trained_type:
+        faiss.extract_index_ivf(index).nprobe = min(config.nprobe, faiss.extract_index_ivf(index).nlist)
+    obj._index = index
+    return obj
