@@ -1,0 +1,142 @@
+"""Stage I alignment data: text == pos[0], negatives are similar other texts and never near-duplicates."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from care.train.alignment import (
+    DenseNegativeMiner,
+    LexicalNegativeMiner,
+    NearDuplicateFilter,
+    alignment_from_training_file,
+    build_alignment_data,
+    char_overlap,
+)
+from care.train.data import DOC_ALIGN, QUERY_ALIGN, load_training_file
+
+DEV = Path("/work/shared/data/toyhom_neike_sample")
+
+QUERIES = ["头痛吃什么药", "头痛吃什么药？", "胃痛吃什么药", "高血压饮食注意什么", "糖尿病饮食注意什么"]
+DOCS = ["头痛可以服用布洛芬缓解疼痛", "胃痛可以服用奥美拉唑", "高血压患者应低盐饮食", "糖尿病患者应控制糖分摄入"]
+
+
+def check_rows(rows: list[dict], n: int) -> None:
+    for row in rows:
+        assert row["pos"] == [row["query"]]
+        assert len(row["neg"]) == n
+        for neg in row["neg"]:
+            assert neg != row["query"]
+            assert not NearDuplicateFilter()(row["query"], neg)
+
+
+def test_near_duplicate_filter() -> None:
+    dup = NearDuplicateFilter(max_char_overlap=0.8)
+    assert dup("头痛吃什么药", "头痛吃什么药？")  # identical after dropping punctuation
+    assert dup("头痛 吃什么药", "ＡＢ头痛吃什么药".replace("ＡＢ", ""))
+    assert not dup("头痛吃什么药", "胃痛吃什么药")
+    # bigrams {头痛, 痛吃, 吃什, 什么, 么药} vs {胃痛, 痛吃, 吃什, 什么, 么药}: 4 shared / 6 total
+    assert char_overlap("头痛吃什么药", "胃痛吃什么药") == pytest.approx(4 / 6)
+
+
+def test_bm25_alignment_rows() -> None:
+    rows = list(build_alignment_data(QUERIES, DOCS, n_negatives=1, seed=0))
+    q_rows = [r for r in rows if r["type"] == QUERY_ALIGN]
+    d_rows = [r for r in rows if r["type"] == DOC_ALIGN]
+    assert len(q_rows) == 5 and len(d_rows) == 4
+    check_rows(rows, 1)
+    by_query = {r["query"]: r["neg"][0] for r in q_rows}
+    # the most similar other query that is not "头痛吃什么药？" (a near-duplicate)
+    assert by_query["头痛吃什么药"] == "胃痛吃什么药"
+    assert by_query["高血压饮食注意什么"] == "糖尿病饮食注意什么"
+    assert {r["query"] for r in d_rows} == set(DOCS)
+
+
+def test_random_top_up_is_seeded_and_avoids_duplicates() -> None:
+    texts = ["甲", "乙", "丙", "丁"]  # no shared words: BM25 finds nothing
+    a = list(build_alignment_data(texts, [], n_negatives=2, seed=7))
+    b = list(build_alignment_data(texts, [], n_negatives=2, seed=7))
+    assert a == b and len(a) == 4
+    check_rows(a, 2)
+    assert all(len(set(r["neg"])) == 2 for r in a)
+
+
+class FakeEncoder:
+    """Deterministic vectors keyed by text; records which role was asked."""
+
+    name = "fake"
+    fingerprint = "fake"
+    dim = 2
+
+    def __init__(self, vectors: dict[str, list[float]]) -> None:
+        self.vectors, self.calls = vectors, []
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        v = np.array([self.vectors[t] for t in texts], dtype=np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    def encode_queries(self, texts: Sequence[str], **_: object) -> np.ndarray:
+        self.calls.append("query")
+        return self._encode(texts)
+
+    def encode_documents(self, texts: Sequence[str], **_: object) -> np.ndarray:
+        self.calls.append("document")
+        return self._encode(texts)
+
+
+def test_dense_miner_skips_too_similar_and_uses_roles() -> None:
+    enc = FakeEncoder({"感冒发烧": [1, 0], "感冒头痛": [1, 0.01], "流感高热": [1, 0.3],
+                       "骨折": [0, 1], "手术": [0.3, 1]})
+    miner = DenseNegativeMiner(enc, max_cosine=0.99)
+    texts = ["感冒发烧", "感冒头痛", "流感高热", "骨折"]
+    neg = miner.mine(texts, 1, role="query")
+    # cos(感冒发烧, 感冒头痛) ≈ 0.99995 >= 0.99: skipped as a near-duplicate; next is 流感高热 (cos ≈ 0.958)
+    assert neg[0] == [2]
+    assert neg[3] == [2]  # for 骨折 the most similar is 流感高热 (cos ≈ 0.287)
+    # for 骨折 among documents: 手术 (cos ≈ 0.958) beats 流感高热 (cos ≈ 0.287)
+    rows = list(build_alignment_data([], ["骨折", "手术", "流感高热"], negative_miner=miner))
+    assert enc.calls == ["query", "document"]
+    assert rows[0] == {"query": "骨折", "pos": ["骨折"], "neg": ["手术"], "type": DOC_ALIGN}
+
+
+def test_alignment_from_training_file(tmp_path: Path) -> None:
+    train = tmp_path / "train.jsonl"
+    lines = [{"query": q, "pos": [d], "neg": []} for q, d in zip(QUERIES[::2], DOCS)]
+    lines.append({"query": "x", "pos": ["x"], "neg": ["y"], "type": "query_align"})  # ignored
+    train.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in lines) + "\n", encoding="utf-8")
+    out = tmp_path / "align" / "stage1.jsonl"
+    n = alignment_from_training_file(train, out, n_negatives=1)
+    rows = load_training_file(out)
+    assert n == len(rows) == 3 + 3
+    assert all(r.pos == (r.query,) and r.query not in r.neg for r in rows)
+    assert [r.type for r in rows] == [QUERY_ALIGN] * 3 + [DOC_ALIGN] * 3
+
+
+def test_failure_leaves_no_output(tmp_path: Path) -> None:
+    class Broken:
+        def mine(self, texts: Sequence[str], n: int, *, role: str) -> list[list[int]]:
+            raise RuntimeError("scorer crashed")
+
+    train = tmp_path / "train.jsonl"
+    train.write_text(json.dumps({"query": "q", "pos": ["p"]}) + "\n", encoding="utf-8")
+    with pytest.raises(RuntimeError):
+        alignment_from_training_file(train, tmp_path / "out.jsonl", negative_miner=Broken())
+    assert list(tmp_path.iterdir()) == [train]
+
+
+@pytest.mark.devdata
+@pytest.mark.skipif(not (DEV / "train.jsonl").is_file(), reason="dev data absent")
+def test_dev_queries_bm25() -> None:
+    queries = []
+    with (DEV / "train.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            queries.append(json.loads(line)["query"])
+            if len(queries) == 300:
+                break
+    rows = list(build_alignment_data(queries, [], n_negatives=2, seed=0))
+    assert len(rows) == len(set(q.strip() for q in queries))
+    check_rows(rows, 2)
