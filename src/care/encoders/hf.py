@@ -1,0 +1,484 @@
+"""Any sentence-transformers or Hugging Face model as an :class:`~care.encoders.base.Encoder`.
+
+Two kinds of model folder (local path or Hub id) load here:
+
+* a **sentence-transformers folder** (it has ``modules.json``) loads with
+  ``SentenceTransformer(path)`` and keeps its own pipeline: pooling, Dense layers, stored prompts
+  and — for asymmetric models such as CARE — a ``Router`` with ``query`` and ``document`` routes.
+  Queries go through ``encode_query`` and documents through ``encode_document``, so each route
+  gets its own tokenizer, backbone and pooling.
+* a **plain Hugging Face folder** (only ``config.json``) is wrapped as
+  ``Transformer → Pooling → Normalize`` with ``pooling`` = ``cls`` | ``mean`` | ``lasttoken``.
+  The default is ``lasttoken`` for decoder-only LLMs (Qwen3, Llama, ...) and ``mean`` otherwise.
+  With last-token pooling an EOS token is appended to every input by the tokenizer's
+  post-processor (so truncation keeps it), the summary token that LLM embedders such as
+  Qwen3-Embedding and the paper's document encoder read. sentence-transformers' ``Pooling``
+  finds the last attended position from the attention mask, so left and right padding both work.
+
+Query instructions use the paper's template ``Instruct: {instruction}\\nQuery: {query}`` unless
+``instruction_template`` says otherwise; e5-style models use ``query_prefix="query: "`` and
+``document_prefix="passage: "`` instead. Every output is an L2-normalised float32 array,
+optionally truncated to a Matryoshka ``dim`` first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from care.encoders.base import format_instruction
+from care.encoders.fingerprint import digest, folder_identity
+from care.encoders.options import config_from_options
+from care.encoders.vectors import empty_embeddings, truncate_and_normalize
+from care.errors import CareError, DimensionMismatchError
+
+if TYPE_CHECKING:
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+logger = logging.getLogger(__name__)
+
+#: The paper's (Qwen3-Embedding / E5-instruct) query instruction format.
+DEFAULT_INSTRUCTION_TEMPLATE = "Instruct: {instruction}\nQuery: {query}"
+#: Batch size used when neither the caller nor the config gives one.
+DEFAULT_BATCH_SIZE = 32
+#: Text encoded once at load time to measure each route's output width when the modules cannot say.
+PROBE_TEXT = "probe"
+
+PoolingMode = Literal["cls", "mean", "lasttoken"]
+DTypeName = Literal["auto", "float32", "float16", "bfloat16"]
+PaddingSide = Literal["left", "right"]
+
+#: Hugging Face Hub ids: ``name`` or ``owner/name`` (letters, digits, ``_ . -``).
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*(/[A-Za-z0-9][A-Za-z0-9_.\-]*)?$")
+_MODEL_FILE_EXTENSIONS = (".json", ".yaml", ".yml", ".safetensors", ".bin", ".pt", ".onnx")
+
+
+@dataclass
+class HFEncoderConfig:
+    """Settings of an :class:`HFEncoder`; round-trips through :meth:`to_dict` / :meth:`from_dict`.
+
+    Attributes:
+        model: local folder or Hugging Face Hub id.
+        name: display name (default: the folder name or Hub id).
+        revision: Hub branch, tag or commit (ignored for local folders).
+        pooling: plain HF folders only: ``cls``, ``mean`` or ``lasttoken``; ``None`` picks
+            ``lasttoken`` for decoder-only models and ``mean`` otherwise. A sentence-transformers
+            folder keeps the pooling it was saved with.
+        max_length: truncate inputs to this many tokens (default: the model's own limit).
+        dtype: ``auto`` = bfloat16 on a GPU that supports it (float16 otherwise), float32 on CPU.
+        device: ``cuda``, ``cuda:1``, ``mps``, ``cpu``; ``None`` picks the first available.
+        dim: Matryoshka output width: keep the first ``dim`` coordinates and re-normalise.
+        instruction_template: how a task instruction is put in front of a query; must contain
+            ``{instruction}`` and ``{query}``.
+        query_prefix: text put before every query (e.g. ``"query: "``). ``None`` keeps the
+            model's stored ``query`` prompt when no instruction is given, and drops it when one is
+            (the instruction template replaces it).
+        document_prefix: text put before every document (e.g. ``"passage: "``); ``None`` keeps
+            the model's stored ``document`` prompt, if any.
+        append_eos: append the tokenizer's EOS token to every input; ``None`` = only with
+            last-token pooling in a plain HF folder (when the tokenizer does not already add it).
+        padding_side: ``left`` or ``right``; ``None`` keeps the tokenizer's setting.
+        batch_size: default batch size of :meth:`HFEncoder.encode_queries` / ``encode_documents``.
+        trust_remote_code: allow model code shipped with the weights (only for folders you trust).
+    """
+
+    model: str
+    name: str | None = None
+    revision: str | None = None
+    pooling: PoolingMode | None = None
+    max_length: int | None = None
+    dtype: DTypeName = "auto"
+    device: str | None = None
+    dim: int | None = None
+    instruction_template: str = DEFAULT_INSTRUCTION_TEMPLATE
+    query_prefix: str | None = None
+    document_prefix: str | None = None
+    append_eos: bool | None = None
+    padding_side: PaddingSide | None = None
+    batch_size: int = DEFAULT_BATCH_SIZE
+    trust_remote_code: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON/YAML-serialisable dict of every field."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "hf encoder config") -> HFEncoderConfig:
+        """Inverse of :meth:`to_dict`; string values (from a spec) are converted to the field types."""
+        return config_from_options(cls, data, source=source)
+
+
+@dataclass(frozen=True)
+class ModelLocation:
+    """Where the weights are and what kind of folder holds them.
+
+    Attributes:
+        path: what to pass to ``SentenceTransformer`` / ``Transformer`` (folder or Hub id).
+        is_sentence_transformer: the folder has ``modules.json``.
+        identity: JSON-serialisable description of the weights, hashed into the fingerprint.
+    """
+
+    path: str
+    is_sentence_transformer: bool
+    identity: dict[str, Any]
+
+
+def looks_like_path(model: str) -> bool:
+    """True when ``model`` cannot be a Hub id (absolute / relative / home path, or a file name)."""
+    if model.startswith(("/", ".", "~")) or "\\" in model:
+        return True
+    if model.lower().endswith(_MODEL_FILE_EXTENSIONS):
+        return True
+    return _HUB_ID.match(model) is None
+
+
+def _missing_model_error(model: str, reason: str) -> CareError:
+    return CareError(
+        f"model '{model}' {reason}. Pass the path of a local folder that holds the model — a "
+        "sentence-transformers folder (modules.json) or a Hugging Face folder (config.json plus "
+        "tokenizer files), e.g. /models/bge-base-zh-v1.5 — or a Hugging Face Hub id such as "
+        "BAAI/bge-base-zh-v1.5 on a machine that can reach the Hub or has it in its cache."
+    )
+
+
+def _local_location(model: str) -> ModelLocation:
+    folder = Path(model).expanduser()
+    if not folder.is_dir():
+        raise _missing_model_error(model, "is a file, not a model folder")
+    if (folder / "modules.json").is_file():
+        return ModelLocation(str(folder), True, folder_identity(folder))
+    if (folder / "config.json").is_file():
+        return ModelLocation(str(folder), False, folder_identity(folder))
+    raise _missing_model_error(model, "is a folder without modules.json or config.json")
+
+
+def _hub_location(model: str, revision: str | None) -> ModelLocation:
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import RemoteEntryNotFoundError
+
+    found: dict[str, str] = {}
+    for filename in ("modules.json", "config.json"):
+        try:
+            found[filename] = hf_hub_download(model, filename, revision=revision)
+            break
+        except RemoteEntryNotFoundError:
+            continue
+        except Exception as exc:  # offline, unknown repo, gated repo, connection error
+            raise _missing_model_error(
+                model, f"does not exist as a local folder and could not be fetched from the Hugging Face Hub ({type(exc).__name__})"
+            ) from exc
+    if not found:
+        raise _missing_model_error(model, "is a Hub repository without modules.json or config.json")
+    filename, local_file = next(iter(found.items()))
+    # Cached files live in .../snapshots/<commit>/<file>: the commit pins the exact weights.
+    commit = Path(local_file).parent.name
+    return ModelLocation(model, filename == "modules.json", {"hub_id": model, "revision": revision, "commit": commit})
+
+
+def locate_model(model: str, revision: str | None = None) -> ModelLocation:
+    """Find a model: an existing local folder first, then (for a plausible id) the Hugging Face Hub.
+
+    Raises:
+        CareError: the path does not exist (and is not a Hub id, or the Hub cannot be reached),
+            or the folder holds neither ``modules.json`` nor ``config.json``.
+    """
+    if Path(model).expanduser().exists():
+        return _local_location(model)
+    if looks_like_path(model):
+        raise _missing_model_error(model, "does not exist")
+    return _hub_location(model, revision)
+
+
+def resolve_device(device: str | None) -> str:
+    """``None`` / ``"auto"`` -> ``cuda`` if available, else ``mps``, else ``cpu``; anything else unchanged."""
+    import torch
+
+    if device not in (None, "auto"):
+        return str(device)
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def resolve_dtype(dtype: DTypeName, device: str) -> torch.dtype:
+    """``auto``: float32 on CPU; bfloat16 on a GPU that supports it, float16 otherwise."""
+    import torch
+
+    if dtype != "auto":
+        return getattr(torch, dtype)
+    if device.startswith("cuda"):
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if device.startswith("mps"):
+        return torch.float16
+    return torch.float32
+
+
+def is_decoder_only(model_config: Any) -> bool:
+    """True for causal-LM architectures without a masked-LM variant (Qwen3, Llama, Mistral, ...)."""
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+    model_type = getattr(model_config, "model_type", None)
+    if getattr(model_config, "is_encoder_decoder", False):
+        return False
+    return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+
+def ensure_eos_appended(tokenizer: Any) -> bool:
+    """Make a fast tokenizer append its EOS token to every encoded text (after truncation).
+
+    The tokenizer's post-processor is extended (``Sequence([existing, "$A <eos>"])``), so the
+    tokenizers library reserves room for EOS when truncating and the last real token is always EOS.
+
+    Returns:
+        True if the post-processor was changed; False if the tokenizer already appends EOS.
+    Raises:
+        CareError: the tokenizer has no EOS token or is a slow (non-``tokenizers``) tokenizer.
+    """
+    from tokenizers import processors
+
+    eos, eos_id = tokenizer.eos_token, tokenizer.eos_token_id
+    if eos is None or eos_id is None:
+        raise CareError("append_eos needs a tokenizer with an eos_token; this one has none (set append_eos=false)")
+    probe = tokenizer(PROBE_TEXT)["input_ids"]
+    if probe and probe[-1] == eos_id:
+        return False
+    backend = getattr(tokenizer, "_tokenizer", None)
+    if backend is None:
+        raise CareError("append_eos needs a fast tokenizer (tokenizer.json); this model only has a slow one")
+    append = processors.TemplateProcessing(
+        single=f"$A:0 {eos}:0", pair=f"$A:0 {eos}:0 $B:1 {eos}:1", special_tokens=[(eos, eos_id)]
+    )
+    existing = backend.post_processor
+    backend.post_processor = append if existing is None else processors.Sequence([existing, append])
+    return True
+
+
+def _transformer_modules(model: SentenceTransformer) -> list[Any]:
+    from sentence_transformers.base.modules import Transformer
+
+    return [module for module in model.modules() if isinstance(module, Transformer)]
+
+
+def _has_router(model: SentenceTransformer) -> bool:
+    from sentence_transformers.base.modules.router import Router
+
+    return any(isinstance(module, Router) for module in model.modules())
+
+
+class HFEncoder:
+    """A sentence-transformers pipeline behind the :class:`~care.encoders.base.Encoder` protocol.
+
+    Build with :meth:`from_config` (or ``care.encoders.registry.load_model("path?pooling=cls")``).
+    The underlying ``SentenceTransformer`` is available as :attr:`model`.
+    """
+
+    def __init__(self, config: HFEncoderConfig, model: SentenceTransformer, location: ModelLocation, settings: dict[str, Any]) -> None:
+        self.config = config
+        self.model = model
+        self.location = location
+        self.name = config.name or Path(config.model.rstrip("/\\")).name or config.model
+        self._settings = settings
+        self._query_dim, self._document_dim = self._measure_dims()
+        self._fingerprint = digest({"kind": "hf", "weights": location.identity, "settings": settings, "dim": self.dim})
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_config(cls, config: HFEncoderConfig) -> HFEncoder:
+        """Load the model described by ``config``.
+
+        Raises:
+            CareError: missing model, bad template, or ``dim`` larger than the model's output.
+        """
+        if "{query}" not in config.instruction_template or "{instruction}" not in config.instruction_template:
+            raise CareError(
+                f"instruction_template must contain {{instruction}} and {{query}}; got {config.instruction_template!r}"
+            )
+        location = locate_model(config.model, config.revision)
+        device = resolve_device(config.device)
+        dtype = resolve_dtype(config.dtype, device)
+        if location.is_sentence_transformer:
+            model, settings = cls._load_sentence_transformer(config, location, device, dtype)
+        else:
+            model, settings = cls._build_from_transformer(config, location, device, dtype)
+        if config.padding_side is not None:
+            for module in _transformer_modules(model):
+                module.tokenizer.padding_side = config.padding_side
+        settings.update(
+            dtype=str(dtype).removeprefix("torch."),
+            max_length=config.max_length,
+            instruction_template=config.instruction_template,
+            query_prefix=config.query_prefix,
+            document_prefix=config.document_prefix,
+            padding_side=config.padding_side,
+        )
+        logger.info("loaded %s on %s (%s)", config.model, device, settings["dtype"])
+        return cls(config, model, location, settings)
+
+    @staticmethod
+    def _common_kwargs(config: HFEncoderConfig, location: ModelLocation) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"trust_remote_code": config.trust_remote_code}
+        if config.revision is not None and "hub_id" in location.identity:
+            kwargs["revision"] = config.revision
+        return kwargs
+
+    @classmethod
+    def _load_sentence_transformer(
+        cls, config: HFEncoderConfig, location: ModelLocation, device: str, dtype: torch.dtype
+    ) -> tuple[SentenceTransformer, dict[str, Any]]:
+        from sentence_transformers import SentenceTransformer
+
+        if config.pooling is not None:
+            logger.warning(
+                "%s is a sentence-transformers folder: it keeps its saved pooling; pooling=%s is ignored",
+                config.model,
+                config.pooling,
+            )
+        model = SentenceTransformer(
+            location.path, device=device, model_kwargs={"dtype": dtype}, **cls._common_kwargs(config, location)
+        )
+        if config.max_length is not None:
+            model.max_seq_length = config.max_length
+        appended = False
+        if config.append_eos:
+            for module in _transformer_modules(model):
+                if module.tokenizer is not None and module.tokenizer.eos_token is not None:
+                    appended |= ensure_eos_appended(module.tokenizer)
+        return model, {"format": "sentence-transformers", "append_eos": bool(config.append_eos), "eos_added": appended}
+
+    @classmethod
+    def _build_from_transformer(
+        cls, config: HFEncoderConfig, location: ModelLocation, device: str, dtype: torch.dtype
+    ) -> tuple[SentenceTransformer, dict[str, Any]]:
+        from sentence_transformers import SentenceTransformer
+        from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+
+        common = cls._common_kwargs(config, location)
+        transformer = Transformer(
+            location.path,
+            max_seq_length=config.max_length,
+            model_kwargs={"dtype": dtype, **common},
+            processor_kwargs=dict(common),
+            config_kwargs=dict(common),
+        )
+        decoder_only = is_decoder_only(transformer.auto_model.config)
+        pooling = config.pooling or ("lasttoken" if decoder_only else "mean")
+        tokenizer = transformer.tokenizer
+        if tokenizer.pad_token is None and tokenizer.eos_token is not None:
+            tokenizer.pad_token = tokenizer.eos_token
+        append_eos = config.append_eos if config.append_eos is not None else pooling == "lasttoken"
+        eos_added = ensure_eos_appended(tokenizer) if append_eos else False
+        model = SentenceTransformer(
+            modules=[transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=pooling), Normalize()],
+            device=device,
+        )
+        settings = {
+            "format": "transformers",
+            "pooling": pooling,
+            "append_eos": append_eos,
+            "eos_added": eos_added,
+            "decoder_only": decoder_only,
+        }
+        return model, settings
+
+    def _measure_dims(self) -> tuple[int, int]:
+        """Output width of the query and document roles (before ``config.dim`` truncation)."""
+        native = None if _has_router(self.model) else self.model.get_embedding_dimension()
+        if native is not None:
+            query_dim = document_dim = int(native)
+        else:  # routes may end in different modules: measure each by encoding one short text
+            query_dim = int(self.model.encode_query([PROBE_TEXT], convert_to_numpy=True).shape[1])
+            document_dim = int(self.model.encode_document([PROBE_TEXT], convert_to_numpy=True).shape[1])
+        target = self.config.dim
+        if target is None and query_dim != document_dim:
+            raise DimensionMismatchError(
+                f"{self.config.model}: the query route outputs {query_dim}-d vectors and the document route "
+                f"{document_dim}-d; set dim=N (N <= {min(query_dim, document_dim)}) to truncate both to a shared "
+                "Matryoshka width"
+            )
+        if target is not None and target > min(query_dim, document_dim):
+            raise CareError(
+                f"{self.config.model}: dim={target} is larger than the model's output "
+                f"(query {query_dim}-d, document {document_dim}-d)"
+            )
+        return query_dim, document_dim
+
+    # ------------------------------------------------------------------ Encoder protocol
+    @property
+    def fingerprint(self) -> str:
+        """Hash of the weights' identity (folder files or Hub commit) and every encoding setting."""
+        return self._fingerprint
+
+    @property
+    def dim(self) -> int:
+        """Width of the returned vectors (``config.dim`` when set)."""
+        return self.config.dim or self._query_dim
+
+    def encode_queries(
+        self,
+        texts: Sequence[str],
+        *,
+        instruction: str | None = None,
+        batch_size: int | None = None,
+        show_progress: bool = False,
+    ) -> np.ndarray:
+        """Encode queries through the model's query route, applying ``instruction`` with the template.
+
+        Returns:
+            ``(len(texts), dim)`` float32, rows L2-normalised.
+        """
+        texts = list(texts)
+        if not texts:
+            return empty_embeddings(self.dim)
+        if instruction:
+            texts = [format_instruction(instruction, text, self.config.instruction_template) for text in texts]
+        prompt = self.config.query_prefix
+        if prompt is None and instruction:
+            prompt = ""  # the instruction replaces any stored query prompt
+        vectors = self.model.encode_query(
+            texts,
+            prompt=prompt,
+            batch_size=batch_size or self.config.batch_size,
+            show_progress_bar=show_progress,
+            convert_to_numpy=True,
+        )
+        return truncate_and_normalize(vectors, self.config.dim)
+
+    def encode_documents(
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int | None = None,
+        show_progress: bool = False,
+    ) -> np.ndarray:
+        """Encode documents through the model's document route (no instruction).
+
+        Returns:
+            ``(len(texts), dim)`` float32, rows L2-normalised.
+        """
+        texts = list(texts)
+        if not texts:
+            return empty_embeddings(self.dim)
+        vectors = self.model.encode_document(
+            texts,
+            prompt=self.config.document_prefix,
+            batch_size=batch_size or self.config.batch_size,
+            show_progress_bar=show_progress,
+            convert_to_numpy=True,
+        )
+        return truncate_and_normalize(vectors, self.config.dim)
+
+    def __repr__(self) -> str:
+        return f"HFEncoder(name={self.name!r}, dim={self.dim}, fingerprint={self.fingerprint!r})"
