@@ -172,3 +172,11 @@ def test_stage_one_loss_formula_and_ablations() -> None:
     no_nce = StageOneLoss(lambda_contrastive=0.0, lambda_mse=2.0)(q, d)
     assert set(no_nce.components) == {"mse"}
     assert no_nce.loss.item() == pytest.approx(2 * mse.item(), rel=1e-6)
+
+
+def test_low_precision_inputs_give_float32_loss() -> None:
+    q, p, n = unit(4, 16, seed=16), unit(4, 16, seed=17), unit(4, 2, 16, seed=18)
+    full = InfoNCELoss(0.02)(q, p, n)
+    half = InfoNCELoss(0.02)(q.bfloat16(), p.bfloat16(), n.bfloat16())
+    assert half.dtype == torch.float32
+    assert half.item() == pytest.approx(full.item(), rel=0.05)

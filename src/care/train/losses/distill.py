@@ -42,8 +42,8 @@ class ScoreDistillKLLoss(nn.Module):
         if student_scores.shape != teacher_scores.shape or student_scores.ndim != 2:
             raise ValueError(f"student {tuple(student_scores.shape)} and teacher {tuple(teacher_scores.shape)} "
                              "scores must both be [B, C]")
-        log_p_s = F.log_softmax(student_scores / self.temperature, dim=-1)
-        log_p_t = F.log_softmax(teacher_scores.detach() / self.temperature, dim=-1)
+        log_p_s = F.log_softmax(student_scores.float() / self.temperature, dim=-1)
+        log_p_t = F.log_softmax(teacher_scores.detach().float() / self.temperature, dim=-1)
         return F.kl_div(log_p_s, log_p_t, log_target=True, reduction="batchmean")
 
     def extra_repr(self) -> str:

@@ -70,7 +70,7 @@ class InfoNCELoss(nn.Module):
 
     def scores_and_labels(self, query: torch.Tensor, positive: torch.Tensor,
                           negatives: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Return the ``[B, |C|]`` logits ``s/τ`` (masked entries ``-inf``) and the ``[B]`` labels."""
+        """Return the ``[B, |C|]`` float32 logits ``s/τ`` (masked entries ``-inf``) and the ``[B]`` labels."""
         _check_shapes(query, positive, negatives)
         batch, dim = query.shape
         gather = self.gather_across_devices and is_distributed()
@@ -84,7 +84,8 @@ class InfoNCELoss(nn.Module):
         if k:
             flat = negatives.reshape(batch * k, dim)
             candidates.append(gather_with_grad_and_sizes(flat)[0] if gather else flat)
-        logits = query @ torch.cat(candidates, dim=0).T / self.temperature
+        # float32 logits: at τ = 0.02 bf16/fp16 scores lose too much precision for the softmax
+        logits = (query @ torch.cat(candidates, dim=0).T).float() / self.temperature
         labels = torch.arange(offset, offset + batch, device=query.device)
         if k and not self.share_hard_negatives:
             n_pos = all_pos.shape[0]
