@@ -43,10 +43,10 @@ def binarize(qrels: Qrels, threshold: int) -> dict[str, dict[str, int]]:
 
 
 def truncate_run(run: Run, k: int) -> dict[str, dict[str, float]]:
-    """Keep each query's ``k`` best-scored documents (ties broken by doc id, as trec_eval does)."""
+    """Keep each query's ``k`` best-scored documents (ties broken by doc id, so the cut is deterministic)."""
     out = {}
     for q, row in run.items():
-        ranked = sorted(row.items(), key=lambda kv: (-kv[1], kv[0]), reverse=False)
+        ranked = sorted(row.items(), key=lambda kv: (-kv[1], kv[0]))
         out[q] = dict(ranked[:k])
     return out
 

@@ -43,6 +43,7 @@ class FaissIndex:
         self.config = config or IndexConfig()
         self._dim = int(dim)
         self._pending: list[np.ndarray] = []
+        self._quantizer: faiss.Index | None = None
         self._n_pending = 0
         self._index: faiss.Index | None = None if self.config.is_trained_type else self._make_untrained(0)
 
@@ -67,8 +68,7 @@ class FaissIndex:
                 raise CareError(f"ivfpq: pq_m={cfg.pq_m} must divide the dimension {dim}")
             index = faiss.IndexIVFPQ(quantizer, dim, nlist, cfg.pq_m, cfg.pq_nbits, faiss.METRIC_INNER_PRODUCT)
         index.nprobe = min(cfg.nprobe, nlist)
-        # keep the quantizer alive as long as the index (FAISS does not own it from Python)
-        index._care_quantizer = quantizer  # type: ignore[attr-defined]
+        self._quantizer = quantizer  # the IVF index does not own its quantizer: keep it alive
         return index
 
     def _flush_pending(self) -> None:

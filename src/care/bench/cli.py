@@ -1,0 +1,82 @@
+"""``care bench``: evaluate models on tasks and print / save a results table.
+
+With no arguments it runs the reference models (``bm25`` and ``e5``) on every task of the embedded
+demo benchmark (:func:`care.demo.demo_tasks_root`).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+logger = logging.getLogger(__name__)
+
+#: Models run when ``care bench`` is called without ``--model``.
+REFERENCE_MODELS: tuple[str, ...] = ("bm25", "e5")
+
+
+def _demo_task_folders() -> list[Path]:
+    from care.demo import demo_tasks_root
+
+    root = Path(demo_tasks_root())
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+
+
+def bench(
+    model: Optional[list[str]] = typer.Option(None, "--model", "-m", help="Model spec (bm25, e5, a model folder, ...); repeatable. Default: bm25 and e5."),
+    task: Optional[list[str]] = typer.Option(None, "--task", "-t", help="Registered task name or task folder; repeatable. Default: the embedded demo benchmark."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Folder for <model>__<task>.json results and results.md."),
+    batch_size: int = typer.Option(32, "--batch-size", help="Encoder batch size."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache folder (default $CARE_CACHE_DIR or ~/.cache/care/embeddings)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the embedding cache."),
+    cache_dtype: str = typer.Option("float32", "--cache-dtype", help="Cached embedding type: float32 or float16."),
+    index: str = typer.Option("flat", "--index", help="FAISS index for retrieval: flat (exact), hnsw, ivf, ivfpq."),
+    nlist: Optional[int] = typer.Option(None, "--nlist", help="IVF lists (ivf / ivfpq)."),
+    nprobe: Optional[int] = typer.Option(None, "--nprobe", help="IVF lists probed per query."),
+    ef_search: Optional[int] = typer.Option(None, "--ef-search", help="HNSW search beam width."),
+    top_k: int = typer.Option(100, "--top-k", help="Documents retrieved per query."),
+    data_root: Optional[Path] = typer.Option(None, "--data-root", help="Folder with one subfolder per registered task (or $CMEDTEB_DATA)."),
+    split: Optional[str] = typer.Option(None, "--split", help="Data split to evaluate (e.g. test -> test_queries.jsonl / test_qrels.tsv)."),
+    device: Optional[str] = typer.Option(None, "--device", help="Device for neural models (cpu, cuda, cuda:1, ...)."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="Hide progress bars."),
+) -> None:
+    """Evaluate encoders on CMedTEB / custom tasks; writes one JSON per (model, task) and results.md."""
+    from dataclasses import replace
+
+    from care.bench.options import RunOptions
+    from care.bench.registry import get_task, infer_task
+    from care.bench.report import results_table
+    from care.bench.runner import evaluate_many
+    from care.encoders.cache import EmbeddingCache, default_cache_dir
+    from care.index.config import IndexConfig
+
+    index_kwargs = {k: v for k, v in {"nlist": nlist, "nprobe": nprobe, "ef_search": ef_search}.items() if v is not None}
+    index_config = IndexConfig(type=index, **index_kwargs)
+    specs = list(model) if model else list(REFERENCE_MODELS)
+    if task:
+        tasks = [get_task(t, data_root=data_root) for t in task]
+    else:
+        tasks = [infer_task(folder) for folder in _demo_task_folders()]
+    if split is not None:
+        tasks = [replace(t, split=split) for t in tasks]
+    cache = None if no_cache else EmbeddingCache(cache_dir or default_cache_dir(), dtype=cache_dtype)
+    options = RunOptions(cache=cache, index=index_config, batch_size=batch_size, top_k=top_k, show_progress=not no_progress)
+    models = [_load(spec, device) for spec in specs]
+    results = evaluate_many(models, tasks, options, output_dir=output)
+    typer.echo(results_table(results))
+    if output is not None:
+        logger.info("results written to %s", output)
+
+
+def _load(spec: str, device: str | None):  # noqa: ANN202 — Encoder | LexicalRetriever
+    from care.encoders.registry import load_model
+
+    return load_model(spec, device=device) if device else load_model(spec)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``care bench`` to the top-level app."""
+    app.command("bench")(bench)

@@ -1,0 +1,101 @@
+"""The embedding cache: hits, keys, interrupted encodes resuming, float16 storage."""
+
+import numpy as np
+import pytest
+
+from care.encoders.cache import (
+    MANIFEST_FILE,
+    PARTIAL_FILE,
+    PROGRESS_FILE,
+    EmbeddingCache,
+    check_embeddings,
+    content_hash,
+    default_cache_dir,
+)
+from care.errors import CareError
+
+TEXTS = [f"文档{i} 内容" for i in range(10)]
+IDS = [str(i) for i in range(10)]
+
+
+class Counting:
+    """Deterministic 4-d vectors from the text; counts encoded texts; can fail after n calls."""
+
+    def __init__(self, fail_after_calls: int | None = None):
+        self.encoded = 0
+        self.calls = 0
+        self.fail_after_calls = fail_after_calls
+
+    def __call__(self, chunk):
+        if self.fail_after_calls is not None and self.calls >= self.fail_after_calls:
+            raise KeyboardInterrupt("simulated crash")
+        self.calls += 1
+        self.encoded += len(chunk)
+        return np.array([[len(t), sum(map(ord, t)) % 97, i, 1.0] for i, t in enumerate(chunk)], dtype=np.float32)
+
+
+def test_second_run_encodes_nothing(tmp_path):
+    cache = EmbeddingCache(tmp_path, chunk_size=3)
+    key = cache.key("fp", "document", None, IDS, TEXTS)
+    enc = Counting()
+    first = np.array(cache.get_or_encode(key, TEXTS, enc))
+    assert enc.encoded == 10 and enc.calls == 4  # chunks of 3, 3, 3, 1
+    enc2 = Counting()
+    second = cache.get_or_encode(key, TEXTS, enc2)
+    assert enc2.encoded == 0
+    assert isinstance(second, np.memmap) and np.array_equal(first, second)
+    assert (cache.entry_dir(key) / MANIFEST_FILE).is_file()
+
+
+def test_interrupted_encode_resumes_from_last_chunk(tmp_path):
+    cache = EmbeddingCache(tmp_path, chunk_size=3)
+    key = cache.key("fp", "document", None, IDS, TEXTS)
+    crashing = Counting(fail_after_calls=2)
+    with pytest.raises(KeyboardInterrupt):
+        cache.get_or_encode(key, TEXTS, crashing)
+    folder = cache.entry_dir(key)
+    assert (folder / PARTIAL_FILE).is_file() and (folder / PROGRESS_FILE).is_file()
+    assert not (folder / MANIFEST_FILE).exists() and cache.lookup(key) is None
+    resumed = Counting()
+    out = np.array(cache.get_or_encode(key, TEXTS, resumed))
+    assert resumed.encoded == 4, "rows 0-5 were finished before the crash"
+    # an uninterrupted run with the same chunking (the fake's 3rd column restarts per chunk)
+    reference = np.array(EmbeddingCache(tmp_path / "ref", chunk_size=3).get_or_encode(key, TEXTS, Counting()))
+    assert np.array_equal(out, reference)
+    assert not (folder / PARTIAL_FILE).exists() and not (folder / PROGRESS_FILE).exists()
+
+
+def test_key_depends_on_fingerprint_role_instruction_and_content(tmp_path):
+    cache = EmbeddingCache(tmp_path)
+    base = cache.key("fp", "query", "inst", IDS, TEXTS)
+    assert base.digest != cache.key("fp2", "query", "inst", IDS, TEXTS).digest
+    assert base.digest != cache.key("fp", "document", "inst", IDS, TEXTS).digest
+    assert base.digest != cache.key("fp", "query", None, IDS, TEXTS).digest
+    assert base.digest != cache.key("fp", "query", "inst", IDS[::-1], TEXTS[::-1]).digest
+    assert content_hash(["a", "b"], ["xy", "z"]) != content_hash(["a", "b"], ["x", "yz"])
+
+
+def test_float16_storage_and_store(tmp_path):
+    cache = EmbeddingCache(tmp_path, dtype="float16")
+    key = cache.key("fp", "document", None, IDS, TEXTS)
+    vecs = np.random.default_rng(0).standard_normal((10, 8)).astype(np.float32)
+    stored = cache.store(key, vecs, name="pre")
+    assert stored.dtype == np.float16 and np.allclose(stored, vecs, atol=1e-2)
+    enc = Counting()
+    assert cache.get_or_encode(key, TEXTS, enc).shape == (10, 8) and enc.encoded == 0
+
+
+def test_checks(tmp_path):
+    with pytest.raises(CareError, match="NaN or inf"):
+        check_embeddings(np.array([[1.0, np.inf]]), 1, "x")
+    with pytest.raises(CareError, match="expected dimension 3"):
+        check_embeddings(np.zeros((1, 2)), 1, "x", dim=3)
+    with pytest.raises(CareError, match="dtype"):
+        EmbeddingCache(tmp_path, dtype="int8")
+
+
+def test_default_dir_from_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("CARE_CACHE_DIR", str(tmp_path))
+    assert default_cache_dir() == tmp_path
+    monkeypatch.delenv("CARE_CACHE_DIR")
+    assert default_cache_dir().parts[-3:] == (".cache", "care", "embeddings")
