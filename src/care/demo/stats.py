@@ -1,0 +1,104 @@
+"""Measure the shipped demo: sizes and a BM25 (bm25s + jieba) baseline scored with pytrec_eval.
+
+Run ``python -m care.demo.stats`` (optionally ``--root DIR``) to print the figures used in
+docs/demo.md. The baseline shows the benchmark is neither trivial nor impossible for lexical
+matching; dense encoders should beat it because questions and answers often use different
+synonyms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+
+from care.data.pairs import load_rerank, load_sts
+from care.data.retrieval import RetrievalData, load_retrieval_folder
+from care.demo import demo_tasks_root
+from care.demo.tasks import RELEVANCE_THRESHOLD, RERANK_TASK, RETRIEVAL_TASK, STS_TASK
+
+logger = logging.getLogger(__name__)
+
+#: Depth of the BM25 run (enough for nDCG@10 / recall@100).
+BM25_DEPTH = 100
+#: Query/document terms ignored by the BM25 baseline (punctuation and very common particles).
+STOP_TOKENS = frozenset("，。？！、：；（）,.?!:;() 的了吗呢吧啊是有和与及或")
+
+
+def tokenize(text: str) -> list[str]:
+    """jieba word segmentation with punctuation and particles dropped."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    return [t for t in jieba.lcut(text) if t.strip() and t not in STOP_TOKENS]
+
+
+def bm25_run(data: RetrievalData, depth: int = BM25_DEPTH) -> dict[str, dict[str, float]]:
+    """Retrieve ``depth`` documents per query with bm25s over jieba tokens: ``{qid: {doc_id: score}}``."""
+    import bm25s
+
+    doc_ids = list(data.corpus)
+    retriever = bm25s.BM25()
+    retriever.index([tokenize(data.corpus[d].full_text) for d in doc_ids], show_progress=False)
+    qids = list(data.queries)
+    k = min(depth, len(doc_ids))
+    results, scores = retriever.retrieve([tokenize(data.queries[q]) for q in qids], k=k, show_progress=False)
+    return {
+        qid: {doc_ids[int(i)]: float(s) for i, s in zip(results[row], scores[row])}
+        for row, qid in enumerate(qids)
+    }
+
+
+def evaluate_run(
+    qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]], threshold: int = RELEVANCE_THRESHOLD
+) -> dict[str, float]:
+    """Mean nDCG@10 (graded) and recall@100 / MRR@10-style reciprocal rank (binary at ``threshold``) via pytrec_eval."""
+    import pytrec_eval
+
+    graded = pytrec_eval.RelevanceEvaluator({q: dict(r) for q, r in qrels.items()}, {"ndcg_cut.10"})
+    binary = pytrec_eval.RelevanceEvaluator(
+        {q: dict(r) for q, r in qrels.items()}, {"recall.100", "recip_rank"}, relevance_level=threshold
+    )
+    per_graded = graded.evaluate({q: dict(r) for q, r in run.items()})
+    per_binary = binary.evaluate({q: dict(r) for q, r in run.items()})
+    n = len(per_graded)
+    return {
+        "ndcg_at_10": sum(v["ndcg_cut_10"] for v in per_graded.values()) / n,
+        "recall_at_100": sum(v["recall_100"] for v in per_binary.values()) / n,
+        "mrr": sum(v["recip_rank"] for v in per_binary.values()) / n,
+    }
+
+
+def describe(root: Path) -> dict[str, object]:
+    """Sizes of the three tasks under ``root`` and the BM25 baseline on the retrieval task."""
+    data = load_retrieval_folder(root / RETRIEVAL_TASK)
+    grades = [g for row in data.qrels.values() for g in row.values()]
+    answers_per_query = [sum(g >= RELEVANCE_THRESHOLD for g in row.values()) for row in data.qrels.values()]
+    rerank = load_rerank(root / RERANK_TASK / "rerank.jsonl")
+    sts = load_sts(root / STS_TASK / "sts.jsonl")
+    return {
+        "documents": len(data.corpus),
+        "queries": len(data.queries),
+        "grade_2_per_query_mean": sum(answers_per_query) / len(answers_per_query),
+        "grade_2_per_query_min": min(answers_per_query),
+        "grade_1_pairs": sum(g == 1 for g in grades),
+        "rerank_examples": len(rerank),
+        "rerank_candidates_mean": sum(len(r.positive) + len(r.negative) for r in rerank) / len(rerank),
+        "sts_pairs": len(sts),
+        "sts_positive": sum(p.score > 0 for p in sts),
+        "bm25": evaluate_run(data.qrels, bm25_run(data)),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m care.demo.stats", description="Sizes and BM25 baseline of the demo benchmark.")
+    parser.add_argument("--root", type=Path, default=None, help="folder holding the task folders (default: the shipped demo)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    print(json.dumps(describe(args.root or demo_tasks_root()), ensure_ascii=False, indent=2))
+
+
+if __name__ == "__main__":
+    main()
