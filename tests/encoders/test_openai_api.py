@@ -10,9 +10,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from care.encoders.openai_api import OpenAIEncoder, OpenAIEncoderConfig
-from care.encoders.registry import load_model
-from care.errors import CareError
+pytest.importorskip("openai")
+
+from care.encoders.openai_api import OpenAIEncoder, OpenAIEncoderConfig  # noqa: E402
+from care.encoders.registry import load_model  # noqa: E402
+from care.errors import CareError  # noqa: E402
 
 DIM = 8
 
