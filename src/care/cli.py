@@ -21,6 +21,8 @@ app = typer.Typer(
 
 #: Modules whose ``register(app)`` adds commands; one line per area.
 COMMAND_MODULES: tuple[str, ...] = (
+    "care.curate.cli",
+    "care.bench.cli",
 )
 
 

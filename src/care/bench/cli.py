@@ -19,10 +19,14 @@ REFERENCE_MODELS: tuple[str, ...] = ("bm25", "e5")
 
 
 def _demo_task_folders() -> list[Path]:
+    """Subfolders of the embedded demo benchmark that are task folders (training data is skipped)."""
+    from care.bench.registry import RERANK_FILE, RETRIEVAL_FILES, STS_FILE
+    from care.bench.task import TASK_FILE
     from care.demo import demo_tasks_root
 
+    markers = (TASK_FILE, RETRIEVAL_FILES[0], RERANK_FILE, STS_FILE)
     root = Path(demo_tasks_root())
-    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+    return sorted(p for p in root.iterdir() if p.is_dir() and any((p / m).is_file() for m in markers))
 
 
 def bench(
@@ -64,17 +68,17 @@ def bench(
         tasks = [replace(t, split=split) for t in tasks]
     cache = None if no_cache else EmbeddingCache(cache_dir or default_cache_dir(), dtype=cache_dtype)
     options = RunOptions(cache=cache, index=index_config, batch_size=batch_size, top_k=top_k, show_progress=not no_progress)
-    models = [_load(spec, device) for spec in specs]
+    models = [_load(spec, device, batch_size) for spec in specs]
     results = evaluate_many(models, tasks, options, output_dir=output)
     typer.echo(results_table(results))
     if output is not None:
         logger.info("results written to %s", output)
 
 
-def _load(spec: str, device: str | None):  # noqa: ANN202 — Encoder | LexicalRetriever
+def _load(spec: str, device: str | None, batch_size: int):  # noqa: ANN202 — Encoder | LexicalRetriever
     from care.encoders.registry import load_model
 
-    return load_model(spec, device=device) if device else load_model(spec)
+    return load_model(spec, device=device, batch_size=batch_size)
 
 
 def register(app: typer.Typer) -> None:

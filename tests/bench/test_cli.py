@@ -1,0 +1,80 @@
+"""``care bench`` through typer's test runner, with fake models standing in for load_model."""
+
+import json
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+import care.bench.cli as bench_cli
+from care.errors import CareError
+
+from .fakes import HashEncoder, OverlapRetriever
+
+
+@pytest.fixture
+def app(monkeypatch):
+    models = {"hash": HashEncoder, "bm25": OverlapRetriever, "e5": lambda: HashEncoder(name="e5")}
+    loaded = []
+
+    def fake_load(spec, device, batch_size):
+        loaded.append((spec, device, batch_size))
+        return models[spec]()
+
+    monkeypatch.setattr(bench_cli, "_load", fake_load)
+    app = typer.Typer()
+    bench_cli.register(app)
+
+    @app.command("noop")
+    def _noop() -> None:  # a second command keeps typer in multi-command mode
+        pass
+
+    app.loaded = loaded
+    return app
+
+
+def test_bench_models_and_tasks_write_results(app, retrieval_folder, sts_folder, tmp_path):
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, [
+        "bench", "--model", "hash", "--model", "bm25", "--task", str(retrieval_folder), "--task", str(sts_folder),
+        "--output", str(out), "--cache-dir", str(tmp_path / "c"), "--batch-size", "4", "--no-progress", "--device", "cpu",
+    ])
+    assert result.exit_code == 0, result.output
+    assert "| tiny-retrieval | retrieval | ndcg_at_10 |" in result.output
+    assert len(list(out.glob("*.json"))) == 4 and (out / "results.md").is_file()
+    assert app.loaded == [("hash", "cpu", 4), ("bm25", "cpu", 4)]
+    saved = json.loads((out / "hash__tiny-retrieval.json").read_text(encoding="utf-8"))
+    assert saved["settings"]["index"]["type"] == "flat" and saved["settings"]["batch_size"] == 4
+    assert list((tmp_path / "c").rglob("manifest.json")), "embeddings were cached"
+
+
+def test_bench_without_arguments_runs_reference_models_on_demo(app, monkeypatch, retrieval_folder, rerank_folder):
+    monkeypatch.setattr(bench_cli, "_demo_task_folders", lambda: [retrieval_folder, rerank_folder])
+    result = CliRunner().invoke(app, ["bench", "--no-progress", "--no-cache"])
+    assert result.exit_code == 0, result.output
+    assert [spec for spec, _, _ in app.loaded] == ["bm25", "e5"]
+    assert "| task | type | metric | overlap | e5 |" in result.output
+    assert "| tiny-rerank | rerank | map_at_10 |" in result.output
+
+
+def test_bench_index_and_split_options(app, retrieval_folder, tmp_path):
+    (retrieval_folder / "test_queries.jsonl").write_text('{"id": "q1", "text": "高血压吃什么药"}\n', encoding="utf-8")
+    (retrieval_folder / "test_qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n", encoding="utf-8")
+    out = tmp_path / "o"
+    result = CliRunner().invoke(app, ["bench", "-m", "hash", "-t", str(retrieval_folder), "--split", "test", "--index", "hnsw",
+                                      "--ef-search", "32", "--no-cache", "--no-progress", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    saved = json.loads((out / "hash__tiny-retrieval.json").read_text(encoding="utf-8"))
+    assert saved["split"] == "test" and saved["stats"]["n_queries"] == 1
+    assert saved["settings"]["index"]["type"] == "hnsw" and saved["settings"]["index"]["ef_search"] == 32
+
+
+def test_unknown_task_is_a_care_error(app):
+    result = CliRunner().invoke(app, ["bench", "-m", "hash", "-t", "CMedTEB-Retreival"])
+    assert isinstance(result.exception, CareError) and "Did you mean" in str(result.exception)
+
+
+def test_registered_in_top_level_cli():
+    from care.cli import COMMAND_MODULES
+
+    assert "care.bench.cli" in COMMAND_MODULES
