@@ -1,0 +1,65 @@
+"""care.data.io: line-numbered JSONL errors, UTF-8 checks, atomic writers."""
+
+import json
+
+import pytest
+
+from care.data.errors import DataFormatError
+from care.data.io import atomic_write, iter_jsonl, iter_text_lines, write_json, write_jsonl
+
+
+def test_malformed_jsonl_names_the_line(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"id": 1}\n\n{"id": 2,\n', encoding="utf-8")
+    with pytest.raises(DataFormatError) as err:
+        list(iter_jsonl(path))
+    assert err.value.line == 3 and "malformed JSON" in str(err.value) and str(path) in str(err.value)
+
+
+def test_non_object_line_rejected(tmp_path):
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"id": 1}\n[1, 2]\n', encoding="utf-8")
+    with pytest.raises(DataFormatError, match="line 2: expected a JSON object, got list"):
+        list(iter_jsonl(path))
+
+
+def test_non_utf8_file_names_line_and_suggests_iconv(tmp_path):
+    path = tmp_path / "gbk.jsonl"
+    path.write_bytes('{"text": "ok"}\n'.encode() + '{"text": "高血压"}\n'.encode("gb18030"))
+    with pytest.raises(DataFormatError, match="line 2: not valid UTF-8.*iconv"):
+        list(iter_jsonl(path))
+
+
+def test_bom_and_crlf_are_tolerated(tmp_path):
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes("\ufeff{\"a\": 1}\r\n{\"a\": 2}\r\n".encode())
+    assert [obj["a"] for _, obj in iter_jsonl(path)] == [1, 2]
+    assert [line for _, line in iter_text_lines(path)] == ['{"a": 1}', '{"a": 2}']
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(DataFormatError, match="file not found"):
+        list(iter_jsonl(tmp_path / "nope.jsonl"))
+
+
+def test_atomic_write_leaves_nothing_on_exception(tmp_path):
+    target = tmp_path / "out.json"
+    target.write_text("old", encoding="utf-8")
+    with pytest.raises(RuntimeError):
+        with atomic_write(target) as fh:
+            fh.write("half")
+            raise RuntimeError("crash mid-write")
+    assert target.read_text(encoding="utf-8") == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"], "no temporary file left behind"
+
+    fresh = tmp_path / "sub" / "new.jsonl"
+    with pytest.raises(RuntimeError):
+        write_jsonl(fresh, ({"i": i} if i < 2 else (_ for _ in ()).throw(RuntimeError("boom")) for i in range(3)))
+    assert not fresh.exists() and list(fresh.parent.iterdir()) == []
+
+
+def test_writers_round_trip_non_ascii(tmp_path):
+    assert write_jsonl(tmp_path / "a.jsonl", [{"t": "头痛"}, {"t": "发烧"}]) == 2
+    assert "头痛" in (tmp_path / "a.jsonl").read_text(encoding="utf-8")
+    write_json(tmp_path / "b.json", {"t": "胃痛"})
+    assert json.loads((tmp_path / "b.json").read_text(encoding="utf-8")) == {"t": "胃痛"}

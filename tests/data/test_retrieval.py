@@ -1,0 +1,92 @@
+"""care.data.retrieval: corpus / queries / qrels validation naming file, line and field."""
+
+import pytest
+
+from care.data.errors import DataFormatError
+from care.data.retrieval import Document, load_corpus, load_qrels, load_queries, load_retrieval_folder, write_retrieval_folder
+
+
+def _write(path, text):
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_duplicate_corpus_id(tmp_path):
+    path = _write(tmp_path / "corpus.jsonl", '{"id": "d1", "text": "a"}\n{"id": "d2", "text": "b"}\n{"id": "d1", "text": "c"}\n')
+    with pytest.raises(DataFormatError) as err:
+        load_corpus(path)
+    assert err.value.line == 3 and err.value.field == "id" and "first seen on line 1" in str(err.value)
+
+
+def test_duplicate_query_id(tmp_path):
+    path = _write(tmp_path / "queries.jsonl", '{"id": 7, "text": "a"}\n{"id": "7", "text": "b"}\n')
+    with pytest.raises(DataFormatError, match="line 2, field 'id': duplicate id '7'"):
+        load_queries(path)
+
+
+@pytest.mark.parametrize("row, message", [
+    ('{"id": "d1", "text": "   "}', "field 'text': empty or whitespace-only text"),
+    ('{"id": "d1", "text": ""}', "field 'text': empty or whitespace-only text"),
+    ('{"id": "d1"}', "field 'text': missing field"),
+    ('{"id": "d1", "text": 5}', "field 'text': expected a string, got int"),
+    ('{"id": true, "text": "a"}', "field 'id': id must be a string, got bool"),
+    ('{"id": "d1", "text": "a", "title": 3}', "field 'title': title must be a string"),
+])
+def test_bad_corpus_rows(tmp_path, row, message):
+    path = _write(tmp_path / "corpus.jsonl", '{"id": "d0", "text": "ok"}\n' + row + "\n")
+    with pytest.raises(DataFormatError, match=f"line 2, {message}"):
+        load_corpus(path)
+
+
+def test_empty_corpus(tmp_path):
+    with pytest.raises(DataFormatError, match="no documents"):
+        load_corpus(_write(tmp_path / "corpus.jsonl", "\n"))
+
+
+def test_qrels_unknown_ids(tmp_path):
+    path = _write(tmp_path / "qrels.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td9\t1\n")
+    with pytest.raises(DataFormatError, match="line 3, field 'corpus-id': unknown corpus id 'd9'"):
+        load_qrels(path, query_ids=["q1"], corpus_ids=["d1"])
+    with pytest.raises(DataFormatError, match="line 2, field 'query-id': unknown query id 'q1'"):
+        load_qrels(path, query_ids=["q2"], corpus_ids=["d1", "d9"])
+
+
+@pytest.mark.parametrize("row, message", [
+    ("q1\td1\thigh", "line 2, field 'score': score 'high' is not an integer"),
+    ("q1\td1\t0.5", "line 2, field 'score': score '0.5' is not an integer"),
+    ("q1\td1\t-1", "line 2, field 'score': negative score -1"),
+    ("q1\td1", "line 2: expected 3 tab-separated columns, found 2"),
+])
+def test_qrels_bad_rows(tmp_path, row, message):
+    path = _write(tmp_path / "qrels.tsv", f"query-id\tcorpus-id\tscore\n{row}\n")
+    with pytest.raises(DataFormatError, match=message):
+        load_qrels(path)
+
+
+def test_qrels_duplicate_pair_and_graded(tmp_path):
+    path = _write(tmp_path / "qrels.tsv", "q1\td1\t2\nq1\td2\t0\n")  # no header is fine
+    assert load_qrels(path) == {"q1": {"d1": 2, "d2": 0}}
+    _write(path, "q1\td1\t2\nq1\td1\t1\n")
+    with pytest.raises(DataFormatError, match=r"line 2: pair \(q1, d1\) listed twice"):
+        load_qrels(path)
+
+
+def test_folder_round_trip_split_and_unjudged_queries(tmp_path):
+    folder = tmp_path / "task"
+    write_retrieval_folder(folder, [Document("d1", "高血压", title="心内科"), Document("d2", "糖尿病")],
+                           {"q1": "血压高", "q2": "无标注"}, {"q1": {"d1": 1}})
+    data = load_retrieval_folder(folder)
+    assert list(data.queries) == ["q1"], "queries without qrels are dropped"
+    assert data.corpus["d1"].full_text == "心内科 高血压"
+    _write(folder / "test_queries.jsonl", '{"id": "q2", "text": "无标注"}\n')
+    _write(folder / "test_qrels.tsv", "query-id\tcorpus-id\tscore\nq2\td2\t1\n")
+    assert load_retrieval_folder(folder, split="test").qrels == {"q2": {"d2": 1}}
+
+
+def test_missing_folder_and_no_judged_query(tmp_path):
+    with pytest.raises(DataFormatError, match="task folder not found"):
+        load_retrieval_folder(tmp_path / "nope")
+    folder = tmp_path / "t"
+    write_retrieval_folder(folder, [Document("d1", "a")], {"q1": "b"}, {})
+    with pytest.raises(DataFormatError, match="no query has a qrels row"):
+        load_retrieval_folder(folder)
