@@ -23,6 +23,7 @@ app = typer.Typer(
 COMMAND_MODULES: tuple[str, ...] = (
     "care.curate.cli",
     "care.bench.cli",
+    "care.encoders.cli",
 )
 
 

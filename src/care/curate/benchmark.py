@@ -1,0 +1,120 @@
+"""``build-benchmark``: pool candidates from several retrievers, judge them with every judge, keep
+unanimous labels, and write a CMedTEB-style retrieval task folder, a rerank set and a label report.
+
+Outputs in ``out_dir``:
+
+- ``corpus.jsonl`` (the whole input corpus), ``queries.jsonl`` (queries with at least one
+  positive), ``qrels.tsv`` (unanimous positives with their graded score, unanimous negatives with
+  score 0; pairs the judges disagree on are left out, i.e. unjudged);
+- ``rerank.jsonl``: per query, its positives and up to ``rerank_negatives`` sampled unanimous negatives;
+- ``label_report.json``: counts, inter-judge agreement (Fleiss' kappa, pairwise Cohen's kappa),
+  per-judge usage and cost, and the settings;
+- ``work/``: each retriever's run (reused when the build is restarted) and ``pool.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from care.curate.judges.base import Judge, JudgePair
+from care.curate.judges.cache import JudgmentCache
+from care.curate.labelling import label_pairs
+from care.curate.pooling import iter_corpus, load_texts, pool_candidates, write_pool
+from care.curate.voting import NEGATIVE, POSITIVE, VotingConfig
+from care.data.io import atomic_write, write_json, write_jsonl
+from care.data.retrieval import QRELS_HEADER, load_queries
+from care.encoders.base import Encoder, LexicalRetriever
+from care.errors import CareError
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class BenchmarkConfig:
+    """Settings of :func:`build_benchmark` (the paper pools the top-500 of each retriever)."""
+
+    depth: int = 500
+    rerank_negatives: int = 20
+    seed: int = 0
+    instruction: str | None = None
+    voting: VotingConfig = field(default_factory=VotingConfig)
+
+
+def build_benchmark(
+    corpus_path: str | Path,
+    queries_path: str | Path,
+    retrievers: Sequence[Encoder | LexicalRetriever],
+    judges: Sequence[Judge],
+    out_dir: str | Path,
+    *,
+    cache: JudgmentCache | None = None,
+    config: BenchmarkConfig | None = None,
+    show_progress: bool = True,
+) -> dict[str, Any]:
+    """Build the task folder; returns the label report (also written to ``label_report.json``)."""
+    config = config or BenchmarkConfig()
+    if not retrievers or not judges:
+        raise CareError("build-benchmark needs at least one retriever and one judge")
+    out_dir = Path(out_dir)
+    queries = load_queries(queries_path)
+    pool = pool_candidates(retrievers, corpus_path, queries, config.depth, work_dir=out_dir / "work",
+                           instruction=config.instruction, show_progress=show_progress)
+    write_pool(out_dir / "work" / "pool.jsonl", pool)
+    texts = load_texts(corpus_path, {d for docs in pool.values() for d in docs})
+    pairs = [JudgePair(q, queries[q], d, texts[d]) for q, docs in pool.items() for d in docs]
+    labelled = label_pairs(judges, pairs, cache, config.voting, show_progress=show_progress)
+
+    positives: dict[str, dict[str, int]] = {}
+    negatives: dict[str, list[str]] = {}
+    for (qid, did), (label, score) in labelled.labels.items():
+        if label == POSITIVE:
+            positives.setdefault(qid, {})[did] = score
+        elif label == NEGATIVE:
+            negatives.setdefault(qid, []).append(did)
+    kept = [q for q in queries if q in positives]
+    if not kept:
+        raise CareError("no query got a unanimous positive; check the judges (label_report.json) or pool deeper")
+
+    with atomic_write(out_dir / "corpus.jsonl") as fh:
+        for doc in iter_corpus(corpus_path):
+            row = {"id": doc.id, "text": doc.text, **({"title": doc.title} if doc.title else {})}
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    write_jsonl(out_dir / "queries.jsonl", ({"id": q, "text": queries[q]} for q in kept))
+    with atomic_write(out_dir / "qrels.tsv") as fh:
+        fh.write("\t".join(QRELS_HEADER) + "\n")
+        for q in kept:
+            for d, score in positives[q].items():
+                fh.write(f"{q}\t{d}\t{score}\n")
+            for d in negatives.get(q, []):
+                fh.write(f"{q}\t{d}\t0\n")
+    rng = random.Random(config.seed)
+    rerank_rows = []
+    for q in kept:
+        negs = negatives.get(q, [])
+        if not negs:
+            continue
+        sample = rng.sample(negs, min(config.rerank_negatives, len(negs)))
+        rerank_rows.append({"query": queries[q], "positive": [texts[d] for d in positives[q]],
+                            "negative": [texts[d] for d in sample]})
+    write_jsonl(out_dir / "rerank.jsonl", rerank_rows)
+
+    report = {
+        "queries_in": len(queries),
+        "queries_with_positive": len(kept),
+        "pooled_pairs": len(pairs),
+        "rerank_queries": len(rerank_rows),
+        **labelled.summary(config.voting),
+        "retrievers": [r.name for r in retrievers],
+        "judges": [j.id for j in judges],
+        "config": {**asdict(config), "voting": config.voting.to_dict()},
+    }
+    write_json(out_dir / "label_report.json", report)
+    logger.info("benchmark: %d/%d queries with positives, %d positives, %d negatives, %d discarded",
+                len(kept), len(queries), report["positives"], report["negatives"], report["discarded_disagreement"])
+    return report

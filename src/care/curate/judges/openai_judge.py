@@ -1,0 +1,135 @@
+"""An LLM judge behind any OpenAI-compatible chat API (OpenAI, vLLM, DashScope, DeepSeek, ...).
+
+One :meth:`OpenAIChatJudge.judge` call sends several passages in one prompt and asks for a JSON
+grade per passage. Transient failures (timeouts, connection errors, 408/409/429, 5xx) are retried
+with exponential backoff, honouring the server's ``Retry-After`` / ``retry-after-ms`` header;
+passages missing from a reply (or an unparseable reply) are re-asked, alone, up to ``max_reasks``
+times. Tokens and cost are counted from the replies' ``usage``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import logging
+import os
+import random
+import time
+from collections.abc import Sequence
+
+from care.curate.judges.base import JudgeError, Usage, UsageMeter
+from care.curate.judges.config import JudgeConfig
+from care.curate.judges.parse import parse_grades
+from care.curate.judges.prompt import JudgePrompt
+from care.errors import CareError
+
+logger = logging.getLogger(__name__)
+
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+NO_KEY = "not-needed"
+JITTER = 0.1
+TOKENS_PER_MILLION = 1_000_000
+
+
+def _retry_after_s(exc: Exception) -> float | None:
+    """Seconds the server asked us to wait (``retry-after-ms``, ``Retry-After`` seconds or HTTP date)."""
+    response = getattr(exc, "response", None)
+    if response is None:
+        return None
+    headers = response.headers
+    if (ms := headers.get("retry-after-ms")) is not None:
+        try:
+            return float(ms) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value)
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+class OpenAIChatJudge:
+    """A :class:`~care.curate.judges.base.Judge` that asks a chat model for S/A/B/C/D grades."""
+
+    def __init__(self, config: JudgeConfig, *, client: object | None = None, sleep=time.sleep) -> None:
+        import openai
+
+        self.config = config
+        self.id = config.id
+        self.passages_per_call = config.passages_per_call
+        self.max_concurrency = config.max_concurrency
+        self.prompt = JudgePrompt.load(config.prompt)
+        self._meter = UsageMeter()
+        self._sleep = sleep
+        self._openai = openai
+        if client is None:
+            key = NO_KEY
+            if config.api_key_env:
+                key = os.environ.get(config.api_key_env, "")
+                if not key:
+                    raise CareError(f"judge {config.id!r}: environment variable {config.api_key_env} is empty; "
+                                    "export the API key there")
+            client = openai.OpenAI(base_url=config.base_url, api_key=key, max_retries=0, timeout=config.timeout_s)
+        self._client = client
+
+    @property
+    def fingerprint(self) -> str:
+        """Prompt template hash plus the model and sampling settings the grades depend on."""
+        settings = f"{self.prompt.hash}|{self.config.model}|{self.config.temperature}"
+        return hashlib.sha256(settings.encode()).hexdigest()[:16]
+
+    def usage(self) -> Usage:
+        return self._meter.snapshot()
+
+    def judge(self, query: str, passages: Sequence[str]) -> list[str]:
+        """Grades for ``passages``; re-asks only for passages a reply left out."""
+        grades: list[str | None] = [None] * len(passages)
+        pending = list(range(len(passages)))
+        for attempt in range(self.config.max_reasks + 1):
+            if attempt:
+                self._meter.add(reasks=1)
+                logger.debug("judge %s: re-asking %d passage(s)", self.id, len(pending))
+            reply = self._chat(self.prompt.messages(query, [passages[i] for i in pending]))
+            parsed = parse_grades(reply, len(pending))
+            for local, grade in parsed.items():
+                grades[pending[local]] = grade
+            pending = [p for i, p in enumerate(pending) if i not in parsed]
+            if not pending:
+                return [g for g in grades if g is not None]
+        raise JudgeError(f"judge {self.id!r}: no valid grade for {len(pending)} passage(s) after "
+                         f"{self.config.max_reasks + 1} replies (last reply: {reply[:200]!r})")
+
+    def _chat(self, messages: list[dict[str, str]]) -> str:
+        openai = self._openai
+        cfg = self.config
+        for attempt in range(cfg.max_retries + 1):
+            try:
+                response = self._client.chat.completions.create(
+                    model=cfg.model, messages=messages, temperature=cfg.temperature, max_tokens=cfg.max_tokens,
+                )
+            except (openai.APITimeoutError, openai.APIConnectionError, openai.APIStatusError) as exc:
+                status = getattr(exc, "status_code", None)
+                retryable = status is None or status in RETRYABLE_STATUS or status >= 500
+                if not retryable or attempt == cfg.max_retries:
+                    raise JudgeError(f"judge {self.id!r}: {type(exc).__name__} ({status or 'no status'}) "
+                                     f"after {attempt + 1} attempt(s): {exc}") from exc
+                wait = _retry_after_s(exc)
+                if wait is None:
+                    wait = min(cfg.backoff_max_s, cfg.backoff_base_s * 2 ** attempt) * (1 + JITTER * random.random())
+                wait = min(wait, cfg.retry_after_max_s)
+                logger.info("judge %s: %s, retry %d in %.2fs", self.id, status or type(exc).__name__, attempt + 1, wait)
+                self._meter.add(retries=1)
+                self._sleep(wait)
+                continue
+            usage = getattr(response, "usage", None)
+            p_tok = getattr(usage, "prompt_tokens", 0) or 0
+            c_tok = getattr(usage, "completion_tokens", 0) or 0
+            cost = (p_tok * cfg.price_input_per_million + c_tok * cfg.price_output_per_million) / TOKENS_PER_MILLION
+            self._meter.add(calls=1, prompt_tokens=p_tok, completion_tokens=c_tok, cost_usd=cost)
+            content = response.choices[0].message.content if response.choices else None
+            return content or ""
+        raise AssertionError("unreachable")

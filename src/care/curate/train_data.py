@@ -1,0 +1,138 @@
+"""``build-train``: retrieve the top-50 candidates of each query, judge them, and write training rows
+``{"query", "pos": [...], "neg": [...]}`` — positives are unanimous positives, hard negatives are
+unanimous negatives, so a document any judge found relevant is never used as a negative (the
+false-negative problem). Also the Stage I alignment rows ``(q, q, q⁻)`` / ``(d, d, d⁻)`` through
+:func:`care.train.alignment.build_alignment_data`.
+
+Queries are processed in chunks; each finished chunk is appended to the output (see
+:mod:`care.curate.checkpoint`) and every judgment is cached, so a crash resumes without repeating
+work; the retrieval run is saved in ``<out>.work/`` and reused on restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from care.curate.checkpoint import StreamCheckpoint
+from care.curate.judges.base import Judge, JudgePair
+from care.curate.judges.cache import JudgmentCache
+from care.curate.labelling import label_pairs
+from care.curate.pooling import load_or_run, load_texts
+from care.curate.voting import NEGATIVE, POSITIVE, VotingConfig
+from care.data.io import write_json, write_jsonl
+from care.data.retrieval import load_queries
+from care.encoders.base import Encoder, LexicalRetriever
+from care.errors import CareError
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainDataConfig:
+    """Settings of :func:`build_train`.
+
+    Attributes:
+        depth: candidates retrieved and judged per query (the paper: 50).
+        max_negatives: hard negatives kept per query (Stage II uses 7), best-ranked first.
+        chunk_queries: queries per checkpointed chunk.
+        prompt: optional per-row ``prompt`` (task instruction) written into each row.
+        keep_without_positive: also write queries with no judged positive (skipped by default).
+    """
+
+    depth: int = 50
+    max_negatives: int = 7
+    chunk_queries: int = 256
+    prompt: str | None = None
+    instruction: str | None = None
+    keep_without_positive: bool = False
+
+
+def build_train(
+    corpus_path: str | Path,
+    queries_path: str | Path,
+    retriever: Encoder | LexicalRetriever,
+    judges: Sequence[Judge],
+    out_path: str | Path,
+    *,
+    cache: JudgmentCache | None = None,
+    voting: VotingConfig | None = None,
+    config: TrainDataConfig | None = None,
+    show_progress: bool = True,
+) -> dict[str, Any]:
+    """Write the training JSONL; returns a report (also ``<out>.report.json``)."""
+    config = config or TrainDataConfig()
+    voting = voting or VotingConfig()
+    queries = load_queries(queries_path)
+    run = load_or_run(retriever, corpus_path, queries, config.depth, Path(str(out_path) + ".work"),
+                      instruction=config.instruction, show_progress=show_progress)
+    checkpoint = StreamCheckpoint(out_path, {"step": "build-train", "corpus": str(corpus_path),
+                                             "queries": str(queries_path), "retriever": retriever.fingerprint,
+                                             "judges": [j.id for j in judges], "config": asdict(config),
+                                             "voting": voting.to_dict()})
+    progress = checkpoint.resume()
+    stats = progress.state or {"queries": 0, "rows": 0, "positives": 0, "negatives": 0,
+                               "skipped_no_positive": 0, "discarded_disagreement": 0}
+    qids = list(queries)
+    for start in range(progress.lines_done, len(qids), config.chunk_queries):
+        chunk = qids[start:start + config.chunk_queries]
+        texts = load_texts(corpus_path, {d for q in chunk for d, _ in run[q]})
+        pairs = [JudgePair(q, queries[q], d, texts[d]) for q in chunk for d, _ in run[q]]
+        labelled = label_pairs(judges, pairs, cache, voting, show_progress=show_progress)
+        rows = []
+        for q in chunk:
+            labels = [(d, labelled.labels.get((q, d), (None, 0))[0]) for d, _ in run[q]]
+            pos = [texts[d] for d, lab in labels if lab == POSITIVE]
+            neg = [texts[d] for d, lab in labels if lab == NEGATIVE][:config.max_negatives]
+            stats["queries"] += 1
+            stats["discarded_disagreement"] += sum(1 for _, lab in labels if lab is None)
+            if not pos and not config.keep_without_positive:
+                stats["skipped_no_positive"] += 1
+                continue
+            row: dict[str, Any] = {"query": queries[q], "pos": pos, "neg": neg}
+            if config.prompt:
+                row["prompt"] = config.prompt
+            rows.append(row)
+            stats["rows"] += 1
+            stats["positives"] += len(pos)
+            stats["negatives"] += len(neg)
+        checkpoint.append(rows, lines_done=start + len(chunk), state=stats)
+    checkpoint.finish()
+    write_json(Path(str(out_path) + ".report.json"), stats)
+    if not stats["rows"]:
+        raise CareError(f"build-train wrote no rows to {out_path}: no query got a unanimous positive")
+    logger.info("build-train: %s", stats)
+    return stats
+
+
+def build_alignment(
+    train_path: str | Path,
+    out_path: str | Path,
+    *,
+    n_negatives: int = 1,
+    negative_miner: object | None = None,
+    seed: int = 0,
+    max_texts: int | None = None,
+) -> int:
+    """Stage I alignment rows from a training file's queries and positives (``type`` query_align /
+    doc_align), via :func:`care.train.alignment.build_alignment_data`. Returns rows written."""
+    from care.train.alignment import build_alignment_data
+    from care.train.data import DOC_ALIGN, QUERY_ALIGN, iter_training_file
+
+    queries: list[str] = []
+    documents: list[str] = []
+    for example in iter_training_file(train_path):
+        if example.type in (QUERY_ALIGN, DOC_ALIGN):
+            continue
+        queries.append(example.query)
+        documents.extend(example.pos)
+    if max_texts is not None:
+        rng = random.Random(seed)
+        queries = rng.sample(queries, min(max_texts, len(queries)))
+        documents = rng.sample(documents, min(max_texts, len(documents)))
+    rows = build_alignment_data(queries, documents, negative_miner=negative_miner, n_negatives=n_negatives, seed=seed)
+    return write_jsonl(out_path, rows)

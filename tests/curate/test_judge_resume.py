@@ -1,0 +1,99 @@
+"""A judging run killed mid-way (SIGKILL) and resumed gives the same output as an uninterrupted run,
+and the server never grades a (query, passage) pair twice for the same judge."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from care.curate.judges.cache import JudgmentCache
+from care.curate.judges.config import JudgesConfig
+from care.curate.judges.factory import build_judges
+from care.curate.judges.testing import FakeChatServer
+from care.curate.labelling import judge_file
+
+N_QUERIES, N_DOCS = 8, 9
+STALL_AFTER_CALLS = 6
+WAIT_S = 60
+
+
+def _write_inputs(tmp: Path, base_url: str, cache: str) -> tuple[Path, Path]:
+    pairs = tmp / "pairs.jsonl"
+    with pairs.open("w", encoding="utf-8") as fh:
+        for q in range(N_QUERIES):
+            for d in range(N_DOCS):
+                fh.write(json.dumps({"query_id": f"q{q}", "query": f"第{q}个问题：咳嗽发热怎么办",
+                                     "doc_id": f"d{d}", "passage": f"第{d}段：多喝水，必要时退热"}, ensure_ascii=False) + "\n")
+    config = tmp / "judges.json"
+    config.write_text(json.dumps({
+        "cache": cache,
+        "judges": [
+            {"id": "judge-a", "base_url": base_url, "model": "model-a", "passages_per_call": 3, "max_concurrency": 2,
+             "backoff_base_s": 0.01, "timeout_s": 5},
+            {"id": "judge-b", "base_url": base_url, "model": "model-b", "passages_per_call": 4, "max_concurrency": 2,
+             "backoff_base_s": 0.01, "timeout_s": 5},
+        ],
+    }), encoding="utf-8")
+    return pairs, config
+
+
+def _cached_rows(path: Path) -> int:
+    if not path.is_file():
+        return 0
+    try:
+        with sqlite3.connect(path, timeout=1) as db:
+            return db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
+def _cli(pairs: Path, out: Path, config: Path) -> list[str]:
+    return [sys.executable, "-m", "care.cli", "-q", "curate", "judge", str(pairs), str(out), "--judges", str(config),
+            "--no-progress"]
+
+
+def test_killed_run_resumes_without_rejudging(tmp_path):
+    ref_dir, run_dir = tmp_path / "ref", tmp_path / "run"
+    ref_dir.mkdir()
+    run_dir.mkdir()
+    with FakeChatServer() as ref_server:
+        pairs, config = _write_inputs(ref_dir, ref_server.base_url, "cache.sqlite")
+        cfg = JudgesConfig.load(config)
+        with JudgmentCache(cfg.cache) as cache:
+            judge_file(pairs, build_judges(cfg), ref_dir / "out.jsonl", cache=cache, voting=cfg.voting, show_progress=False)
+    reference = (ref_dir / "out.jsonl").read_text(encoding="utf-8")
+
+    with FakeChatServer() as server:
+        pairs, config = _write_inputs(run_dir, server.base_url, "cache.sqlite")
+        out, cache_path = run_dir / "out.jsonl", run_dir / "cache.sqlite"
+        server.stall_after(STALL_AFTER_CALLS)
+        proc = subprocess.Popen(_cli(pairs, out, config), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.time() + WAIT_S
+        # kill once the client is blocked on the stalled server and has committed every answered pair
+        while time.time() < deadline:
+            if server.stalled and _cached_rows(cache_path) == len(server.answered):
+                break
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the run never reached the stall point")
+        answered_before = len(server.answered)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=WAIT_S)
+        server.release()
+        assert 0 < answered_before < 2 * N_QUERIES * N_DOCS
+        assert not out.exists()  # nothing half-written
+
+        server._stall_after = None
+        done = subprocess.run(_cli(pairs, out, config), capture_output=True, timeout=WAIT_S)
+        assert done.returncode == 0, done.stderr.decode()
+
+    assert out.read_text(encoding="utf-8") == reference
+    graded = server.answered
+    assert len(graded) == len(set(graded)) == 2 * N_QUERIES * N_DOCS  # every pair once per judge, never twice
