@@ -78,8 +78,10 @@ class ModelConfig:
     """Which towers to load and how.
 
     query_model / document_model: a folder or hub name (SentenceTransformer folder or plain HF model).
-    output_dim: Matryoshka cut of the document embedding (``None`` = the query encoder's width when a
-    query model is given, else the document model's native width).
+    output_dim: Matryoshka cut of the document embedding. ``None``: the query encoder's width when
+    ``truncate_to_query_width`` and a query model is given, else the document model's native width
+    (e.g. ``init_document`` with MRL over native dims, cut later in Stage I/II).
+    trust_remote_code: needed by checkpoints with their own modelling code (gte-multilingual-base).
     query_prompt: prepended to queries (e.g. the paper's ``"Instruct: ...\\nQuery: "``); documents get none.
     """
 
@@ -89,9 +91,11 @@ class ModelConfig:
     query_max_seq_length: int = 512
     document_max_seq_length: int = 512
     output_dim: int | None = None
+    truncate_to_query_width: bool = True
     lora: LoraConfig | None = field(default_factory=LoraConfig)
     query_prompt: str | None = None
     gradient_checkpointing: bool = False
+    trust_remote_code: bool = False
     merge_lora_on_save: bool = False
     teacher: TeacherConfig = field(default_factory=TeacherConfig)
 

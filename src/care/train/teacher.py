@@ -50,7 +50,7 @@ class TowerEncoder:
 
     @property
     def dim(self) -> int:
-        return int(self.model.get_sentence_embedding_dimension())
+        return int(self.model.get_embedding_dimension())
 
     def _encode(self, texts: Sequence[str], prompt: str | None, batch_size: int, show_progress: bool) -> np.ndarray:
         with torch.no_grad():

@@ -61,10 +61,11 @@ def load_query_tower(cfg: ModelConfig, path: str | None = None):
     if path is None:
         raise CareError("no query model: set model.query_model")
     if is_sentence_transformer_folder(path):
-        model = SentenceTransformer(str(path), device="cpu")
+        model = SentenceTransformer(str(path), device="cpu", trust_remote_code=cfg.trust_remote_code)
         model.max_seq_length = cfg.query_max_seq_length
     else:
-        model = build_query_encoder(path, pooling=cfg.query_pooling, max_seq_length=cfg.query_max_seq_length)
+        model = build_query_encoder(path, pooling=cfg.query_pooling, max_seq_length=cfg.query_max_seq_length,
+                                    trust_remote_code=cfg.trust_remote_code)
     return model
 
 
@@ -74,31 +75,60 @@ def query_width(cfg: ModelConfig) -> int | None:
         return None
     path = Path(cfg.query_model)
     if is_sentence_transformer_folder(path):
-        return int(load_query_tower(cfg).get_sentence_embedding_dimension())
+        return int(load_query_tower(cfg).get_embedding_dimension())
     from transformers import AutoConfig
 
-    return int(AutoConfig.from_pretrained(str(cfg.query_model)).hidden_size)
+    return int(AutoConfig.from_pretrained(str(cfg.query_model), trust_remote_code=cfg.trust_remote_code).hidden_size)
+
+
+def document_output_dim(cfg: ModelConfig) -> int | None:
+    """Width the document tower must output: ``output_dim``, else the query width (when
+    ``truncate_to_query_width``), else ``None`` (native width)."""
+    if cfg.output_dim is not None:
+        return cfg.output_dim
+    return query_width(cfg) if cfg.truncate_to_query_width else None
+
+
+def cut_document_tower(model, output_dim: int):
+    """Return ``model`` with a Matryoshka cut to ``output_dim`` inserted before its final Normalize."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize
+
+    from care.models.matryoshka import matryoshka_truncation
+
+    native = int(model.get_embedding_dimension())
+    if native == output_dim:
+        return model
+    modules = list(model.children())
+    if modules and isinstance(modules[-1], Normalize):
+        modules = modules[:-1]
+    dtype = next(model.parameters()).dtype
+    modules += [matryoshka_truncation(native, output_dim, dtype=dtype), Normalize()]
+    logger.info("document tower cut from %d to %d dims", native, output_dim)
+    return SentenceTransformer(modules=modules, device="cpu")
 
 
 def load_document_tower(cfg: ModelConfig, *, trainable: bool, path: str | None = None):
     """The document encoder from ``path`` or ``cfg.document_model``.
 
-    From a plain checkpoint: last-token pooling, a Matryoshka cut to ``cfg.output_dim`` (default: the
-    query encoder's width) and, when ``trainable`` and ``cfg.lora`` is set, a fresh LoRA adapter.
-    From a SentenceTransformer folder of an earlier stage: loaded as saved (its LoRA adapter, if
-    any, is resumed and stays the only trainable part). A frozen tower has ``requires_grad=False``
-    everywhere and is put in eval mode.
+    From a plain checkpoint: last-token pooling, a Matryoshka cut to :func:`document_output_dim`
+    and, when ``trainable`` and ``cfg.lora`` is set, a fresh LoRA adapter. From a
+    SentenceTransformer folder of an earlier stage: loaded as saved (its LoRA adapter, if any, is
+    resumed and stays the only trainable part) and cut when it is wider than required. The cut is
+    never trained. A frozen tower has ``requires_grad=False`` everywhere and is in eval mode.
     """
     from sentence_transformers import SentenceTransformer
 
     from care.models.document import build_document_encoder
     from care.models.lora import add_lora, has_lora, mark_only_lora_trainable
+    from care.models.matryoshka import freeze_truncation, is_matryoshka_truncation
 
     path = path or cfg.document_model
     if path is None:
         raise CareError("no document model: set model.document_model")
+    output_dim = document_output_dim(cfg)
     if is_sentence_transformer_folder(path):
-        model = SentenceTransformer(str(path), device="cpu")
+        model = SentenceTransformer(str(path), device="cpu", trust_remote_code=cfg.trust_remote_code)
         model.max_seq_length = cfg.document_max_seq_length
         hf_model = model[0].auto_model
         if trainable:
@@ -106,10 +136,15 @@ def load_document_tower(cfg: ModelConfig, *, trainable: bool, path: str | None =
                 mark_only_lora_trainable(hf_model)
             elif cfg.lora is not None:
                 add_lora(hf_model, _lora_settings(cfg.lora))
+        if output_dim is not None:
+            model = cut_document_tower(model, output_dim)
     else:
-        output_dim = cfg.output_dim if cfg.output_dim is not None else query_width(cfg)
         model = build_document_encoder(path, lora=_lora_settings(cfg.lora) if trainable else None,
-                                       output_dim=output_dim, max_seq_length=cfg.document_max_seq_length)
+                                       output_dim=output_dim, max_seq_length=cfg.document_max_seq_length,
+                                       trust_remote_code=cfg.trust_remote_code)
+    for module in model.children():
+        if is_matryoshka_truncation(module):
+            freeze_truncation(module)
     if not trainable:
         model.requires_grad_(False)
         model.eval()

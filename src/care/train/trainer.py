@@ -136,7 +136,7 @@ class Trainer:
         if tc.kind == "document":
             tower = load_document_tower(mc, trainable=False)
             self.frozen_document_path = mc.document_model
-            fp = folder_fingerprint(mc.document_model, output_dim=tower.get_sentence_embedding_dimension(),
+            fp = folder_fingerprint(mc.document_model, output_dim=tower.get_embedding_dimension(),
                                     max_seq_length=mc.document_max_seq_length)
             return TowerEncoder(tower, f"document:{Path(mc.document_model).name}", fp)
         if tc.kind == "encoder":
@@ -182,7 +182,7 @@ class Trainer:
         return towers
 
     def _check_dims(self, towers: dict[str, Any]) -> None:
-        dims = {name: int(m.get_sentence_embedding_dimension()) for name, m in towers.items()}
+        dims = {name: int(m.get_embedding_dimension()) for name, m in towers.items()}
         if self.teacher_embeddings is not None:
             dims[TEACHER] = self.teacher_embeddings.dim
         if len(set(dims.values())) > 1:

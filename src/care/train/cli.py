@@ -1,0 +1,70 @@
+"""``care train``: run one stage from a YAML config, or the whole CARE recipe.
+
+    care train --config configs/care_tiny/stage1.yaml [--set optim.lr=2e-5 ...] [--resume]
+    care train recipe --query-model Q --document-model D --train FILE --output DIR \\
+        [--config-dir configs/care_tiny] [--alignment FILE] [--set stage2:optim.lr=5e-5 ...]
+
+Multi-GPU: launch the same command with ``torchrun --nproc_per_node N -m care.cli train ...`` or
+``accelerate launch -m care.cli train ...`` (see docs/training.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+train_app = typer.Typer(help="Train CARE: one stage from a config, or the whole recipe.", no_args_is_help=False)
+
+
+@train_app.callback(invoke_without_command=True)
+def train_command(
+    ctx: typer.Context,
+    config: Path = typer.Option(None, "--config", "-c", help="Stage config (YAML or JSON)."),
+    set_: list[str] = typer.Option([], "--set", help="Override a config field: KEY=VALUE (repeatable)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue from the latest checkpoint in output_dir."),
+) -> None:
+    """Run one training stage (init_query, init_document, stage1, stage1_sft, stage2) from a config."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if config is None:
+        typer.echo(ctx.get_help())
+        raise typer.Exit(2)
+    from care.train.config import load_config
+    from care.train.trainer import train
+
+    result = train(load_config(config, set_), resume=resume)
+    _print_result(result)
+
+
+@train_app.command("recipe")
+def recipe_command(
+    query_model: str = typer.Option(..., "--query-model", help="Query encoder checkpoint (BERT-style)."),
+    document_model: str = typer.Option(..., "--document-model", help="Document encoder checkpoint (decoder LLM)."),
+    train_file: str = typer.Option(..., "--train", help="Training JSONL {query, pos, neg, prompt?, type?}."),
+    output: str = typer.Option(..., "--output", "-o", help="Output folder (one sub-folder per stage)."),
+    config_dir: Path = typer.Option(None, "--config-dir", help="Folder with <stage>.yaml configs."),
+    alignment: str = typer.Option(None, "--alignment", help="Stage I alignment JSONL (built from --train if absent)."),
+    set_: list[str] = typer.Option([], "--set", help="KEY=VALUE for every stage, or STAGE:KEY=VALUE."),
+) -> None:
+    """Run init (query, document) -> Stage I -> Stage II, skipping finished stages on rerun."""
+    from care.train.recipe import RecipePaths, run_recipe
+
+    results = run_recipe(RecipePaths(query_model, document_model, train_file, output, alignment),
+                         config_dir=config_dir, overrides=set_)
+    for result in results.values():
+        _print_result(result)
+
+
+def _print_result(result) -> None:
+    loss = "n/a" if result.final_loss is None else f"{result.final_loss:.4f}"
+    typer.echo(f"{result.stage}: {result.global_step} steps, final loss {loss}, output {result.output_dir}")
+    for label, path in (("query", result.query_model), ("document", result.document_model),
+                        ("CARE model", result.care_model)):
+        if path:
+            typer.echo(f"  {label}: {path}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``care train`` to the main CLI."""
+    app.add_typer(train_app, name="train")

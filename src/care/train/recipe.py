@@ -1,0 +1,117 @@
+"""CARE's whole training recipe in order: init (query, document) → Stage I → Stage II.
+
+Each stage writes to ``<output>/<stage>/`` and marks itself finished with ``train_result.json``; a
+rerun skips finished stages and resumes an interrupted one from its last checkpoint, so the recipe
+never repeats finished work. Wiring between stages:
+
+- ``init_query``:    query model → ``init_query/query``           (symmetric InfoNCE on the train file)
+- ``init_document``: document model → ``init_document/document``  (LoRA + MRL InfoNCE on the train file)
+- ``stage1``:        ``init_query/query`` learns against the frozen ``init_document/document``
+                     on alignment data (built from the train file when none is given)
+- ``stage2``:        ``stage1/query`` + ``init_document/document`` trained jointly → ``stage2/model``
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from care.train.config import TrainConfig, apply_overrides, load_config
+from care.train.trainer import TrainResult, read_result, train
+
+logger = logging.getLogger(__name__)
+
+RECIPE_STAGES: tuple[str, ...] = ("init_query", "init_document", "stage1", "stage2")
+ALIGNMENT_FILE = "alignment.jsonl"
+
+
+@dataclass
+class RecipePaths:
+    """Inputs of a recipe run."""
+
+    query_model: str
+    document_model: str
+    train_file: str
+    output_dir: str
+    alignment_file: str | None = None
+
+
+def _stage_config(stage: str, config_dir: str | Path | None, overrides: Sequence[str]) -> TrainConfig:
+    """The stage's YAML from ``config_dir`` (``<stage>.yaml``) or the built-in defaults, with overrides.
+
+    Overrides apply to every stage; prefix one with ``<stage>:`` to target a single stage
+    (``stage2:optim.lr=5e-5``).
+    """
+    mine = [o.split(":", 1)[1] for o in overrides if o.split("=", 1)[0].count(":") and o.split(":", 1)[0] == stage]
+    common = [o for o in overrides if ":" not in o.split("=", 1)[0]]
+    if config_dir is not None and (Path(config_dir) / f"{stage}.yaml").is_file():
+        return load_config(Path(config_dir) / f"{stage}.yaml", [*common, *mine])
+    data = apply_overrides(TrainConfig(stage=stage).to_dict(), [*_DEFAULTS[stage], *common, *mine])
+    return TrainConfig.from_dict({**data, "data": {**data["data"], "train_file": data["data"]["train_file"] or "-"}})
+
+
+#: Paper hyperparameters per stage when no config folder is given.
+_DEFAULTS: dict[str, list[str]] = {
+    "init_query": ["loss.temperature=0.02"],
+    "init_document": ["loss.temperature=0.02"],
+    "stage1": ["loss.temperature=0.1", "data.n_negatives=1", "loss.lambda_contrastive=1", "loss.lambda_mse=1"],
+    "stage2": ["loss.temperature=0.02", "data.n_negatives=7"],
+}
+
+
+def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, overrides: Sequence[str] = (),
+               stages: Sequence[str] = RECIPE_STAGES) -> dict[str, TrainResult]:
+    """Run (or finish) the recipe; returns each stage's :class:`TrainResult`.
+
+    Args:
+        paths: base models, training file, output folder, optional Stage I alignment file.
+        config_dir: folder with ``init_query.yaml``, ``init_document.yaml``, ``stage1.yaml``,
+            ``stage2.yaml`` (e.g. ``configs/care_tiny``); model paths, data files and output folders
+            in them are replaced by the recipe's wiring.
+        overrides: ``key=value`` for every stage or ``stage:key=value`` for one.
+        stages: subset of :data:`RECIPE_STAGES` to run (in recipe order).
+    """
+    out = Path(paths.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, TrainResult] = {}
+    dirs = {s: out / s for s in RECIPE_STAGES}
+    query_after_init = str(dirs["init_query"] / "query") if "init_query" in stages else paths.query_model
+    doc_after_init = str(dirs["init_document"] / "document") if "init_document" in stages else paths.document_model
+    query_after_stage1 = str(dirs["stage1"] / "query") if "stage1" in stages else query_after_init
+    alignment = paths.alignment_file
+    for stage in RECIPE_STAGES:
+        if stage not in stages:
+            continue
+        done = read_result(dirs[stage])
+        if done is not None and done.completed:
+            logger.info("recipe: %s already finished (%s), skipping", stage, dirs[stage])
+            results[stage] = done
+            continue
+        wiring = {
+            "init_query": (paths.query_model, None, paths.train_file),
+            "init_document": (paths.query_model, paths.document_model, paths.train_file),
+            "stage1": (query_after_init, doc_after_init, None),
+            "stage2": (query_after_stage1, doc_after_init, paths.train_file),
+        }[stage]
+        query_model, document_model, train_file = wiring
+        if stage == "stage1" and train_file is None:
+            if alignment is None:
+                alignment = str(out / ALIGNMENT_FILE)
+                if not Path(alignment).is_file():
+                    from care.train.alignment import alignment_from_training_file
+
+                    alignment_from_training_file(paths.train_file, alignment)
+            train_file = alignment
+        config = _stage_config(stage, config_dir, overrides)
+        config.output_dir = str(dirs[stage])
+        config.model.query_model = query_model
+        config.model.document_model = document_model
+        config.data.train_file = train_file
+        if stage == "stage1":
+            config.model.teacher.kind = "document"
+        config.validate()
+        logger.info("recipe: running %s -> %s", stage, dirs[stage])
+        results[stage] = train(config, resume=True)
+    return results

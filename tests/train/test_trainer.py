@@ -1,0 +1,133 @@
+"""Each stage trains on tiny models, lowers the loss on a toy set, and writes loadable outputs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from care.train.config import TrainConfig
+from care.train.trainer import Trainer, read_result, train
+
+from trainer_fixtures import PAIRS, tiny_config_dict
+
+
+def _losses(out: Path) -> list[float]:
+    return [json.loads(line)["loss"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def _digest(folder: Path) -> str:
+    h = hashlib.sha256()
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.mark.parametrize("stage", ["init_query", "init_document", "stage1_sft", "stage2"])
+def test_stage_reduces_loss_and_saves(stage, tiny_dir, tmp_path):
+    torch.set_num_threads(1)
+    out = tmp_path / stage
+    result = train(TrainConfig.from_dict(tiny_config_dict(tiny_dir, stage, out)))
+    losses = _losses(out)
+    assert result.global_step == 6 and len(losses) == 6
+    assert losses[-1] < losses[0], losses
+    assert read_result(out).completed
+    from sentence_transformers import SentenceTransformer
+
+    if stage in ("init_query", "stage1_sft", "stage2"):
+        q = SentenceTransformer(str(out / "query"), device="cpu")
+        assert q.encode(["头痛"]).shape == (1, 64)
+    if stage in ("init_document", "stage2"):
+        assert (out / "document" / "adapter_config.json").is_file()  # LoRA saved as an adapter
+    if stage in ("stage1_sft", "stage2"):
+        care = SentenceTransformer(str(out / "model"), device="cpu")
+        assert care.encode_query(["头痛"]).shape == care.encode_document(["头痛"]).shape == (1, 64)
+
+
+def test_stage1_document_tower_frozen(tiny_dir, tmp_path):
+    """Stage I: the document tower gets no gradient, no optimizer slot, no state; its weights do not change."""
+    torch.set_num_threads(1)
+    before = _digest(tiny_dir / "tiny-qwen3")
+    out = tmp_path / "s1"
+    trainer = Trainer(TrainConfig.from_dict(tiny_config_dict(tiny_dir, "stage1", out)))
+    result = trainer.train()
+
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    assert set(model.towers) == {"query"}  # the document tower is not even part of the trained module
+    optimized = {id(p) for g in trainer.optimizer.param_groups for p in g["params"]}
+    query_params = {id(p) for p in model.towers["query"].parameters()}
+    assert optimized == query_params
+    state_params = {id(p) for p in trainer.optimizer.state}
+    assert state_params and state_params <= query_params  # (BERT's unused pooler gets no state at all)
+    losses = _losses(out)
+    assert losses[-1] < losses[0]
+    assert {"loss/contrastive", "loss/mse"} <= set(json.loads((out / "metrics.jsonl").read_text().splitlines()[0]))
+
+    # the teacher (frozen) tower loads with requires_grad False everywhere
+    from care.train.towers import load_document_tower
+
+    frozen = load_document_tower(trainer.config.model, trainable=False)
+    assert not any(p.requires_grad for p in frozen.parameters())
+    # weights on disk untouched, and the CARE model's document route equals the original tower
+    assert _digest(tiny_dir / "tiny-qwen3") == before
+    from sentence_transformers import SentenceTransformer
+
+    care = SentenceTransformer(result.care_model, device="cpu")
+    texts = [d for _, d in PAIRS[:3]]
+    np.testing.assert_array_equal(care.encode_document(texts), frozen.encode(texts))
+    # teacher embeddings were cached on disk
+    assert any((out / "teacher_cache").rglob("embeddings.npy"))
+
+
+class FakeTeacher:
+    """A frozen 'encoder' giving each text a fixed random unit vector (seeded by its hash)."""
+
+    name = "fake-teacher"
+    fingerprint = "fake-teacher-v1"
+    dim = 64
+    calls = 0
+
+    def _vec(self, text: str) -> np.ndarray:
+        seed = int(hashlib.sha1(text.encode()).hexdigest()[:8], 16)
+        v = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+        return v / np.linalg.norm(v)
+
+    def encode_queries(self, texts, *, instruction=None, batch_size=32, show_progress=False):
+        return np.stack([self._vec(t) for t in texts])
+
+    def encode_documents(self, texts, *, batch_size=32, show_progress=False):
+        FakeTeacher.calls += 1
+        return np.stack([self._vec(t) for t in texts])
+
+
+def test_stage1_with_precomputed_fake_encoder_teacher(tiny_dir, tmp_path):
+    """Any frozen care Encoder can be the Stage I teacher; its vectors are computed once and cached."""
+    torch.set_num_threads(1)
+    FakeTeacher.calls = 0
+    cache = tmp_path / "cache"
+    cfg = tiny_config_dict(tiny_dir, "stage1", tmp_path / "a",
+                           model={"document_model": None, "teacher": {"kind": "factory",
+                                  "factory": "unused:unused", "cache_dir": str(cache)}})
+    result = train(TrainConfig.from_dict(cfg), teacher=FakeTeacher())
+    assert FakeTeacher.calls == 1  # every distinct text embedded in one pass
+    losses = _losses(tmp_path / "a")
+    assert losses[-1] < losses[0]
+    assert result.care_model is None and result.query_model  # no CARE document tower to combine with
+    # a second run reuses the on-disk cache: the teacher is not called again
+    cfg["output_dir"] = str(tmp_path / "b")
+    train(TrainConfig.from_dict(cfg), teacher=FakeTeacher())
+    assert FakeTeacher.calls == 1
+
+
+def test_existing_checkpoints_need_resume(tiny_dir, tmp_path):
+    from care.errors import CareError
+
+    cfg = tiny_config_dict(tiny_dir, "init_query", tmp_path / "r", optim={"max_steps": 2}, checkpoint={"every_steps": 1})
+    train(TrainConfig.from_dict(cfg))
+    with pytest.raises(CareError, match="--resume"):
+        train(TrainConfig.from_dict(cfg))
