@@ -11,7 +11,8 @@ Tokenisation (what :func:`tokenize` does to every query and document):
 3. Punctuation, symbols and whitespace are dropped (Unicode categories P*, S*, Z*, C*); bigrams
    never span them.
 4. With ``stopwords="default"`` the function words in :data:`CHINESE_STOPWORDS` are dropped
-   (unigrams / words only; bigrams that contain them are kept). ``stopwords="none"`` keeps all.
+   (unigrams / words only; bigrams that contain them are kept). Negations (``不``, ``没有``) are
+   deliberately not stopwords. ``stopwords="none"`` keeps all.
 
 Scoring is ``bm25s`` with the Lucene BM25 variant (``k1``, ``b`` configurable); a query term not in
 the corpus vocabulary scores 0, and documents with score 0 are not returned by :meth:`search`.
@@ -144,6 +145,8 @@ class BM25Retriever:
     def _build(self, texts: Sequence[str]) -> Any:
         import bm25s
 
+        # bm25s pins its logger at DEBUG on import; defer to the application's level instead.
+        logging.getLogger("bm25s").setLevel(logging.NOTSET)
         model = bm25s.BM25(k1=self.config.k1, b=self.config.b, method=self.config.method)
         model.index([tokenize(text, self.config) for text in texts], show_progress=False)
         return model

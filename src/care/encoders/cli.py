@@ -1,0 +1,63 @@
+"""``care inspect-model``: load a model spec, print what it resolved to, optionally score a few texts.
+
+A quick check before a long benchmark or indexing run: does the spec load, what width and
+fingerprint does it have, and does it rank an obvious document first?
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from care.errors import CareError
+
+
+def parse_option_flags(flags: list[str]) -> dict[str, str]:
+    """``["pooling=cls", "max_length=512"]`` -> ``{"pooling": "cls", "max_length": "512"}``."""
+    options: dict[str, str] = {}
+    for flag in flags:
+        key, separator, value = flag.partition("=")
+        if not separator or not key.strip():
+            raise CareError(f"--option expects key=value; got {flag!r}")
+        options[key.strip()] = value
+    return options
+
+
+def inspect_model(
+    spec: str = typer.Argument(..., help="Model spec: bm25, bm25:char, e5, openai:MODEL, a folder / Hub id, asym:Q|D, or a .yaml/.json file."),
+    option: Optional[list[str]] = typer.Option(None, "--option", "-O", help="Extra spec option key=value; repeatable."),
+    device: Optional[str] = typer.Option(None, "--device", help="Device for neural models (cpu, cuda, ...)."),
+    query: Optional[list[str]] = typer.Option(None, "--query", "-q", help="A query to score against the documents; repeatable."),
+    document: Optional[list[str]] = typer.Option(None, "--document", "-d", help="A document to score; repeatable."),
+    instruction: Optional[str] = typer.Option(None, "--instruction", help="Task instruction for the queries (dense models)."),
+) -> None:
+    """Load SPEC and print its type, width and fingerprint; with --query/--document, print their scores."""
+    from care.encoders.base import Encoder
+    from care.encoders.registry import load_model
+
+    model = load_model(spec, device=device, options=parse_option_flags(option or []))
+    dense = isinstance(model, Encoder)
+    typer.echo(f"spec:        {spec}")
+    typer.echo(f"type:        {type(model).__name__}")
+    typer.echo(f"name:        {model.name}")
+    if dense:
+        typer.echo(f"dim:         {model.dim}")
+    typer.echo(f"fingerprint: {model.fingerprint}")
+    if not query or not document:
+        return
+    if dense:
+        scores = model.encode_queries(query, instruction=instruction) @ model.encode_documents(document).T
+        rows = [list(map(float, row)) for row in scores]
+    else:
+        rows = [list(map(float, model.score(q, document))) for q in query]
+    typer.echo("")
+    typer.echo("| query | " + " | ".join(f"doc {i + 1}" for i in range(len(document))) + " |")
+    typer.echo("|---|" + "---|" * len(document))
+    for text, row in zip(query, rows):
+        typer.echo(f"| {text} | " + " | ".join(f"{score:.4f}" for score in row) + " |")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``care inspect-model`` to the top-level app."""
+    app.command("inspect-model")(inspect_model)
