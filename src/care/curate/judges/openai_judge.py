@@ -52,18 +52,20 @@ def _retry_after_s(exc: Exception) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-class OpenAIChatJudge:
-    """A :class:`~care.curate.judges.base.Judge` that asks a chat model for S/A/B/C/D grades."""
+class ChatClient:
+    """One OpenAI-compatible chat endpoint with retries, backoff and token / cost accounting.
+
+    ``complete(messages)`` returns the reply text. Retries timeouts, connection errors,
+    408/409/429 and 5xx with exponential backoff (``backoff_base_s * 2**attempt``, capped at
+    ``backoff_max_s``, plus jitter), or the server's ``Retry-After`` when it sends one; other 4xx
+    errors (bad key, bad request) fail at once. Thread-safe.
+    """
 
     def __init__(self, config: JudgeConfig, *, client: object | None = None, sleep=time.sleep) -> None:
         import openai
 
         self.config = config
-        self.id = config.id
-        self.passages_per_call = config.passages_per_call
-        self.max_concurrency = config.max_concurrency
-        self.prompt = JudgePrompt.load(config.prompt)
-        self._meter = UsageMeter()
+        self.meter = UsageMeter()
         self._sleep = sleep
         self._openai = openai
         if client is None:
@@ -76,34 +78,10 @@ class OpenAIChatJudge:
             client = openai.OpenAI(base_url=config.base_url, api_key=key, max_retries=0, timeout=config.timeout_s)
         self._client = client
 
-    @property
-    def fingerprint(self) -> str:
-        """Prompt template hash plus the model and sampling settings the grades depend on."""
-        settings = f"{self.prompt.hash}|{self.config.model}|{self.config.temperature}"
-        return hashlib.sha256(settings.encode()).hexdigest()[:16]
-
     def usage(self) -> Usage:
-        return self._meter.snapshot()
+        return self.meter.snapshot()
 
-    def judge(self, query: str, passages: Sequence[str]) -> list[str]:
-        """Grades for ``passages``; re-asks only for passages a reply left out."""
-        grades: list[str | None] = [None] * len(passages)
-        pending = list(range(len(passages)))
-        for attempt in range(self.config.max_reasks + 1):
-            if attempt:
-                self._meter.add(reasks=1)
-                logger.debug("judge %s: re-asking %d passage(s)", self.id, len(pending))
-            reply = self._chat(self.prompt.messages(query, [passages[i] for i in pending]))
-            parsed = parse_grades(reply, len(pending))
-            for local, grade in parsed.items():
-                grades[pending[local]] = grade
-            pending = [p for i, p in enumerate(pending) if i not in parsed]
-            if not pending:
-                return [g for g in grades if g is not None]
-        raise JudgeError(f"judge {self.id!r}: no valid grade for {len(pending)} passage(s) after "
-                         f"{self.config.max_reasks + 1} replies (last reply: {reply[:200]!r})")
-
-    def _chat(self, messages: list[dict[str, str]]) -> str:
+    def complete(self, messages: list[dict[str, str]]) -> str:
         openai = self._openai
         cfg = self.config
         for attempt in range(cfg.max_retries + 1):
@@ -115,21 +93,60 @@ class OpenAIChatJudge:
                 status = getattr(exc, "status_code", None)
                 retryable = status is None or status in RETRYABLE_STATUS or status >= 500
                 if not retryable or attempt == cfg.max_retries:
-                    raise JudgeError(f"judge {self.id!r}: {type(exc).__name__} ({status or 'no status'}) "
+                    raise JudgeError(f"judge {cfg.id!r}: {type(exc).__name__} ({status or 'no status'}) "
                                      f"after {attempt + 1} attempt(s): {exc}") from exc
                 wait = _retry_after_s(exc)
                 if wait is None:
                     wait = min(cfg.backoff_max_s, cfg.backoff_base_s * 2 ** attempt) * (1 + JITTER * random.random())
                 wait = min(wait, cfg.retry_after_max_s)
-                logger.info("judge %s: %s, retry %d in %.2fs", self.id, status or type(exc).__name__, attempt + 1, wait)
-                self._meter.add(retries=1)
+                logger.info("judge %s: %s, retry %d in %.2fs", cfg.id, status or type(exc).__name__, attempt + 1, wait)
+                self.meter.add(retries=1)
                 self._sleep(wait)
                 continue
             usage = getattr(response, "usage", None)
             p_tok = getattr(usage, "prompt_tokens", 0) or 0
             c_tok = getattr(usage, "completion_tokens", 0) or 0
             cost = (p_tok * cfg.price_input_per_million + c_tok * cfg.price_output_per_million) / TOKENS_PER_MILLION
-            self._meter.add(calls=1, prompt_tokens=p_tok, completion_tokens=c_tok, cost_usd=cost)
+            self.meter.add(calls=1, prompt_tokens=p_tok, completion_tokens=c_tok, cost_usd=cost)
             content = response.choices[0].message.content if response.choices else None
             return content or ""
         raise AssertionError("unreachable")
+
+
+class OpenAIChatJudge:
+    """A :class:`~care.curate.judges.base.Judge` that asks a chat model for S/A/B/C/D grades."""
+
+    def __init__(self, config: JudgeConfig, *, client: object | None = None, sleep=time.sleep) -> None:
+        self.config = config
+        self.id = config.id
+        self.passages_per_call = config.passages_per_call
+        self.max_concurrency = config.max_concurrency
+        self.prompt = JudgePrompt.load(config.prompt)
+        self.chat = ChatClient(config, client=client, sleep=sleep)
+
+    @property
+    def fingerprint(self) -> str:
+        """Prompt template hash plus the model and sampling settings the grades depend on."""
+        settings = f"{self.prompt.hash}|{self.config.model}|{self.config.temperature}"
+        return hashlib.sha256(settings.encode()).hexdigest()[:16]
+
+    def usage(self) -> Usage:
+        return self.chat.usage()
+
+    def judge(self, query: str, passages: Sequence[str]) -> list[str]:
+        """Grades for ``passages``; re-asks only for passages a reply left out."""
+        grades: list[str | None] = [None] * len(passages)
+        pending = list(range(len(passages)))
+        for attempt in range(self.config.max_reasks + 1):
+            if attempt:
+                self.chat.meter.add(reasks=1)
+                logger.debug("judge %s: re-asking %d passage(s)", self.id, len(pending))
+            reply = self.chat.complete(self.prompt.messages(query, [passages[i] for i in pending]))
+            parsed = parse_grades(reply, len(pending))
+            for local, grade in parsed.items():
+                grades[pending[local]] = grade
+            pending = [p for i, p in enumerate(pending) if i not in parsed]
+            if not pending:
+                return [g for g in grades if g is not None]
+        raise JudgeError(f"judge {self.id!r}: no valid grade for {len(pending)} passage(s) after "
+                         f"{self.config.max_reasks + 1} replies (last reply: {reply[:200]!r})")

@@ -1,0 +1,91 @@
+"""The dynamic vector-index filter: the paper's rule, chunking invariance, and crash + resume."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from care.curate.diversify import DiversifyConfig, DynamicIndexFilter, diversify_file
+from care.errors import CareError
+
+
+def _unit(*rows):
+    m = np.array(rows, dtype=np.float32)
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def test_drop_only_when_more_than_n_neighbours_exceed_threshold():
+    config = DiversifyConfig(k=3, threshold=0.9, max_similar=1, seed_size=2)
+    filt = DynamicIndexFilter(2, config)
+    seeds = _unit([1, 0], [1, 0.01])  # near-identical seeds are kept: the seed is unfiltered
+    assert filt.offer(seeds)[0] == [True, True]
+    keep, nearest = filt.offer(_unit([1, 0.02], [0, 1], [0.01, 1], [0.02, 1]))
+    # [1,.02] has two neighbours above 0.9 -> dropped; [0,1] none -> kept; [0.01,1] one (the kept [0,1]) -> kept;
+    # [0.02,1] now two ([0,1] and [0.01,1], both kept in this same chunk) -> dropped
+    assert keep == [False, True, True, False]
+    assert nearest[0][0] in (0, 1) and nearest[0][1] > 0.99
+    assert filt.size == 4
+
+
+def test_chunk_size_does_not_change_the_result(tmp_path, char_encoder):
+    rows = [{"id": str(i), "text": t} for i, t in enumerate(
+        ["胃痛怎么办", "胃痛怎么办呢", "头痛发热", "头痛发热怎么办", "糖尿病饮食", "糖尿病的饮食", "高血压用药", "胃痛怎么办啊"] * 3)]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    outs = []
+    for chunk in (1, 3, 100):
+        cfg = DiversifyConfig(k=3, threshold=0.9, max_similar=0, seed_size=1, chunk_size=chunk)
+        report = diversify_file(src, tmp_path / f"out{chunk}.jsonl", char_encoder, cfg, show_progress=False)
+        outs.append((tmp_path / f"out{chunk}.jsonl").read_text(encoding="utf-8"))
+        assert report["kept"] + report["dropped"] == len(rows)
+    assert outs[0] == outs[1] == outs[2]
+    kept = [json.loads(line)["text"] for line in outs[0].splitlines()]
+    assert len(kept) == len(set(kept)) < len(rows)  # exact repeats are always dropped
+    assert report["examples"] and report["examples"][0]["similarity"] > 0.9
+
+
+def test_crash_then_resume_equals_uninterrupted(tmp_path, char_encoder, monkeypatch):
+    texts = [f"{a}{b}" for a in ("胃痛", "头痛", "咳嗽", "腹泻", "失眠") for b in ("怎么办", "吃什么药", "怎么办呢", "挂什么科")]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in enumerate(texts)),
+                   encoding="utf-8")
+    cfg = DiversifyConfig(k=3, threshold=0.85, max_similar=0, seed_size=2, chunk_size=4)
+    diversify_file(src, tmp_path / "ref.jsonl", char_encoder, cfg, show_progress=False)
+
+    calls = {"n": 0}
+    real = char_encoder.encode_documents
+
+    def crashing(batch, **kw):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt("simulated crash")
+        return real(batch, **kw)
+
+    monkeypatch.setattr(char_encoder, "encode_documents", crashing)
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        diversify_file(src, out, char_encoder, cfg, show_progress=False)
+    assert not out.exists() and (tmp_path / "out.jsonl.progress.json").exists()
+    monkeypatch.setattr(char_encoder, "encode_documents", real)
+    encoded: list[str] = []
+    monkeypatch.setattr(char_encoder, "encode_documents", lambda b, **kw: (encoded.extend(b), real(b, **kw))[1])
+    report = diversify_file(src, out, char_encoder, cfg, show_progress=False)
+    assert out.read_text(encoding="utf-8") == (tmp_path / "ref.jsonl").read_text(encoding="utf-8")
+    assert encoded == texts[8:]  # the two finished chunks were not encoded again
+    assert report["seen"] == len(texts)
+    with pytest.raises(CareError, match="different settings"):
+        (tmp_path / "out2.jsonl.partial").write_text("", encoding="utf-8")
+        (tmp_path / "out2.jsonl.progress.json").write_text(json.dumps({"settings": {}, "lines_done": 1, "bytes_done": 0}))
+        diversify_file(src, tmp_path / "out2.jsonl", char_encoder, cfg, show_progress=False)
+
+
+def test_paper_defaults_and_bad_settings():
+    assert DiversifyConfig.for_role("query").threshold == 0.85
+    assert DiversifyConfig.for_role("document").threshold == 0.78
+    assert DiversifyConfig.for_role("query").k == 5 and DiversifyConfig.for_role("query").max_similar == 1
+    with pytest.raises(CareError):
+        DiversifyConfig(k=1, max_similar=1)
+    with pytest.raises(CareError):
+        DiversifyConfig.for_role("passage")
