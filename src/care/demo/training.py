@@ -15,10 +15,16 @@ from dataclasses import dataclass
 
 from care.demo.cells import GRADE_NONE, Cell, RelevanceScheme
 from care.demo.config import DemoConfig
-from care.demo.content.phrasing import PHONE_PREFIXES, RAW_CONTEXTS, RAW_PII_NAMES, RAW_PII_TEMPLATES
+from care.demo.content.phrasing import (
+    PHONE_PREFIXES,
+    QUERY_PREFIXES,
+    RAW_CONTEXTS,
+    RAW_PII_NAMES,
+    RAW_PII_TEMPLATES,
+)
 from care.demo.corpus import DemoDocument
 from care.demo.lexicon import SynonymLexicon
-from care.demo.questions import DemoQuery, compose_question
+from care.demo.questions import DemoQuery
 from care.errors import CareError
 
 #: Ages drawn for the context sentence of raw questions.
@@ -89,11 +95,15 @@ def build_raw_queries(
     seen = set(exclude)
     for cell in cells:
         for template in rng.sample(cell.aspect.train_templates, config.raw_queries_per_cell):
-            text = compose_question(cell, template, rng, lexicon, config)
-            if rng.random() < config.raw_context_prob:
-                text = rng.choice(RAW_CONTEXTS).format(age=rng.randint(*RAW_AGE_RANGE)) + text
+            question = template.format(c=rng.choice(lexicon.surface_forms(cell.condition.name, "query")))
+            parts = []
             if rng.random() < config.raw_pii_prob:
-                text = rng.choice(RAW_PII_TEMPLATES).format(name=rng.choice(RAW_PII_NAMES), phone=_synthetic_phone(rng)) + text
+                parts.append(rng.choice(RAW_PII_TEMPLATES).format(name=rng.choice(RAW_PII_NAMES), phone=_synthetic_phone(rng)))
+            if rng.random() < config.query_prefix_prob:
+                parts.append(rng.choice(QUERY_PREFIXES))
+            if rng.random() < config.raw_context_prob:
+                parts.append(rng.choice(RAW_CONTEXTS).format(age=rng.randint(*RAW_AGE_RANGE)))
+            text = "".join(parts) + question
             if text in seen:
                 continue
             seen.add(text)
