@@ -117,3 +117,26 @@ def test_load_rejects_folders_that_are_not_care_models(tmp_path, tiny_query_dir,
     (path / CARE_CONFIG_FILENAME).write_text(json.dumps({**data, "colour": "red"}))
     with pytest.raises(CareError, match="unknown field"):
         read_care_config(path)
+
+
+@pytest.mark.filterwarnings("ignore:Task name .* is not valid")
+def test_mteb_evaluates_a_saved_folder_through_the_right_routes(care, tmp_path):
+    mteb = pytest.importorskip("mteb")
+    from mteb.mocks.mock_tasks.retrieval import MockRetrievalTask
+    from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
+
+    model = load_care_model(save_care_model(care, tmp_path / "care", merge_lora=True))
+    calls = []
+    for route in ("query", "document"):
+        original = getattr(model, f"encode_{route}")
+
+        def spy(*args, _route=route, _original=original, **kwargs):
+            calls.append((_route, kwargs.get("prompt")))
+            return _original(*args, **kwargs)
+
+        setattr(model, f"encode_{route}", spy)
+    results = mteb.evaluate(SentenceTransformerEncoderWrapper(model), [MockRetrievalTask()], cache=None)
+    assert not results.exceptions and 0.0 <= results.task_results[0].get_score() <= 1.0
+    prefix = f"Instruct: {RETRIEVAL_INSTRUCTION}\nQuery: "
+    assert ("query", prefix) in calls and ("document", "") in calls
+    assert all(prompt == "" for route, prompt in calls if route == "document")
