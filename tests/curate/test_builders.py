@@ -1,0 +1,148 @@
+"""build-benchmark, build-train and audit end to end: a tiny corpus, two retrievers, two LLM judges on
+the local server that disagree on some pairs, and the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from care.cli import app
+from care.curate.audit import audit_benchmark
+from care.curate.benchmark import BenchmarkConfig, build_benchmark
+from care.curate.judges.cache import JudgmentCache
+from care.curate.judges.config import JudgeConfig
+from care.curate.judges.openai_judge import OpenAIChatJudge
+from care.curate.judges.testing import FakeChatServer
+from care.curate.train_data import TrainDataConfig, build_alignment, build_train
+from care.data.pairs import load_rerank
+from care.data.retrieval import load_retrieval_folder
+from care.train.data import iter_training_file
+
+from .conftest import CharEncoder
+
+TOPICS = {"q1": "胃痛", "q2": "头痛", "q3": "失眠"}
+AMBIGUOUS = "可能"
+
+
+def grade_fn(model: str, query: str, passage: str) -> str:
+    """Judge a: S when the passage names the query's topic; judge b agrees, except on 'maybe' passages (B)."""
+    topic = query[:2]
+    if topic not in passage:
+        return "D" if model == "model-a" else "C"
+    if model == "model-b" and AMBIGUOUS in passage:
+        return "B"
+    return "S" if model == "model-a" else "A"
+
+
+def _corpus_rows():
+    rows = []
+    for t, topic in enumerate(TOPICS.values()):
+        rows.append({"id": f"{t}-good1", "text": f"{topic}的常见处理方法是休息和对症用药"})
+        rows.append({"id": f"{t}-good2", "text": f"{topic}时可以先观察，{topic}加重请就医"})
+        rows.append({"id": f"{t}-maybe", "text": f"{topic}{AMBIGUOUS}与饮食有关"})
+    rows += [{"id": f"x{i}", "text": t} for i, t in enumerate(["糖尿病饮食控制", "高血压按时服药", "皮肤过敏止痒", "儿童发热护理"])]
+    return rows
+
+
+@pytest.fixture
+def world(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in _corpus_rows()), encoding="utf-8")
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text("".join(json.dumps({"id": q, "text": f"{t}怎么办"}, ensure_ascii=False) + "\n"
+                               for q, t in TOPICS.items()), encoding="utf-8")
+    with FakeChatServer(grade_fn) as server:
+        judges = [OpenAIChatJudge(JudgeConfig(id=f"judge-{m}", base_url=server.base_url, model=f"model-{m}",
+                                              passages_per_call=4, backoff_base_s=0.01)) for m in "ab"]
+        yield tmp_path, corpus, queries, judges, server
+
+
+class OtherCharEncoder(CharEncoder):
+    name = "char-test-2"
+
+    @property
+    def fingerprint(self) -> str:
+        return "char-test-v2"
+
+
+def test_build_benchmark_unanimous_labels(world):
+    tmp, corpus, queries, judges, server = world
+    out = tmp / "task"
+    with JudgmentCache(tmp / "cache.sqlite") as cache:
+        report = build_benchmark(corpus, queries, [CharEncoder(), OtherCharEncoder()], judges, out, cache=cache,
+                                 config=BenchmarkConfig(depth=6, rerank_negatives=2), show_progress=False)
+        data = load_retrieval_folder(out)
+        for t, qid in enumerate(TOPICS):
+            positives = {d for d, s in data.qrels[qid].items() if s > 0}
+            assert positives <= {f"{t}-good1", f"{t}-good2"} and positives  # the 'maybe' doc is discarded
+            assert f"{t}-maybe" not in data.qrels[qid]
+            assert all(s == 2 for d, s in data.qrels[qid].items() if s > 0)  # min(S=3, A=2)
+        assert len(data.corpus) == len(_corpus_rows())
+        rerank = load_rerank(out / "rerank.jsonl")
+        assert rerank and all(len(r.negative) <= 2 and all(r.query[:2] not in n for n in r.negative) for r in rerank)
+        assert report["discarded_disagreement"] >= 1 and report["positives"] >= 3
+        assert set(report["agreement"]["cohen_kappa"]) == {"judge-a|judge-b"}
+        assert json.loads((out / "label_report.json").read_text())["judges"] == ["judge-a", "judge-b"]
+        n = len(server.answered)
+        build_benchmark(corpus, queries, [CharEncoder(), OtherCharEncoder()], judges, tmp / "task2", cache=cache,
+                        config=BenchmarkConfig(depth=6, rerank_negatives=2), show_progress=False)
+        assert len(server.answered) == n  # the rebuild is fully cached
+        assert (tmp / "task2" / "qrels.tsv").read_text() == (out / "qrels.tsv").read_text()
+
+
+def test_build_train_never_uses_a_relevant_document_as_negative(world):
+    tmp, corpus, queries, judges, _ = world
+    out = tmp / "train.jsonl"
+    stats = build_train(corpus, queries, CharEncoder(), judges, out, config=TrainDataConfig(depth=8, chunk_queries=2),
+                        show_progress=False)
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert stats["rows"] == len(rows) == 3
+    for row in rows:
+        topic = row["query"][:2]
+        assert row["pos"] and all(topic in p and AMBIGUOUS not in p for p in row["pos"])
+        assert all(topic not in n for n in row["neg"])  # no judged-relevant or ambiguous document as negative
+    examples = list(iter_training_file(out))
+    assert len(examples) == 3
+    n = build_alignment(out, tmp / "align.jsonl")
+    align = [json.loads(line) for line in (tmp / "align.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert n == len(align) and {r["type"] for r in align} == {"query_align", "doc_align"}
+    assert all(r["pos"] == [r["query"]] and r["query"] not in r["neg"] for r in align)
+
+
+def test_audit_finds_unlabelled_relevant_documents(world):
+    tmp, corpus, queries, judges, _ = world
+    task = tmp / "task"
+    task.mkdir()
+    (task / "corpus.jsonl").write_text(corpus.read_text(encoding="utf-8"), encoding="utf-8")
+    (task / "queries.jsonl").write_text(queries.read_text(encoding="utf-8"), encoding="utf-8")
+    (task / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{t}-good1\t1\n" for t, q in enumerate(TOPICS)))
+    report = audit_benchmark(task, CharEncoder(), judges, tmp / "audit", top_k=5, show_progress=False)
+    rows = [json.loads(line) for line in (tmp / "audit" / "false_negatives.jsonl").read_text(encoding="utf-8").splitlines()]
+    found = {(r["query_id"], fn["doc_id"]) for r in rows for fn in r["false_negatives"]}
+    assert found == {(q, f"{t}-good2") for t, q in enumerate(TOPICS)}
+    assert report["likely_false_negatives"] == 3 and report["queries_with_false_negatives"] == 3
+    assert report["examples"][0]["gold"] and report["examples"][0]["false_negative"]
+
+
+def test_cli_anonymise_and_judge(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": 1, "text": "患者王建国，电话13812345678"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    runner = CliRunner()
+    result = runner.invoke(app, ["curate", "anonymise", str(src), str(tmp_path / "out.jsonl"), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "out.jsonl").read_text(encoding="utf-8"))["text"] == "患者[NAME]，电话[PHONE]"
+    assert json.loads(result.output)["removed"] == {"NAME": 1, "PHONE": 1}
+
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"query_id": "q", "query": "胃痛怎么办", "doc_id": "d", "passage": "胃痛要休息"},
+                                ensure_ascii=False) + "\n", encoding="utf-8")
+    with FakeChatServer(grade_fn) as server:
+        config = tmp_path / "judges.yaml"
+        config.write_text(f"cache: c.sqlite\njudges:\n  - {{id: a, base_url: '{server.base_url}', model: model-a}}\n",
+                          encoding="utf-8")
+        result = runner.invoke(app, ["curate", "judge", str(pairs), str(tmp_path / "j.jsonl"), "-j", str(config), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    row = json.loads((tmp_path / "j.jsonl").read_text(encoding="utf-8"))
+    assert row == {"query_id": "q", "doc_id": "d", "grades": {"a": "S"}, "label": "positive", "score": 3}
