@@ -35,7 +35,7 @@ class Counting:
 
 
 def test_second_run_encodes_nothing(tmp_path):
-    cache = EmbeddingCache(tmp_path, chunk_size=3)
+    cache = EmbeddingCache(tmp_path, chunk_size=3, grow_chunks=False)
     key = cache.key("fp", "document", None, IDS, TEXTS)
     enc = Counting()
     first = np.array(cache.get_or_encode(key, TEXTS, enc))
@@ -48,7 +48,7 @@ def test_second_run_encodes_nothing(tmp_path):
 
 
 def test_interrupted_encode_resumes_from_last_chunk(tmp_path):
-    cache = EmbeddingCache(tmp_path, chunk_size=3)
+    cache = EmbeddingCache(tmp_path, chunk_size=3, grow_chunks=False)
     key = cache.key("fp", "document", None, IDS, TEXTS)
     crashing = Counting(fail_after_calls=2)
     with pytest.raises(KeyboardInterrupt):
@@ -60,9 +60,22 @@ def test_interrupted_encode_resumes_from_last_chunk(tmp_path):
     out = np.array(cache.get_or_encode(key, TEXTS, resumed))
     assert resumed.encoded == 4, "rows 0-5 were finished before the crash"
     # an uninterrupted run with the same chunking (the fake's 3rd column restarts per chunk)
-    reference = np.array(EmbeddingCache(tmp_path / "ref", chunk_size=3).get_or_encode(key, TEXTS, Counting()))
+    reference = np.array(EmbeddingCache(tmp_path / "ref", chunk_size=3, grow_chunks=False).get_or_encode(key, TEXTS, Counting()))
     assert np.array_equal(out, reference)
     assert not (folder / PARTIAL_FILE).exists() and not (folder / PROGRESS_FILE).exists()
+
+
+def test_fast_encoders_get_growing_chunks(tmp_path):
+    cache = EmbeddingCache(tmp_path, chunk_size=1)
+    sizes = []
+
+    def encode(chunk):
+        sizes.append(len(chunk))
+        return np.ones((len(chunk), 2), dtype=np.float32)
+
+    key = cache.key("fp", "document", None, IDS, TEXTS)
+    assert cache.get_or_encode(key, TEXTS, encode).shape == (10, 2)
+    assert sizes == [1, 2, 4, 3]  # doubling while chunks are fast; the last one takes the rest
 
 
 def test_key_depends_on_fingerprint_role_instruction_and_content(tmp_path):

@@ -28,6 +28,12 @@ def rerank_file(task: TaskMetadata) -> Path:
     return task.path / RERANK_FILE
 
 
+def candidate_texts(examples: list[RerankExample]) -> list[str]:
+    """The distinct candidate texts of a rerank set in first-seen order (the rows of its document
+    embedding matrix; the cache ids are their positions as strings)."""
+    return list(dict.fromkeys(t for ex in examples for t in (*ex.positive, *ex.negative)))
+
+
 def _qrels_and_candidates(examples: list[RerankExample]) -> tuple[dict[str, dict[str, int]], list[list[str]]]:
     qrels, cands = {}, []
     for i, ex in enumerate(examples):
@@ -45,7 +51,7 @@ def run_rerank(
         qrels, cands = _qrels_and_candidates(examples)
     run: dict[str, dict[str, float]] = {}
     if isinstance(model, Encoder):
-        unique_docs = list(dict.fromkeys(t for c in cands for t in c))
+        unique_docs = candidate_texts(examples)
         position = {t: i for i, t in enumerate(unique_docs)}
         with timer.phase("encode_documents_s"):
             d_emb = encode_collection(

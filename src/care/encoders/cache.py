@@ -8,7 +8,9 @@ content hash covers the ids and texts in order; it lives in ``<root>/<key[:2]>/<
 
 While encoding, rows go to ``embeddings.partial.npy`` chunk by chunk and ``progress.json`` records
 how many rows are finished (written atomically after each chunk is flushed), so an interrupted run
-resumes at the last finished chunk. Only one chunk of texts is handed to the encoder at a time.
+resumes at the last finished chunk. Only one chunk of texts is handed to the encoder at a time;
+chunks start at 256 texts and double while one takes under 5 s (up to 65,536), so fast encoders pay
+little bookkeeping and slow ones still checkpoint (and update the progress bar) often.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,8 +38,12 @@ logger = logging.getLogger(__name__)
 #: Environment variable that overrides the default cache folder.
 CACHE_ENV = "CARE_CACHE_DIR"
 DEFAULT_CACHE_DIR = Path("~/.cache/care/embeddings")
-#: Texts handed to the encoder per resumable chunk.
-DEFAULT_CHUNK_SIZE = 1024
+#: Texts handed to the encoder in the first resumable chunk.
+DEFAULT_CHUNK_SIZE = 256
+#: Chunks grow (doubling, up to MAX_CHUNK_SIZE) while one takes less than half this many seconds, so
+#: fast encoders pay little per-chunk bookkeeping and slow ones still checkpoint often.
+TARGET_CHUNK_SECONDS = 10.0
+MAX_CHUNK_SIZE = 65_536
 CACHE_DTYPES = ("float32", "float16")
 CACHE_FORMAT_VERSION = 1
 
@@ -107,10 +114,13 @@ class EmbeddingCache:
         root: cache folder (created on demand).
         dtype: storage type, ``"float32"`` (exact) or ``"float16"`` (half the disk; the harness
             converts batches back to float32 before search).
-        chunk_size: texts encoded per resumable chunk.
+        chunk_size: texts encoded in the first resumable chunk.
+        grow_chunks: double the chunk size while a chunk takes under ``TARGET_CHUNK_SECONDS / 2``.
     """
 
-    def __init__(self, root: str | Path, *, dtype: str = "float32", chunk_size: int = DEFAULT_CHUNK_SIZE) -> None:
+    def __init__(
+        self, root: str | Path, *, dtype: str = "float32", chunk_size: int = DEFAULT_CHUNK_SIZE, grow_chunks: bool = True,
+    ) -> None:
         if dtype not in CACHE_DTYPES:
             raise CareError(f"cache dtype must be one of {CACHE_DTYPES}, got {dtype!r}")
         if chunk_size < 1:
@@ -118,6 +128,7 @@ class EmbeddingCache:
         self.root = Path(root).expanduser()
         self.dtype = dtype
         self.chunk_size = chunk_size
+        self.grow_chunks = grow_chunks
 
     def key(self, fingerprint: str, role: str, instruction: str | None, ids: Sequence[str], texts: Sequence[str]) -> CacheKey:
         return CacheKey(fingerprint, role, instruction or None, content_hash(ids, texts), len(texts))
@@ -196,8 +207,10 @@ class EmbeddingCache:
             logger.info("resuming %s %s embeddings at row %d of %d", name, key.role, done, key.n_rows)
             if progress is not None:
                 progress.update(done)
-        for start in range(done, key.n_rows, self.chunk_size):
-            chunk = texts[start : start + self.chunk_size]
+        start, size = done, self.chunk_size
+        while start < key.n_rows:
+            chunk = texts[start : start + size]
+            t0 = time.perf_counter()
             vecs = check_embeddings(encode(chunk), len(chunk), f"{name or 'encoder'} {key.role} embeddings", dim)
             if out is None:
                 dim = int(vecs.shape[1])
@@ -207,6 +220,9 @@ class EmbeddingCache:
             write_json(folder / PROGRESS_FILE, {"done": start + len(chunk), "dim": dim, "dtype": self.dtype, "rows": key.n_rows})
             if progress is not None:
                 progress.update(len(chunk))
+            start += len(chunk)
+            if self.grow_chunks and time.perf_counter() - t0 < TARGET_CHUNK_SECONDS / 2:
+                size = min(size * 2, MAX_CHUNK_SIZE)
         if out is None:  # zero rows
             raise CareError("nothing to encode: the text list is empty")
         del out
