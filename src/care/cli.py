@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "care.curate.cli",
     "care.bench.cli",
     "care.encoders.cli",
+    "care.models.cli",
 )
 
 

@@ -1,0 +1,170 @@
+"""``care model ...``: build tiny models, assemble CARE folders, describe a saved model.
+
+* ``care model init-tiny --texts FILE --output DIR``: train the character tokenizers on FILE and
+  write ``DIR/tiny-bert`` and ``DIR/tiny-qwen3`` (random init) — the CPU stand-ins for
+  gte-multilingual-base and Qwen3-4B.
+* ``care model build --query Q --document D --output DIR``: query tower (CLS) + document tower
+  (last token, LoRA, Matryoshka cut to the query width) -> one routed CARE folder.
+* ``care model info PATH``: routes, widths, parameters, LoRA and stored prompts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from care.data.errors import DataFormatError
+
+model_app = typer.Typer(help="Build, assemble and inspect CARE models.", no_args_is_help=True)
+
+#: JSONL fields whose text trains the tokenizer (corpus, query and training-triple formats).
+TEXT_FIELDS: tuple[str, ...] = ("text", "title", "query", "pos", "positive", "neg", "negative")
+JSONL_SUFFIXES = (".jsonl", ".json")
+
+
+def iter_training_texts(path: Path) -> Iterator[str]:
+    """Texts of a ``.txt`` file (one per line) or a JSONL file (fields :data:`TEXT_FIELDS`).
+
+    Raises:
+        DataFormatError: a JSONL line without any of the text fields, or a field of the wrong type.
+    """
+    from care.data.io import iter_jsonl, iter_text_lines
+
+    if path.suffix.lower() not in JSONL_SUFFIXES:
+        for _, line in iter_text_lines(path):
+            if line.strip():
+                yield line
+        return
+    for lineno, row in iter_jsonl(path):
+        found = False
+        for field in TEXT_FIELDS:
+            value = row.get(field)
+            if value is None:
+                continue
+            values = value if isinstance(value, list) else [value]
+            for item in values:
+                if not isinstance(item, str):
+                    raise DataFormatError(path, f"expected text, got {type(item).__name__}", line=lineno, field=field,
+                                          hint="text fields hold strings (pos/neg: lists of strings)")
+                if item.strip():
+                    found = True
+                    yield item
+        if not found:
+            raise DataFormatError(path, "no text in this line", line=lineno,
+                                  hint=f"give at least one of the fields {', '.join(TEXT_FIELDS)}")
+
+
+@model_app.command("init-tiny")
+def init_tiny(
+    texts: Path = typer.Option(..., "--texts", help="Training texts: .txt (one per line) or .jsonl (text/query/pos fields)."),
+    output: Path = typer.Option(..., "--output", help="Folder to write tiny-bert/ and tiny-qwen3/ into."),
+    seed: int = typer.Option(0, "--seed", help="Random-init seed."),
+    min_frequency: int = typer.Option(1, "--min-frequency", help="Minimum count for a token to enter the vocabulary."),
+    max_vocab: Optional[int] = typer.Option(None, "--max-vocab", help="Vocabulary cap (default: no cap)."),
+) -> None:
+    """Train char tokenizers on TEXTS and save a tiny BERT (query) and tiny Qwen3 (document) model."""
+    from care.models.presets import make_tiny_models
+
+    query_dir, document_dir = make_tiny_models(
+        iter_training_texts(texts), output, seed=seed, min_frequency=min_frequency, max_vocab=max_vocab
+    )
+    typer.echo(f"query model:    {query_dir}")
+    typer.echo(f"document model: {document_dir}")
+
+
+@model_app.command("build")
+def build(
+    query: str = typer.Option(..., "--query", help="Query encoder folder or hub id (BERT-style; e.g. a tiny-bert)."),
+    document: str = typer.Option(..., "--document", help="Document LLM folder or hub id (e.g. tiny-qwen3, Qwen/Qwen3-4B)."),
+    output: Path = typer.Option(..., "--output", help="CARE model folder to write."),
+    output_dim: Optional[int] = typer.Option(None, "--output-dim", help="Matryoshka width (default: the query encoder's width)."),
+    lora: bool = typer.Option(True, "--lora/--no-lora", help="Add a LoRA adapter to the document encoder."),
+    lora_r: int = typer.Option(32, "--lora-r", help="LoRA rank."),
+    lora_alpha: int = typer.Option(64, "--lora-alpha", help="LoRA alpha."),
+    lora_dropout: float = typer.Option(0.05, "--lora-dropout", help="LoRA dropout."),
+    merge_lora: bool = typer.Option(False, "--merge-lora", help="Write only merged weights (no adapter kept for training)."),
+    query_max_length: int = typer.Option(512, "--query-max-length", help="Query truncation length (tokens)."),
+    document_max_length: int = typer.Option(512, "--document-max-length", help="Document truncation length (tokens)."),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="Weights dtype: float32, bfloat16, float16."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Needed for gte-multilingual-base."),
+) -> None:
+    """Assemble a CARE model (query route + document route) and save it as one folder."""
+    from care.models.asymmetric import build_care_model, save_care_model
+    from care.models.document import build_document_encoder
+    from care.models.lora import LoraSettings
+    from care.models.query import build_query_encoder
+
+    query_model = build_query_encoder(query, max_seq_length=query_max_length, dtype=dtype,
+                                      trust_remote_code=trust_remote_code)
+    width = output_dim or query_model.get_embedding_dimension()
+    document_model = build_document_encoder(
+        document,
+        lora=LoraSettings(r=lora_r, alpha=lora_alpha, dropout=lora_dropout) if lora else None,
+        output_dim=width, max_seq_length=document_max_length, dtype=dtype, trust_remote_code=trust_remote_code,
+    )
+    path = save_care_model(build_care_model(query_model, document_model), output, merge_lora=merge_lora)
+    typer.echo(f"CARE model: {path} ({width}-d)")
+
+
+def _count(module) -> tuple[int, int]:
+    params = list(module.parameters())
+    return sum(p.numel() for p in params), sum(p.numel() for p in params if p.requires_grad)
+
+
+def describe(path: Path) -> list[tuple[str, Any]]:
+    """(label, value) rows describing a CARE folder or any sentence-transformers folder."""
+    from care.models.asymmetric import CARE_CONFIG_FILENAME, load_care_model
+
+    rows: list[tuple[str, Any]] = [("path", str(path))]
+    if (path / CARE_CONFIG_FILENAME).is_file():
+        model = load_care_model(path)
+        config = model.care_config
+        router = model[0]
+        rows.append(("kind", "CARE (query route + document route)"))
+        for route in ("query", "document"):
+            total, _ = _count(router.sub_modules[route])
+            modules = " -> ".join(type(m).__name__ for m in router.sub_modules[route])
+            rows.append((f"{route} route", f"{modules}; {total:,} parameters"))
+        rows += [
+            ("query width", config.query_dim),
+            ("document native width", config.document_native_dim),
+            ("output width (Matryoshka)", config.output_dim),
+            ("pooling", f"query {config.query_pooling}, document {config.document_pooling}"),
+            ("LoRA", config.lora if config.lora else "none"),
+            ("LoRA adapter kept", config.lora_adapter or "no (merged only)"),
+            ("default query task", config.default_task),
+            ("base models", f"{config.query_base_model} | {config.document_base_model}"),
+        ]
+    else:
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(str(path))
+        total, trainable = _count(model)
+        rows += [
+            ("kind", "sentence-transformers model"),
+            ("modules", " -> ".join(type(m).__name__ for m in model)),
+            ("width", model.get_embedding_dimension()),
+            ("parameters", f"{total:,} ({trainable:,} trainable)"),
+        ]
+    prompts = sorted(k for k, v in (model.prompts or {}).items() if v)
+    rows.append(("prompts", ", ".join(prompts) if prompts else "none"))
+    return rows
+
+
+@model_app.command("info")
+def info(path: Path = typer.Argument(..., help="A CARE folder (or any sentence-transformers folder).")) -> None:
+    """Print a saved model's routes, widths, parameter counts, LoRA settings and prompts."""
+    from care.errors import CareError
+
+    if not path.is_dir():
+        raise CareError(f"{path} is not a folder; pass a model folder written by `care model build`")
+    for label, value in describe(path):
+        typer.echo(f"{label + ':':<28}{value}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``care model`` command group."""
+    app.add_typer(model_app, name="model")
