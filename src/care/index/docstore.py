@@ -1,0 +1,148 @@
+"""The document store: index row number -> document id, title, text and metadata, in SQLite.
+
+A vector index returns row numbers; the service turns them into documents with one indexed
+``SELECT``. SQLite keeps the store a single file that opens instantly (nothing is read into memory)
+and is safe to read from many threads. Metadata is every corpus field other than ``id``, ``text`` and
+``title`` (e.g. ``"department": "cardiology"``), stored as JSON; ``/search`` filters match on it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import tempfile
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from care.data.errors import DataFormatError
+from care.errors import CareError
+
+logger = logging.getLogger(__name__)
+
+#: Corpus fields that are not metadata.
+CORE_FIELDS = ("id", "text", "title")
+#: Rows inserted per transaction while building.
+INSERT_BATCH = 10_000
+SCHEMA = (
+    "CREATE TABLE docs (row INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, title TEXT NOT NULL, "
+    "text TEXT NOT NULL, meta TEXT NOT NULL)"
+)
+#: Filter values may be scalars or lists of scalars (any of).
+FilterValue = str | int | float | bool | list[str | int | float | bool]
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    """One document as the service returns it."""
+
+    row: int
+    id: str
+    title: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def matches(self, filters: Mapping[str, FilterValue] | None) -> bool:
+        """True when every filter field equals the metadata value (or is one of a list of values).
+
+        A metadata list matches when it shares a value with the filter (tags-style fields).
+        """
+        if not filters:
+            return True
+        for key, wanted in filters.items():
+            if key not in self.metadata:
+                return False
+            have = self.metadata[key]
+            wanted_set = set(wanted) if isinstance(wanted, list) else {wanted}
+            have_set = set(have) if isinstance(have, list) else {have}
+            if not wanted_set & have_set:
+                return False
+        return True
+
+
+def build_docstore(path: str | Path, rows: Iterable[tuple[int, dict[str, Any]]], *, source: str = "corpus") -> int:
+    """Write a document store atomically from ``(line_number, corpus_object)`` pairs in row order.
+
+    Returns:
+        The number of documents.
+    Raises:
+        DataFormatError: a duplicate id (naming both lines).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    os.unlink(tmp)
+    conn = sqlite3.connect(tmp)
+    count = 0
+    try:
+        conn.execute(SCHEMA)
+        batch: list[tuple[Any, ...]] = []
+        lines: dict[int, int] = {}
+        for line, obj in rows:
+            meta = {k: v for k, v in obj.items() if k not in CORE_FIELDS}
+            batch.append((count, str(obj["id"]), str(obj.get("title") or ""), str(obj["text"]), json.dumps(meta, ensure_ascii=False)))
+            lines[count] = line
+            count += 1
+            if len(batch) >= INSERT_BATCH:
+                _insert(conn, batch, lines, source)
+                batch, lines = [], {}
+        _insert(conn, batch, lines, source)
+        conn.commit()
+    except BaseException:
+        conn.close()
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    conn.close()
+    os.replace(tmp, path)
+    return count
+
+
+def _insert(conn: sqlite3.Connection, batch: list[tuple[Any, ...]], lines: dict[int, int], source: str) -> None:
+    try:
+        conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?)", batch)
+    except sqlite3.IntegrityError:
+        for row in batch:  # find the culprit to name its line
+            try:
+                conn.execute("INSERT INTO docs VALUES (?, ?, ?, ?, ?)", row)
+            except sqlite3.IntegrityError:
+                raise DataFormatError(Path(source), f"duplicate id {row[1]!r}", line=lines.get(row[0]), field="id",
+                                      hint="ids must be unique") from None
+
+
+class DocumentStore:
+    """Read-only access to a store written by :func:`build_docstore` (thread-safe)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise CareError(f"document store {self.path} is missing; rebuild the index with 'care index build'")
+        self._local = threading.local()
+        try:
+            self._count = int(self._conn().execute("SELECT COUNT(*) FROM docs").fetchone()[0])
+        except sqlite3.DatabaseError as exc:
+            raise CareError(f"document store {self.path} is corrupt ({exc}); rebuild the index with 'care index build'") from None
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            self._local.conn = conn
+        return conn
+
+    def __len__(self) -> int:
+        return self._count
+
+    def get(self, rows: Sequence[int]) -> dict[int, StoredDocument]:
+        """Documents for the given row numbers (unknown rows are left out)."""
+        wanted = [int(r) for r in rows if int(r) >= 0]
+        if not wanted:
+            return {}
+        marks = ",".join("?" * len(wanted))
+        cursor = self._conn().execute(f"SELECT row, id, title, text, meta FROM docs WHERE row IN ({marks})", wanted)
+        return {row: StoredDocument(row, doc_id, title, text, json.loads(meta)) for row, doc_id, title, text, meta in cursor}

@@ -1,0 +1,191 @@
+"""What an index folder holds, as JSON-round-tripping dataclasses.
+
+An index folder written by ``care index build`` looks like::
+
+    DIR/
+      plan.json                          BuildPlan: model, corpus hash, shard ranges (same in every process)
+      shards/shard-00000-of-00004.npy    float16 (rows, dim) memmap of one shard's document vectors
+      shards/shard-00000-of-00004.json   ShardRecord: written last, marks the shard finished
+      index/index.faiss + index/index.json   the FAISS index (care.index.FaissIndex.save)
+        or index/milvus.json                 where the Milvus collection lives (care.index.milvus)
+      docstore.sqlite                    row -> id, title, text, metadata (care.index.docstore)
+      manifest.json                      IndexManifest: written last by the merge, marks the index complete
+
+Every file is written atomically (temporary file + rename), so a crash leaves either the old file
+or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from care.data.io import write_json
+from care.errors import CareError
+
+MANIFEST_VERSION = 1
+PLAN_FILE = "plan.json"
+MANIFEST_FILE = "manifest.json"
+SHARDS_DIR = "shards"
+INDEX_DIR = "index"
+DOCSTORE_FILE = "docstore.sqlite"
+EMBEDDING_DTYPE = "float16"
+
+
+def shard_name(shard: int, num_shards: int) -> str:
+    """``shard-00001-of-00004`` for shard 1 of 4 (0-based, the same numbers as ``--shard 1/4`` and torchrun ranks)."""
+    return f"shard-{shard:05d}-of-{num_shards:05d}"
+
+
+def _from_dict(cls: type, data: dict[str, Any], source: str) -> Any:
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(data) - known
+    if unknown:
+        raise CareError(f"{source}: unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
+    try:
+        return cls(**data)
+    except TypeError as exc:
+        raise CareError(f"{source}: incomplete {cls.__name__} ({exc}); the folder is damaged — rebuild it") from None
+
+
+def read_json_file(path: Path, what: str) -> dict[str, Any]:
+    """Read a JSON object, with a clear error for a missing or corrupt file."""
+    if not path.is_file():
+        raise CareError(f"{path} is missing: {what}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CareError(f"{path}: corrupt JSON ({exc}); rebuild the index with 'care index build'") from None
+    if not isinstance(data, dict):
+        raise CareError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """The plan every shard process derives from the same inputs; a rerun must match it.
+
+    Attributes:
+        model: the model spec given to ``--model``.
+        model_identity: :func:`care.index.sides.model_identity` of the model.
+        encoder_fingerprint: fingerprint of the document encoder (weights + encoding settings).
+        corpus: path of the corpus JSONL as given.
+        corpus_sha256: sha256 of the corpus file's bytes.
+        n_docs: documents in the corpus.
+        num_shards: number of shards; shard ``i`` covers rows ``ranges[i][0] .. ranges[i][1]-1``.
+        ranges: ``[start, end)`` row ranges, contiguous, covering the corpus.
+        instruction: the query instruction the service applies (documents are encoded without one).
+        dtype: storage type of the shard files.
+    """
+
+    model: str
+    model_identity: str
+    encoder_fingerprint: str
+    corpus: str
+    corpus_sha256: str
+    n_docs: int
+    num_shards: int
+    ranges: list[list[int]]
+    instruction: str | None = None
+    dtype: str = EMBEDDING_DTYPE
+    format_version: int = MANIFEST_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, source: str = PLAN_FILE) -> BuildPlan:
+        return _from_dict(cls, data, source)
+
+    def save(self, folder: Path) -> None:
+        write_json(folder / PLAN_FILE, self.to_dict())
+
+    @classmethod
+    def load(cls, folder: Path) -> BuildPlan:
+        path = folder / PLAN_FILE
+        return cls.from_dict(read_json_file(path, "not an index build folder"), source=str(path))
+
+
+@dataclass(frozen=True)
+class ShardRecord:
+    """Written when a shard's vectors are complete (its presence marks the shard finished)."""
+
+    shard: int
+    num_shards: int
+    start: int
+    end: int
+    dim: int
+    encoder_fingerprint: str
+    seconds: float
+    dtype: str = EMBEDDING_DTYPE
+
+    @property
+    def rows(self) -> int:
+        return self.end - self.start
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, source: str = "shard record") -> ShardRecord:
+        return _from_dict(cls, data, source)
+
+
+@dataclass(frozen=True)
+class IndexManifest:
+    """Everything the service needs to trust an index folder (``manifest.json``).
+
+    Attributes:
+        model / model_identity / encoder_fingerprint / corpus / corpus_sha256 / instruction: from the plan.
+        dim: vector width (the query encoder must produce the same).
+        n_docs: vectors in the index = rows in the document store.
+        backend: ``faiss`` or ``milvus``.
+        index: the backend's settings (FAISS :class:`~care.index.config.IndexConfig` dict, or Milvus URI
+            and collection).
+        shards: the :class:`ShardRecord` dicts the index was merged from.
+        encode_seconds: sum of the shards' encoding times.
+    """
+
+    model: str
+    model_identity: str
+    encoder_fingerprint: str
+    corpus: str
+    corpus_sha256: str
+    instruction: str | None
+    dim: int
+    n_docs: int
+    backend: str
+    index: dict[str, Any]
+    shards: list[dict[str, Any]] = field(default_factory=list)
+    encode_seconds: float = 0.0
+    dtype: str = EMBEDDING_DTYPE
+    format_version: int = MANIFEST_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, source: str = MANIFEST_FILE) -> IndexManifest:
+        manifest = _from_dict(cls, data, source)
+        if manifest.format_version > MANIFEST_VERSION:
+            raise CareError(f"{source}: format version {manifest.format_version} is newer than this care ({MANIFEST_VERSION}); upgrade care")
+        return manifest
+
+    def save(self, folder: Path) -> None:
+        write_json(folder / MANIFEST_FILE, self.to_dict())
+
+    @classmethod
+    def load(cls, folder: str | Path) -> IndexManifest:
+        """Read ``manifest.json``; a missing one means the build never finished its merge step."""
+        folder = Path(folder)
+        if not folder.is_dir():
+            raise CareError(f"index folder {folder} does not exist; build one with 'care index build'")
+        path = folder / MANIFEST_FILE
+        data = read_json_file(
+            path, "the index is incomplete (the merge step did not run or failed); run 'care index build --merge --output "
+            f"{folder}' after every shard has finished",
+        )
+        return cls.from_dict(data, source=str(path))
