@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "care.bench.cli",
     "care.encoders.cli",
     "care.models.cli",
+    "care.train.cli",
 )
 
 

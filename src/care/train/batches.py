@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import torch
 from torch.utils.data import DataLoader
 
 from care.encoders.base import format_instruction
@@ -73,7 +74,11 @@ def epoch_loader(examples: Sequence, kinds: Sequence[str], *, batch_size: int, n
                                       rank=rank)
     sampler.set_epoch(epoch)
     batch_sampler = _SkipFirst(sampler, skip_batches) if skip_batches else sampler
-    return DataLoader(dataset, batch_sampler=batch_sampler, collate_fn=collate_groups, num_workers=num_workers)
+    # A private generator: creating a DataLoader iterator draws a base seed from its generator, and
+    # drawing from the global RNG would shift the dropout stream of a resumed run.
+    generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+    return DataLoader(dataset, batch_sampler=batch_sampler, collate_fn=collate_groups, num_workers=num_workers,
+                      generator=generator)
 
 
 def batches_per_epoch(kinds: Sequence[str], batch_size: int, num_replicas: int = 1) -> int:

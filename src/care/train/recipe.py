@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from care.train.config import TrainConfig, apply_overrides, load_config
+from care.train.config import TrainConfig, apply_overrides
 from care.train.trainer import TrainResult, read_result, train
 
 logger = logging.getLogger(__name__)
@@ -38,18 +38,35 @@ class RecipePaths:
     alignment_file: str | None = None
 
 
-def _stage_config(stage: str, config_dir: str | Path | None, overrides: Sequence[str]) -> TrainConfig:
-    """The stage's YAML from ``config_dir`` (``<stage>.yaml``) or the built-in defaults, with overrides.
+def _stage_config(stage: str, config_dir: str | Path | None, overrides: Sequence[str],
+                  wiring: dict[str, object]) -> TrainConfig:
+    """The stage's YAML from ``config_dir`` (``<stage>.yaml``) or the built-in defaults, then the
+    recipe's wiring (``wiring``: dotted key -> value), then the overrides; validated.
 
     Overrides apply to every stage; prefix one with ``<stage>:`` to target a single stage
     (``stage2:optim.lr=5e-5``).
     """
-    mine = [o.split(":", 1)[1] for o in overrides if o.split("=", 1)[0].count(":") and o.split(":", 1)[0] == stage]
-    common = [o for o in overrides if ":" not in o.split("=", 1)[0]]
-    if config_dir is not None and (Path(config_dir) / f"{stage}.yaml").is_file():
-        return load_config(Path(config_dir) / f"{stage}.yaml", [*common, *mine])
-    data = apply_overrides(TrainConfig(stage=stage).to_dict(), [*_DEFAULTS[stage], *common, *mine])
-    return TrainConfig.from_dict({**data, "data": {**data["data"], "train_file": data["data"]["train_file"] or "-"}})
+    import yaml
+
+    def targets(o: str) -> str | None:
+        key = o.split("=", 1)[0]
+        return key.split(":", 1)[0] if ":" in key else None
+
+    mine = [o.split(":", 1)[1] for o in overrides if targets(o) == stage]
+    common = [o for o in overrides if targets(o) is None]
+    path = Path(config_dir) / f"{stage}.yaml" if config_dir is not None else None
+    if path is not None and path.is_file():
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    else:
+        data = apply_overrides(TrainConfig(stage=stage).to_dict(), _DEFAULTS[stage])
+    data = apply_overrides(data, [f"{k}={_yaml_value(v)}" for k, v in wiring.items()])
+    return TrainConfig.from_dict(apply_overrides(data, [*common, *mine]))
+
+
+def _yaml_value(value: object) -> str:
+    import json
+
+    return "null" if value is None else json.dumps(str(value), ensure_ascii=False)
 
 
 #: Paper hyperparameters per stage when no config folder is given.
@@ -104,14 +121,11 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
 
                     alignment_from_training_file(paths.train_file, alignment)
             train_file = alignment
-        config = _stage_config(stage, config_dir, overrides)
-        config.output_dir = str(dirs[stage])
-        config.model.query_model = query_model
-        config.model.document_model = document_model
-        config.data.train_file = train_file
+        settings: dict[str, object] = {"stage": stage, "output_dir": dirs[stage], "model.query_model": query_model,
+                                       "model.document_model": document_model, "data.train_file": train_file}
         if stage == "stage1":
-            config.model.teacher.kind = "document"
-        config.validate()
+            settings["model.teacher.kind"] = "document"
+        config = _stage_config(stage, config_dir, overrides, settings)
         logger.info("recipe: running %s -> %s", stage, dirs[stage])
         results[stage] = train(config, resume=True)
     return results
