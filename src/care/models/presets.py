@@ -222,7 +222,8 @@ def make_tiny_models(
     """Train the character tokenizers on ``texts`` and save a tiny BERT and a tiny Qwen3 (random init).
 
     Args:
-        texts: training texts (read once into memory: tiny models are for small samples).
+        texts: training texts (read once into memory: tiny models are for small samples). The paper's
+            query instructions are added so their words become single tokens.
         out_dir: parent folder; writes ``out_dir/tiny-bert`` and ``out_dir/tiny-qwen3`` as plain
             Hugging Face folders (config.json, model.safetensors, tokenizer files, ``care_shape.json``).
         query_shape, document_shape: shapes (vocab_size is replaced by the tokenizer's size).
@@ -231,11 +232,15 @@ def make_tiny_models(
     Returns:
         ``(query_model_dir, document_model_dir)``.
     """
+    from care.models.instructions import CMEDTEB_INSTRUCTIONS, prompt_prefix
     from care.models.tokenizer import train_char_tokenizer
 
     texts = [t for t in texts if t and t.strip()]
     if not texts:
         raise CareError("make_tiny_models needs at least one non-empty text to train the tokenizer on")
+    # The query instructions are English; without them in the vocabulary each would be spelled out
+    # letter by letter (~100 tokens) and eat the query's length budget.
+    texts += sorted({prompt_prefix(instruction) for instruction in CMEDTEB_INSTRUCTIONS.values()})
     out_dir = Path(out_dir)
     results = []
     for shape, kind, dirname in (
