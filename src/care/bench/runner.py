@@ -45,8 +45,9 @@ def evaluate(model: Encoder | LexicalRetriever, task: TaskMetadata, options: Run
         logger.info("evaluating %s on %s (%s)", model.name, task.name, task.type)
         scores, stats, settings = _RUNNERS[task.type](model, task, options, cache, timer)
     settings = {**settings, "instruction": task.instruction, "batch_size": options.batch_size,
-                "cache": str(options.cache.root) if options.cache else None,
-                "relevance_threshold": task.relevance_threshold}
+                "cache": str(options.cache.root) if options.cache else None}
+    if task.type == "retrieval":
+        settings["relevance_threshold"] = task.relevance_threshold
     result = TaskResult(
         task=task.name, task_type=task.type, split=task.split, model=model.name, fingerprint=model.fingerprint,
         main_score=task.main_score, scores=scores, timings=timer.summary(), stats=stats, settings=settings,
