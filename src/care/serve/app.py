@@ -1,0 +1,206 @@
+"""The FastAPI application: ``/search``, ``/embed``, ``/v1/embeddings``, ``/health``, ``/metrics`` and a web page.
+
+Build it with :func:`create_app` from a loaded :class:`~care.serve.engine.SearchEngine` (start-up
+checks happen there); run it with uvicorn (``care serve``). Every error is JSON
+``{"detail": "<what is wrong and how to fix it>"}``: 401 bad or missing API key, 422 invalid input
+(empty or over-long text, k out of range, malformed JSON), 503 overloaded (retry), 400 a side that
+is not loaded.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import logging
+import os
+import time
+from contextlib import asynccontextmanager
+from importlib import resources
+from typing import Any
+
+import numpy as np
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from care.errors import CareError
+from care.serve.batcher import MicroBatcher, QueueFullError
+from care.serve.engine import EMBED, SEARCH, SearchEngine, usage_tokens
+from care.serve.metrics import ServiceMetrics
+from care.serve.schemas import (
+    EmbedRequest,
+    EmbedResponse,
+    Health,
+    OpenAIEmbedding,
+    OpenAIEmbeddingRequest,
+    OpenAIEmbeddingResponse,
+    OpenAIUsage,
+    SearchRequest,
+    SearchResponse,
+)
+
+logger = logging.getLogger(__name__)
+
+DOCUMENT_MODEL_SUFFIX = ":document"
+
+
+def _static_dir() -> str:
+    return str(resources.files("care.serve") / "static")
+
+
+def _read_api_key(env: str | None) -> str | None:
+    if env is None:
+        return None
+    key = os.environ.get(env, "")
+    if not key:
+        raise CareError(f"--api-key-env {env}: the environment variable {env} is not set or empty; export the key there")
+    return key
+
+
+def _texts(value: str | list[str], what: str, engine: SearchEngine) -> list[str]:
+    texts = [value] if isinstance(value, str) else list(value)
+    limits = engine.config
+    if not texts:
+        raise HTTPException(422, f"{what} is an empty list; send at least one text")
+    if len(texts) > limits.max_inputs:
+        raise HTTPException(422, f"{what} has {len(texts)} texts; at most {limits.max_inputs} per request")
+    for i, text in enumerate(texts):
+        if not text.strip():
+            raise HTTPException(422, f"{what}[{i}] is empty; send some text")
+        if len(text) > limits.max_query_chars:
+            raise HTTPException(422, f"{what}[{i}] has {len(text)} characters; at most {limits.max_query_chars}")
+    return texts
+
+
+def create_app(engine: SearchEngine) -> FastAPI:
+    """The service around ``engine`` (see the module docstring for the endpoints)."""
+    config = engine.config
+    metrics = ServiceMetrics()
+    metrics.documents.set(engine.bundle.manifest.n_docs)
+    api_key = _read_api_key(config.api_key_env)
+    batcher = MicroBatcher(engine.process, max_batch_size=config.max_batch_size, max_wait_s=config.max_wait_ms / 1000,
+                           max_queue=config.max_queue, on_batch=metrics.observe_batch)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI):
+        await batcher.start()
+        try:
+            yield
+        finally:
+            await batcher.stop()
+
+    app = FastAPI(
+        title="CARE search service",
+        description="Chinese medical retrieval with an asymmetric encoder: a small query encoder online, "
+        "documents encoded offline by the large encoder. Errors are JSON {\"detail\": message}.",
+        version="1",
+        lifespan=lifespan,
+    )
+    app.state.engine, app.state.metrics, app.state.batcher = engine, metrics, batcher
+
+    async def require_key(request: Request) -> None:
+        if api_key is None:
+            return
+        header = request.headers.get("authorization", "")
+        given = header[7:] if header.lower().startswith("bearer ") else request.headers.get("x-api-key", "")
+        if not given or not hmac.compare_digest(given.encode(), api_key.encode()):
+            raise HTTPException(401, "missing or wrong API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
+                                headers={"WWW-Authenticate": "Bearer"})
+
+    @app.middleware("http")
+    async def count_requests(request: Request, call_next):
+        started = time.perf_counter()
+        route = request.url.path if request.url.path in ("/search", "/embed", "/v1/embeddings", "/health", "/metrics", "/") else "other"
+        status = 500
+        try:
+            response = await call_next(request)
+            status = response.status_code
+            return response
+        finally:
+            metrics.requests.labels(route, str(status)).inc()
+            metrics.latency.labels(route).observe(time.perf_counter() - started)
+            metrics.queue.set(batcher.pending)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_body(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = []
+        for error in exc.errors():
+            where = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
+            problems.append(f"{where}: {error.get('msg', 'invalid')}")
+        return JSONResponse(status_code=422, content={"detail": "invalid request: " + "; ".join(problems)})
+
+    @app.exception_handler(QueueFullError)
+    async def overloaded(_: Request, exc: QueueFullError) -> JSONResponse:
+        return JSONResponse(status_code=503, content={"detail": str(exc)}, headers={"Retry-After": "1"})
+
+    async def run(key: tuple, items: list[Any]) -> list[Any]:
+        try:
+            return await batcher.submit(key, items)
+        except QueueFullError:
+            raise
+        except CareError as exc:
+            raise HTTPException(400, str(exc)) from None
+
+    @app.post("/search", response_model=SearchResponse, dependencies=[Depends(require_key)],
+              summary="Search the index with one query")
+    async def search(body: SearchRequest) -> SearchResponse:
+        started = time.perf_counter()
+        _texts(body.query, "query", engine)
+        k = body.k if body.k is not None else config.default_k
+        if k > config.max_k:
+            raise HTTPException(422, f"k={k} is larger than the maximum {config.max_k}")
+        n_candidates = engine.candidates_for(k, body.filters)
+        (found,) = await run((SEARCH, body.instruction), [(body.query, n_candidates)])
+        hits = engine.hits(found, k, body.filters)
+        return SearchResponse(hits=hits, k=k, took_ms=round((time.perf_counter() - started) * 1000, 3))
+
+    @app.post("/embed", response_model=EmbedResponse, dependencies=[Depends(require_key)],
+              summary="Embed texts on the query or document side")
+    async def embed(body: EmbedRequest) -> EmbedResponse:
+        texts = _texts(body.inputs, "inputs", engine)
+        if body.side == "document" and engine.document_encoder is None:
+            raise HTTPException(400, "side='document' needs the document encoder: start the service with --document-model")
+        rows = await run((EMBED, body.side, body.instruction, False), texts)
+        return EmbedResponse(embeddings=[np.asarray(r).tolist() for r in rows], dim=engine.dim, side=body.side)
+
+    @app.post("/v1/embeddings", response_model=OpenAIEmbeddingResponse, dependencies=[Depends(require_key)],
+              summary="OpenAI-compatible embeddings")
+    async def openai_embeddings(body: OpenAIEmbeddingRequest) -> OpenAIEmbeddingResponse:
+        texts = _texts(body.input, "input", engine)
+        side = body.input_type or ("document" if body.model.endswith(DOCUMENT_MODEL_SUFFIX) else "query")
+        if side == "document" and engine.document_encoder is None:
+            raise HTTPException(400, "document embeddings need the document encoder: start the service with --document-model")
+        if body.dimensions is not None and body.dimensions > engine.dim:
+            raise HTTPException(422, f"dimensions={body.dimensions} is larger than the model's {engine.dim}")
+        rows = np.asarray(await run((EMBED, side, body.instruction, True), texts), dtype=np.float32)
+        if body.dimensions is not None:
+            from care.encoders.vectors import truncate_and_normalize
+
+            rows = truncate_and_normalize(rows, body.dimensions)
+        data = []
+        for i, row in enumerate(rows):
+            value: list[float] | str = (base64.b64encode(row.astype("<f4").tobytes()).decode()
+                                        if body.encoding_format == "base64" else row.tolist())
+            data.append(OpenAIEmbedding(index=i, embedding=value))
+        tokens = usage_tokens(texts)
+        return OpenAIEmbeddingResponse(data=data, model=body.model, usage=OpenAIUsage(prompt_tokens=tokens, total_tokens=tokens))
+
+    @app.get("/health", response_model=Health, summary="Liveness and what is loaded")
+    async def health() -> Health:
+        manifest = engine.bundle.manifest
+        return Health(status="ok", documents=manifest.n_docs, dim=manifest.dim, index=manifest.index,
+                      query_encoder=engine.query_encoder.name,
+                      document_encoder=engine.document_encoder.name if engine.document_encoder else None,
+                      model_matches_index=engine.model_matches_index)
+
+    @app.get("/metrics", summary="Prometheus metrics", response_class=Response)
+    async def prometheus() -> Response:
+        return Response(metrics.render(), media_type=metrics.content_type)
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(os.path.join(_static_dir(), "index.html"))
+
+    app.mount("/static", StaticFiles(directory=_static_dir()), name="static")
+    return app

@@ -1,0 +1,138 @@
+"""Micro-batching: concurrent requests share one encoder (and one index) call.
+
+Each request puts its items (texts, or texts with a candidate count) on an asyncio queue with a
+*key* — items with the same key can be processed together (same side, same instruction). One
+worker takes the first waiting request, keeps collecting for at most ``max_wait`` seconds or until
+``max_batch_size`` items are gathered, groups them by key and runs ``process(key, items)`` once per
+group in a single worker thread (so the event loop stays free and the model is never called from
+two threads at once). While the model works, new requests queue up and form the next batch, so
+the batch size adapts to the load: 1 when idle, up to ``max_batch_size`` under load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from care.errors import CareError
+
+logger = logging.getLogger(__name__)
+
+ProcessFn = Callable[[Hashable, list[Any]], Sequence[Any]]
+
+
+class QueueFullError(CareError):
+    """Too many items are waiting; the service answers 503 so that clients back off."""
+
+
+@dataclass
+class _Request:
+    key: Hashable
+    items: list[Any]
+    future: asyncio.Future = field(repr=False)
+
+
+class MicroBatcher:
+    """Collects concurrent requests into batches for ``process``.
+
+    Args:
+        process: ``process(key, items) -> results`` (one result per item, same order); runs in a worker thread.
+        max_batch_size: most items per ``process`` call (a single larger request is still processed whole).
+        max_wait_s: how long to wait for more requests after the first one of a batch.
+        max_queue: most items waiting; :meth:`submit` raises :class:`QueueFullError` beyond it.
+        on_batch: called with ``(key, n_items)`` after each ``process`` call (metrics).
+    """
+
+    def __init__(self, process: ProcessFn, *, max_batch_size: int, max_wait_s: float, max_queue: int,
+                 on_batch: Callable[[Hashable, int, float], None] | None = None) -> None:
+        self._process = process
+        self.max_batch_size = max_batch_size
+        self.max_wait_s = max_wait_s
+        self.max_queue = max_queue
+        self._on_batch = on_batch
+        self._queue: asyncio.Queue[_Request] | None = None
+        self._worker: asyncio.Task | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self.pending = 0
+
+    async def start(self) -> None:
+        self._queue = asyncio.Queue()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="care-encoder")
+        self._worker = asyncio.create_task(self._run(), name="care-micro-batcher")
+
+    async def stop(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+            try:
+                await self._worker
+            except asyncio.CancelledError:
+                pass
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+        self._worker = self._executor = None
+
+    async def submit(self, key: Hashable, items: list[Any]) -> list[Any]:
+        """Queue ``items`` under ``key`` and wait for their results."""
+        if self._queue is None:
+            raise CareError("the micro-batcher is not running (start() was not awaited)")
+        if self.pending + len(items) > self.max_queue:
+            raise QueueFullError(f"{self.pending} items are waiting for the encoder (limit {self.max_queue}); retry shortly")
+        future = asyncio.get_running_loop().create_future()
+        self.pending += len(items)
+        self._queue.put_nowait(_Request(key, list(items), future))
+        try:
+            return await future
+        finally:
+            self.pending -= len(items)
+
+    async def _collect(self) -> list[_Request]:
+        assert self._queue is not None
+        loop = asyncio.get_running_loop()
+        batch = [await self._queue.get()]
+        size = len(batch[0].items)
+        deadline = loop.time() + self.max_wait_s
+        while size < self.max_batch_size:
+            try:
+                request = self._queue.get_nowait()
+            except asyncio.QueueEmpty:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                try:
+                    request = await asyncio.wait_for(self._queue.get(), remaining)
+                except TimeoutError:
+                    break
+            batch.append(request)
+            size += len(request.items)
+        return batch
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = await self._collect()
+            groups: dict[Hashable, list[_Request]] = {}
+            for request in batch:
+                if not request.future.cancelled():
+                    groups.setdefault(request.key, []).append(request)
+            for key, requests in groups.items():
+                items = [item for request in requests for item in request.items]
+                started = loop.time()
+                try:
+                    results = await loop.run_in_executor(self._executor, self._process, key, items)
+                except Exception as exc:  # hand the error to every waiting request
+                    for request in requests:
+                        if not request.future.done():
+                            request.future.set_exception(exc)
+                    continue
+                if self._on_batch is not None:
+                    self._on_batch(key, len(items), loop.time() - started)
+                offset = 0
+                for request in requests:
+                    n = len(request.items)
+                    if not request.future.done():
+                        request.future.set_result(list(results[offset : offset + n]))
+                    offset += n

@@ -1,0 +1,136 @@
+"""``care index build``, ``care serve``, ``care export-onnx`` and ``care bench-speed``.
+
+Multi-GPU encoding (one process per GPU, shard = rank / world size)::
+
+    torchrun --nproc_per_node 4 --no-python care index build --model M --corpus C --output DIR
+    accelerate launch --num_processes 4 --no_python care index build --model M --corpus C --output DIR
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from care.errors import CareError
+
+logger = logging.getLogger(__name__)
+
+index_app = typer.Typer(help="Encode a corpus with the document encoder and build a vector index.", no_args_is_help=True)
+
+
+@index_app.command("build")
+def index_build(
+    output: Path = typer.Option(..., "--output", "-o", help="Index folder (created; reruns resume it)."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Model spec; a CARE folder loads only its document route."),
+    corpus: Optional[Path] = typer.Option(None, "--corpus", "-c", help="corpus.jsonl (id, text, optional title; other fields = metadata)."),
+    shard: Optional[str] = typer.Option(None, "--shard", help="Encode only shard i/N (0-based), e.g. 0/4. Default: RANK/WORLD_SIZE under torchrun, else all."),
+    num_shards: int = typer.Option(1, "--num-shards", help="Shards when --shard is not given (one process encodes them in turn)."),
+    merge: bool = typer.Option(False, "--merge", help="Only merge finished shards into the index (the last shard's process does it automatically)."),
+    no_merge: bool = typer.Option(False, "--no-merge", help="Encode only; never merge in this process."),
+    index_type: str = typer.Option("flat", "--index-type", help="flat | hnsw | ivf | ivfpq (FAISS)."),
+    index_option: Optional[list[str]] = typer.Option(None, "--index-option", help="FAISS option key=value (nlist, nprobe, hnsw_m, ef_search, pq_m, ...); repeatable."),
+    backend: str = typer.Option("faiss", "--backend", help="faiss | milvus."),
+    milvus_uri: Optional[str] = typer.Option(None, "--milvus-uri", help="Milvus server URI or milvus-lite .db path (default DIR/milvus.db)."),
+    milvus_collection: str = typer.Option("care", "--milvus-collection"),
+    instruction: Optional[str] = typer.Option(None, "--instruction", help="Query instruction the service applies (default: the model's own prompt)."),
+    batch_size: int = typer.Option(32, "--batch-size"),
+    chunk_size: int = typer.Option(1024, "--chunk-size", help="Rows per resumable chunk."),
+    device: Optional[str] = typer.Option(None, "--device"),
+    dtype: str = typer.Option("auto", "--dtype", help="auto | float32 | float16 | bfloat16."),
+) -> None:
+    """Encode CORPUS with the document encoder (sharded, resumable) and build the index in OUTPUT."""
+    from care.encoders.cli import parse_option_flags
+    from care.index.build import BuildOptions, build, parse_shard
+    from care.index.config import IndexConfig
+    from care.index.manifest import BuildPlan
+
+    if merge and no_merge:
+        raise CareError("--merge and --no-merge exclude each other")
+    if (model is None or corpus is None) and not merge:
+        raise CareError("--model and --corpus are required (only --merge can take them from OUTPUT/plan.json)")
+    if model is None or corpus is None:
+        plan = BuildPlan.load(output)
+        model, corpus = model or plan.model, corpus or Path(plan.corpus)
+    options = {k: int(v) for k, v in parse_option_flags(index_option or []).items()}
+    config = IndexConfig.from_dict({"type": index_type, **options})
+    build_options = BuildOptions(model=model, corpus=corpus, output=output, num_shards=num_shards, index=config,
+                                 backend=backend, milvus_uri=milvus_uri, milvus_collection=milvus_collection,
+                                 instruction=instruction, batch_size=batch_size, chunk_size=chunk_size, device=device, dtype=dtype)
+    manifest = build(build_options, shard=parse_shard(shard) if shard else None, merge=True if merge else (False if no_merge else None))
+    if manifest is not None:
+        typer.echo(f"index ready: {output} ({manifest.n_docs} documents, {manifest.dim}-d, {manifest.index.get('type')})")
+    else:
+        typer.echo(f"shard(s) encoded in {output}; merge when all are finished: care index build --merge --output {output}")
+
+
+def serve(
+    index: Path = typer.Option(..., "--index", "-i", help="Index folder from 'care index build'."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Model spec (default: the index's); only the query route loads."),
+    onnx: Optional[Path] = typer.Option(None, "--onnx", help="ONNX export folder ('care export-onnx') for the query encoder."),
+    int8: bool = typer.Option(False, "--int8", help="With --onnx: run the int8 quantised model."),
+    document_model: Optional[str] = typer.Option(None, "--document-model", help="Also load this spec's document side (/embed side=document)."),
+    host: str = typer.Option("127.0.0.1", "--host"),
+    port: int = typer.Option(8000, "--port"),
+    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Require the key held in this environment variable."),
+    config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file of ServeConfig limits (max_k, max_query_chars, ...)."),
+    device: Optional[str] = typer.Option(None, "--device"),
+    threads: int = typer.Option(0, "--threads", help="torch / onnxruntime threads (0 = library default)."),
+) -> None:
+    """Serve /search, /embed, /v1/embeddings, /health, /metrics and a search page at /."""
+    import dataclasses
+
+    import uvicorn
+
+    from care.serve.app import create_app
+    from care.serve.config import ServeConfig
+    from care.serve.engine import load_engine
+
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    settings = json.loads(config_file.read_text(encoding="utf-8")) if config_file else {}
+    config = ServeConfig.from_dict(settings)
+    if api_key_env:
+        config = dataclasses.replace(config, api_key_env=api_key_env)
+    engine = load_engine(index, model, config=config, onnx_dir=onnx, int8=int8, document_model=document_model,
+                         device=device, onnx_threads=threads)
+    app = create_app(engine)
+    typer.echo(f"serving {index} on http://{host}:{port} (OpenAPI schema at /openapi.json)")
+    uvicorn.run(app, host=host, port=port, log_level="info")
+
+
+def export_onnx(
+    model: str = typer.Option(..., "--model", "-m", help="Model spec; a CARE folder exports only its query route."),
+    output: Path = typer.Option(..., "--output", "-o", help="Folder for model.onnx, model.int8.onnx, tokenizer, onnx_config.json."),
+    quantize: bool = typer.Option(True, "--quantize/--no-quantize", help="Also write the int8 dynamically quantised model."),
+    max_seq_length: Optional[int] = typer.Option(None, "--max-seq-length"),
+    check: bool = typer.Option(True, "--check/--no-check", help="Compare ONNX and PyTorch vectors on a few texts."),
+) -> None:
+    """Export the query encoder to ONNX (fp32, optionally int8) and check it against PyTorch."""
+    from care.serve.onnx import FP32_MAX_COSINE_GAP, INT8_MIN_COSINE, OnnxQueryEncoder, cosine_agreement, export_query_encoder
+
+    config = export_query_encoder(model, output, quantize=quantize, max_seq_length=max_seq_length)
+    typer.echo(f"exported {model} -> {output} ({config.dim}-d)")
+    if check:
+        from care.index.sides import load_side
+
+        texts = ["头痛发热三天怎么办", "高血压患者能吃布洛芬吗？", "糖尿病饮食注意事项"]
+        reference = load_side(model, "query", device="cpu", dtype="float32").encode_queries(texts)
+        for int8, bound in ((False, 1 - FP32_MAX_COSINE_GAP), (True, INT8_MIN_COSINE)):
+            if int8 and not quantize:
+                continue
+            worst = float(cosine_agreement(reference, OnnxQueryEncoder(output, int8=int8).encode_queries(texts)).min())
+            verdict = "ok" if worst >= bound else "BELOW TOLERANCE"
+            typer.echo(f"{'int8' if int8 else 'fp32'}: min cosine to PyTorch {worst:.6f} (tolerance {bound}) {verdict}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``index build``, ``serve`` and ``export-onnx`` to the ``care`` command."""
+    app.add_typer(index_app, name="index")
+    app.command("serve")(serve)
+    app.command("export-onnx")(export_onnx)

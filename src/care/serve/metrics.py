@@ -1,0 +1,38 @@
+"""Prometheus metrics of the service, in a registry of its own (several apps can live in one process)."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+#: Latency buckets in seconds (1 ms .. 10 s).
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+class ServiceMetrics:
+    """Request counts and latencies per endpoint, batch sizes, queue depth, index size."""
+
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter("care_requests", "HTTP requests by endpoint and status code",
+                                ["endpoint", "status"], registry=self.registry)
+        self.latency = Histogram("care_request_seconds", "HTTP request latency", ["endpoint"],
+                                 buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.batch_size = Histogram("care_batch_size", "Items per encoder call (micro-batch size)", ["kind"],
+                                    buckets=BATCH_BUCKETS, registry=self.registry)
+        self.batch_seconds = Histogram("care_batch_seconds", "Seconds per encoder (+ index) call", ["kind"],
+                                       buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.queue = Gauge("care_queue_items", "Items waiting for the encoder", registry=self.registry)
+        self.documents = Gauge("care_index_documents", "Documents in the index", registry=self.registry)
+
+    def observe_batch(self, key: Hashable, n_items: int, seconds: float) -> None:
+        kind = str(key[0]) if isinstance(key, tuple) else str(key)
+        self.batch_size.labels(kind).observe(n_items)
+        self.batch_seconds.labels(kind).observe(seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
