@@ -43,3 +43,11 @@ def test_agreement_report_shapes():
     assert rep["grade_distribution"]["j2"] == {"S": 1, "A": 0, "B": 1, "C": 0, "D": 2}
     # binary: items are (P,P,P), (P,N,P), (N,N,N), (N,N,N)
     assert rep["fleiss_kappa_binary"] == pytest.approx(fleiss_kappa([["P"] * 3, ["P", "N", "P"], ["N"] * 3, ["N"] * 3], ("P", "N")))
+
+
+def test_single_judge_report_has_no_nan():
+    import json
+
+    rep = agreement_report({"only": ["S", "D"]}, VotingConfig())
+    assert rep["fleiss_kappa"] is None and rep["cohen_kappa"] == {}
+    json.dumps(rep, allow_nan=False)

@@ -43,12 +43,17 @@ def cohen_kappa(a: Sequence[str], b: Sequence[str], *, weights: str | None = Non
     return float(cohen_kappa_score(list(a), list(b), weights=weights, labels=present))
 
 
+def _json_number(value: float) -> float | None:
+    """NaN (undefined kappa: one judge, or no variation) becomes None so reports stay valid JSON."""
+    return None if value != value else value
+
+
 def agreement_report(grades: Mapping[str, Sequence[str]], voting: VotingConfig) -> dict[str, Any]:
     """Agreement statistics for judges that graded the same pairs in the same order.
 
     Args:
         grades: ``{judge_id: [grade per pair]}``, all lists aligned.
-    Returns:
+    Returns (undefined statistics are None):
         ``{"pairs", "judges", "fleiss_kappa", "fleiss_kappa_binary", "cohen_kappa": {"a|b": {...}},
         "grade_distribution": {judge: {grade: count}}}``.
     """
@@ -60,17 +65,17 @@ def agreement_report(grades: Mapping[str, Sequence[str]], voting: VotingConfig) 
     pairwise = {}
     for a, b in combinations(judges, 2):
         pairwise[f"{a}|{b}"] = {
-            "kappa": cohen_kappa(grades[a], grades[b]),
-            "kappa_linear": cohen_kappa(grades[a], grades[b], weights="linear"),
-            "kappa_binary": cohen_kappa(["P" if g in pos else "N" for g in grades[a]],
-                                        ["P" if g in pos else "N" for g in grades[b]], labels=("P", "N")),
-            "exact_agreement": float(np.mean([x == y for x, y in zip(grades[a], grades[b])])) if n else float("nan"),
+            "kappa": _json_number(cohen_kappa(grades[a], grades[b])),
+            "kappa_linear": _json_number(cohen_kappa(grades[a], grades[b], weights="linear")),
+            "kappa_binary": _json_number(cohen_kappa(["P" if g in pos else "N" for g in grades[a]],
+                                                     ["P" if g in pos else "N" for g in grades[b]], labels=("P", "N"))),
+            "exact_agreement": float(np.mean([x == y for x, y in zip(grades[a], grades[b])])) if n else None,
         }
     return {
         "pairs": n,
         "judges": judges,
-        "fleiss_kappa": fleiss_kappa(items),
-        "fleiss_kappa_binary": fleiss_kappa(binary, categories=("P", "N")),
+        "fleiss_kappa": _json_number(fleiss_kappa(items)),
+        "fleiss_kappa_binary": _json_number(fleiss_kappa(binary, categories=("P", "N"))),
         "cohen_kappa": pairwise,
         "grade_distribution": {j: {g: int(sum(x == g for x in grades[j])) for g in GRADE_LETTERS} for j in judges},
     }
