@@ -33,6 +33,16 @@ QUERY_MAX_TOKENS = 128
 DOCUMENT_MAX_TOKENS = 256
 
 
+def lora_parameters(shape) -> int:
+    """Trainable parameters of the paper's LoRA (r=32, all projections) on a decoder preset (meta device)."""
+    from care.models.lora import LoraSettings, add_lora
+    from care.models.presets import build_random_model
+
+    model = build_random_model(shape, device="meta")
+    add_lora(model, LoraSettings())
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
 def preset_rows() -> list[dict]:
     rows = []
     for name, shape in PRESETS.items():
@@ -44,6 +54,7 @@ def preset_rows() -> list[dict]:
             "layers": shape.num_hidden_layers,
             "vocab_size": overrides.get("vocab_size", shape.vocab_size),
             "parameters": count_parameters(shape, **overrides),
+            "lora_r32_parameters": lora_parameters(shape) if shape.kind == "decoder" and not overrides else None,
         })
     return rows
 
@@ -102,11 +113,11 @@ def main() -> None:
     if args.texts:
         report["tiny"] = tiny_run(args.texts, args.sample)
     write_json(args.out, report)
-    print("| preset | kind | hidden | layers | vocab | parameters |")
-    print("|---|---|---|---|---|---|")
+    print("| preset | kind | hidden | layers | vocab | parameters | LoRA r=32 parameters |")
+    print("|---|---|---|---|---|---|---|")
     for row in report["presets"]:
         print(f"| {row['preset']} | {row['kind']} | {row['hidden_size']} | {row['layers']} | {row['vocab_size']} | "
-              f"{row['parameters']:,} |")
+              f"{row['parameters']:,} | {'' if row['lora_r32_parameters'] is None else format(row['lora_r32_parameters'], ',')} |")
     if "tiny" in report:
         print()
         for key, value in report["tiny"].items():

@@ -63,3 +63,17 @@ def test_bad_arguments(texts):
         train_char_tokenizer(texts, kind="bpe")
     with pytest.raises(CareError, match="special tokens"):
         train_char_tokenizer(texts, kind="encoder", max_vocab=3)
+
+
+def test_same_texts_give_the_same_ids(texts):
+    a = train_char_tokenizer(texts, kind="encoder")
+    b = train_char_tokenizer(list(reversed(texts)) * 2, kind="encoder")  # order and counts of ties differ
+    assert a.get_vocab().keys() == b.get_vocab().keys()
+    assert a("头痛 hypertension")["input_ids"] == train_char_tokenizer(texts, kind="encoder")("头痛 hypertension")["input_ids"]
+
+
+def test_min_frequency_and_max_vocab(texts):
+    rare = train_char_tokenizer(texts, kind="encoder", min_frequency=100)
+    assert tokens(rare, "头", add_special_tokens=False) == ["[UNK]"]
+    capped = train_char_tokenizer(texts, kind="encoder", max_vocab=200)
+    assert len(capped) == 200

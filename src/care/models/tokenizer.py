@@ -6,8 +6,8 @@ trained on the user's own texts; this module builds it:
 
 * NFKC normalisation (full-width letters/digits/punctuation fold to their ASCII forms);
 * every CJK character is its own token (the usual unit of Chinese BERTs);
-* ASCII words stay whole when frequent and otherwise fall back to WordPiece pieces
-  (``hypertension`` -> ``hyper ##tension`` or single characters), never to ``[UNK]`` for a seen letter;
+* ASCII words seen in the texts stay whole; unseen ones are spelled with WordPiece pieces
+  (``xyz`` -> ``x ##y ##z``), never ``[UNK]``;
 * digits are split one per token, so numbers such as ``120/80`` share a tiny digit vocabulary.
 
 Two kinds:
@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import logging
 import string
+from collections import Counter
 from collections.abc import Iterable
 from typing import Literal
 
-from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
 
 from care.errors import CareError
@@ -58,8 +59,6 @@ PADDING_SIDE: dict[str, str] = {"encoder": "right", "decoder": "left"}
 ASCII_ALPHABET: tuple[str, ...] = tuple(string.ascii_letters + string.digits + string.punctuation)
 #: WordPiece continuation prefix (BERT convention).
 CONTINUING_SUBWORD_PREFIX = "##"
-#: Effectively unbounded vocabulary when ``max_vocab`` is None (the corpus limits it).
-UNBOUNDED_VOCAB = 10_000_000
 #: Default ``model_max_length`` recorded in the tokenizer; the model's own limit caps it at load time.
 DEFAULT_MODEL_MAX_LENGTH = 512
 
@@ -75,14 +74,13 @@ def _pre_tokenizer() -> pre_tokenizers.PreTokenizer:
     )
 
 
-def _add_ascii_continuations(tok: Tokenizer, *, unk_token: str) -> None:
-    """Give every ASCII letter/digit a ``##`` continuation piece so any ASCII word can be spelled out."""
-    vocab = tok.get_vocab()
-    for char in string.ascii_letters + string.digits:
-        for piece in (char, CONTINUING_SUBWORD_PREFIX + char):
-            if piece not in vocab:
-                vocab[piece] = len(vocab)
-    tok.model = models.WordPiece(vocab=vocab, unk_token=unk_token, continuing_subword_prefix=CONTINUING_SUBWORD_PREFIX)
+def _count_pieces(texts: Iterable[str]) -> Counter[str]:
+    normalizer, pre_tokenizer = normalizers.NFKC(), _pre_tokenizer()
+    counts: Counter[str] = Counter()
+    for text in texts:
+        if text:
+            counts.update(piece for piece, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(text)))
+    return counts
 
 
 def train_char_tokenizer(
@@ -95,14 +93,18 @@ def train_char_tokenizer(
 ) -> PreTrainedTokenizerFast:
     """Train a Chinese character-level WordPiece tokenizer on ``texts``.
 
+    The vocabulary is counted directly (no merge learning): every pre-token — a CJK character, an
+    ASCII word, a digit, a punctuation mark — seen at least ``min_frequency`` times, most frequent
+    first, plus every printable ASCII character and its ``##`` continuation piece, so unseen ASCII
+    words are spelled out instead of becoming UNK. Ids are assigned deterministically (specials,
+    ASCII pieces, then by frequency and text), so the same texts always give the same tokenizer.
+
     Args:
         texts: training texts (any iterable; read once).
         kind: ``"encoder"`` (BERT specials, ``[CLS] x [SEP]``, right padding) or ``"decoder"``
             (pad + EOS appended to every sequence, left padding).
-        min_frequency: minimum count for a word/merge to enter the vocabulary. Every character seen
-            at least once, and every printable ASCII character, is kept regardless (WordPiece alphabet),
-            so such characters never map to UNK.
-        max_vocab: cap on the vocabulary size including special tokens; None = no cap.
+        min_frequency: minimum count for a pre-token to enter the vocabulary (rarer ones are UNK).
+        max_vocab: cap on the vocabulary size (special tokens and ASCII pieces always included).
         model_max_length: recorded maximum sequence length.
     Returns:
         A ``transformers.PreTrainedTokenizerFast`` ready for ``save_pretrained``.
@@ -116,20 +118,24 @@ def train_char_tokenizer(
     if max_vocab is not None and max_vocab <= len(special_list):
         raise CareError(f"max_vocab={max_vocab} cannot hold the {len(special_list)} special tokens; use a larger value")
 
-    tok = Tokenizer(models.WordPiece(unk_token=specials["unk_token"], continuing_subword_prefix=CONTINUING_SUBWORD_PREFIX))
+    ordered = list(special_list)
+    ascii_pieces = list(ASCII_ALPHABET) + [CONTINUING_SUBWORD_PREFIX + c for c in string.ascii_letters + string.digits]
+    ordered += [p for p in ascii_pieces if p not in ordered]
+    seen = set(ordered)
+    learned = [
+        piece for piece, count in sorted(_count_pieces(texts).items(), key=lambda kv: (-kv[1], kv[0]))
+        if count >= min_frequency and piece not in seen
+    ]
+    if max_vocab is not None:
+        learned = learned[: max(0, max_vocab - len(ordered))]
+    vocab = {token: index for index, token in enumerate(ordered + learned)}
+
+    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token=specials["unk_token"],
+                                     continuing_subword_prefix=CONTINUING_SUBWORD_PREFIX))
     tok.normalizer = normalizers.NFKC()
     tok.pre_tokenizer = _pre_tokenizer()
     tok.decoder = decoders.WordPiece(prefix=CONTINUING_SUBWORD_PREFIX)
-    trainer = trainers.WordPieceTrainer(
-        vocab_size=max_vocab or UNBOUNDED_VOCAB,
-        min_frequency=min_frequency,
-        special_tokens=special_list,
-        continuing_subword_prefix=CONTINUING_SUBWORD_PREFIX,
-        initial_alphabet=list(ASCII_ALPHABET),
-        show_progress=False,
-    )
-    tok.train_from_iterator((t for t in texts if t), trainer=trainer)
-    _add_ascii_continuations(tok, unk_token=specials["unk_token"])
+    tok.add_special_tokens(special_list)
 
     if kind == "encoder":
         cls, sep = specials["cls_token"], specials["sep_token"]
