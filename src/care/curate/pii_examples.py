@@ -13,7 +13,7 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from care.curate.pii_rules import ID_WEIGHTS, PII_TYPES, STRUCTURED_TYPES, Span, id_checksum_char, luhn_valid
+from care.curate.pii_rules import PII_TYPES, STRUCTURED_TYPES, Span, id_checksum_char, luhn_valid
 
 DEFAULT_SEED = 20240601
 AREA_CODES = ("110105", "310104", "440305", "510107", "330106", "420102", "320102", "610113", "370202", "210102")
