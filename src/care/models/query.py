@@ -27,8 +27,13 @@ QUERY_POOLING_MODES = ("cls", "mean")
 def model_kwargs_for(dtype: torch.dtype | str | None, trust_remote_code: bool) -> dict[str, Any]:
     """``model_kwargs`` for ``Transformer``: dtype (transformers v5 name) and remote-code trust."""
     kwargs: dict[str, Any] = {}
+    if isinstance(dtype, str) and dtype != "auto":
+        resolved = getattr(torch, dtype, None)
+        if not isinstance(resolved, torch.dtype):
+            raise CareError(f"unknown dtype {dtype!r}; use float32, bfloat16, float16 or auto")
+        dtype = resolved
     if dtype is not None:
-        kwargs["dtype"] = getattr(torch, dtype) if isinstance(dtype, str) and dtype != "auto" else dtype
+        kwargs["dtype"] = dtype
     if trust_remote_code:
         kwargs["trust_remote_code"] = True
     return kwargs
