@@ -143,7 +143,7 @@ class MilvusIndex:
             raise CareError(f"{path}: corrupt ({exc}); rebuild the index") from None
         if _is_local(uri) and not Path(uri).is_absolute():
             uri = str(folder.resolve().parent / uri)
-        if _is_local(uri) and not Path(uri).is_file():
+        if _is_local(uri) and not Path(uri).exists():
             raise CareError(f"milvus-lite database {uri} (named in {path}) is missing; rebuild the index")
         return cls(uri, collection, dim, ntotal=ntotal)
 

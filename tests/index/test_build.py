@@ -1,0 +1,164 @@
+"""care index build: sharded, resumable document encoding (document route only) and the merge step."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from care.data.errors import DataFormatError
+from care.errors import CareError
+from care.index.build import BuildOptions, build, parse_shard, shard_ranges
+from care.index.bundle import open_index_folder
+from care.index.config import IndexConfig
+from care.index.sides import load_side
+from care.serve.testing import SAMPLE_DOCS, make_tiny_care_model, write_corpus
+
+
+@pytest.fixture(scope="module")
+def tiny_care(tmp_path_factory):
+    torch.set_num_threads(1)
+    return make_tiny_care_model(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return write_corpus(tmp_path_factory.mktemp("corpus") / "corpus.jsonl")
+
+
+@pytest.fixture(scope="module")
+def document_vectors(tiny_care):
+    texts = [f"{d['title']} {d['text']}" for d in SAMPLE_DOCS]
+    return load_side(str(tiny_care), "document").encode_documents(texts)
+
+
+def _options(model, corpus, output, **kw):
+    return BuildOptions(model=str(model), corpus=corpus, output=output, batch_size=2, chunk_size=2, **kw)
+
+
+def test_shard_ranges_and_parse():
+    assert shard_ranges(8, 3) == [[0, 2], [2, 5], [5, 8]]
+    assert parse_shard("2/4") == (2, 4)
+    for bad in ("4/4", "x/2", "1", "-1/2"):
+        with pytest.raises(CareError, match="i/N"):
+            parse_shard(bad)
+    with pytest.raises(CareError, match="at most 3 shards"):
+        shard_ranges(3, 4)
+
+
+def test_query_route_loads_without_the_document_tower(tiny_care, tmp_path):
+    copy = tmp_path / "care"
+    shutil.copytree(tiny_care, copy)
+    for weights in (copy / "document_0_Transformer").glob("*.safetensors"):
+        weights.write_bytes(b"corrupt")  # would fail if the document tower were read
+    encoder = load_side(str(copy), "query")
+    assert encoder.encode_queries(["头痛"]).shape == (1, encoder.dim)
+
+
+def test_sharded_build_matches_the_document_encoder(tiny_care, corpus, tmp_path, document_vectors):
+    output = tmp_path / "idx"
+    assert build(_options(tiny_care, corpus, output), shard=(1, 3)) is None  # not all shards yet: no merge
+    assert not (output / "manifest.json").exists()
+    with pytest.raises(CareError, match="shard\\(s\\) 0/3, 2/3 are not finished"):
+        build(_options(tiny_care, corpus, output), merge=True)
+    build(_options(tiny_care, corpus, output), shard=(0, 3))
+    manifest = build(_options(tiny_care, corpus, output), shard=(2, 3))  # last shard merges automatically
+    assert manifest is not None and manifest.n_docs == len(SAMPLE_DOCS) and len(manifest.shards) == 3
+    shard = np.load(output / "shards" / "shard-00001-of-00003.npy", mmap_mode="r")
+    assert shard.dtype == np.float16 and shard.shape == (3, document_vectors.shape[1])
+    assert np.allclose(shard, document_vectors[2:5], atol=2e-3)
+    bundle = open_index_folder(output)
+    scores, rows = bundle.index.search(document_vectors[:3], 1)
+    assert list(rows[:, 0]) == [0, 1, 2]
+    assert bundle.docstore.get([4])[4].id == SAMPLE_DOCS[4]["id"]
+    saved = json.loads((output / "manifest.json").read_text())
+    assert saved["corpus_sha256"] and saved["encoder_fingerprint"] and saved["dim"] == document_vectors.shape[1]
+
+
+def test_crash_mid_shard_resumes_without_repeating_finished_chunks(tiny_care, corpus, tmp_path, monkeypatch, document_vectors):
+    from care.index import build as build_module
+
+    output = tmp_path / "idx"
+    encoder = load_side(str(tiny_care), "document")
+    seen: list[str] = []
+    original = encoder.encode_documents
+
+    def crashing(texts, **kw):
+        if len(seen) >= 4:
+            raise RuntimeError("killed")
+        seen.extend(texts)
+        return original(texts, **kw)
+
+    monkeypatch.setattr(encoder, "encode_documents", crashing)
+    monkeypatch.setattr(build_module, "_load_encoder", lambda options: encoder)
+    with pytest.raises(RuntimeError, match="killed"):
+        build(_options(tiny_care, corpus, output))
+    progress = json.loads((output / "shards" / "shard-00000-of-00001.progress.json").read_text())
+    assert progress["done"] == 4
+    monkeypatch.setattr(encoder, "encode_documents", lambda texts, **kw: (seen.extend(texts), original(texts, **kw))[1])
+    manifest = build(_options(tiny_care, corpus, output))
+    assert len(seen) == len(SAMPLE_DOCS)  # each document encoded exactly once across the two runs
+    assert manifest is not None
+    merged = np.load(output / "shards" / "shard-00000-of-00001.npy")
+    assert np.allclose(merged, document_vectors, atol=2e-3)
+
+
+def test_finished_shards_are_skipped_without_loading_the_model(tiny_care, corpus, tmp_path, monkeypatch):
+    from care.index import build as build_module
+
+    output = tmp_path / "idx"
+    build(_options(tiny_care, corpus, output, num_shards=2))
+
+    def no_model(options):
+        raise AssertionError("the model must not be loaded when every shard is finished")
+
+    monkeypatch.setattr(build_module, "_load_encoder", no_model)
+    manifest = build(_options(tiny_care, corpus, output, num_shards=2))
+    assert manifest is not None and manifest.n_docs == len(SAMPLE_DOCS)
+
+
+def test_rerun_with_another_corpus_or_shard_count_is_refused(tiny_care, corpus, tmp_path):
+    output = tmp_path / "idx"
+    build(_options(tiny_care, corpus, output), shard=(0, 2), merge=False)
+    with pytest.raises(CareError, match="different num_shards"):
+        build(_options(tiny_care, corpus, output), shard=(0, 3))
+    other = write_corpus(tmp_path / "other.jsonl", SAMPLE_DOCS[:4])
+    with pytest.raises(CareError, match="different corpus_sha256"):
+        build(_options(tiny_care, other, output), shard=(1, 2))
+
+
+def test_duplicate_ids_and_missing_text_are_named(tiny_care, tmp_path):
+    dup = write_corpus(tmp_path / "dup.jsonl", [SAMPLE_DOCS[0], SAMPLE_DOCS[1], SAMPLE_DOCS[0]])
+    with pytest.raises(DataFormatError, match="line 3.*duplicate id 'd1' \\(first seen on line 1\\)"):
+        build(_options(tiny_care, dup, tmp_path / "a"))
+    empty = write_corpus(tmp_path / "empty.jsonl", [{"id": "x", "text": ""}])
+    with pytest.raises(DataFormatError, match="text"):
+        build(_options(tiny_care, empty, tmp_path / "b"))
+
+
+@pytest.mark.parametrize("index_type", ["hnsw", "ivf"])
+def test_other_index_types_find_each_document_itself(tiny_care, corpus, tmp_path, document_vectors, index_type):
+    config = IndexConfig(type=index_type, nlist=2, nprobe=2)
+    build(_options(tiny_care, corpus, tmp_path / index_type, index=config))
+    bundle = open_index_folder(tmp_path / index_type)
+    assert bundle.manifest.index["type"] == index_type
+    _, rows = bundle.index.search(document_vectors, 1)
+    assert list(rows[:, 0]) == list(range(len(SAMPLE_DOCS)))
+
+
+def test_cli_builds_an_index(tiny_care, corpus, tmp_path):
+    from typer.testing import CliRunner
+
+    from care.cli import app
+
+    output = tmp_path / "cli-idx"
+    args = ["index", "build", "--model", str(tiny_care), "--corpus", str(corpus), "--output", str(output), "--shard", "0/2"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "merge when all are finished" in result.output
+    result = CliRunner().invoke(app, args[:-1] + ["1/2"])
+    assert result.exit_code == 0 and "index ready" in result.output
+    assert open_index_folder(output).manifest.n_docs == len(SAMPLE_DOCS)
