@@ -27,13 +27,13 @@ def test_train_from_yaml_with_overrides(tiny_dir, tmp_path):
     cfg = tiny_config_dict(tiny_dir, "stage2", tmp_path / "run")
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True))
     res = CliRunner().invoke(_app(), ["train", "--config", str(tmp_path / "c.yaml"),
-                                      "--set", "optim.max_steps=2", "--set", "optim.lr=1e-3"])
+                                      "--set", "optim.max_steps=2", "--set", "optim.lr=5e-4"])
     assert res.exit_code == 0, res.output
     assert "stage2: 2 steps" in res.output
     result = read_result(tmp_path / "run")
     assert result.global_step == 2 and result.care_model
     saved = yaml.safe_load((tmp_path / "run" / "train_config.yaml").read_text())
-    assert saved["optim"]["lr"] == 1e-3  # the overrides are what was recorded
+    assert saved["optim"]["lr"] == 5e-4  # the overrides are what was recorded
 
 
 def test_bad_config_is_one_clear_error(tmp_path):

@@ -13,7 +13,7 @@ import torch
 from care.train.config import TrainConfig
 from care.train.trainer import Trainer, read_result, train
 
-from trainer_fixtures import PAIRS, tiny_config_dict
+from trainer_fixtures import PAIRS, tiny_config_dict, toy_rows
 
 
 def _losses(out: Path) -> list[float]:
@@ -28,20 +28,45 @@ def _digest(folder: Path) -> str:
     return h.hexdigest()
 
 
+def _toy_loss(config: TrainConfig, query_path: str | None, document_path: str | None) -> float:
+    """The stage's loss on the whole toy set (every row, both of its negatives), dropout off."""
+    from care.train.stages import build_stage
+    from care.train.towers import load_document_tower, load_query_tower
+
+    stage = build_stage(config)
+    towers = {}
+    if query_path:
+        towers["query"] = load_query_tower(config.model, path=query_path).eval()
+    if document_path:
+        towers["document"] = towers["teacher"] = load_document_tower(config.model, trainable=False,
+                                                                      path=document_path)
+    rows = toy_rows()
+    texts = {"query": [r["query"] for r in rows], "positive": [r["pos"][0] for r in rows],
+             "negative": [n for r in rows for n in r["neg"]]}
+    with torch.no_grad():
+        emb = {f: towers[stage.field_towers[f]].encode(t, convert_to_tensor=True) for f, t in texts.items()}
+        out = stage.compute_loss(emb, n_negatives=2)
+    return float(out if isinstance(out, torch.Tensor) else out.loss)
+
+
 @pytest.mark.parametrize("stage", ["init_query", "init_document", "stage1_sft", "stage2"])
 def test_stage_reduces_loss_and_saves(stage, tiny_dir, tmp_path):
     torch.set_num_threads(1)
     out = tmp_path / stage
-    result = train(TrainConfig.from_dict(tiny_config_dict(tiny_dir, stage, out)))
-    losses = _losses(out)
-    assert result.global_step == 6 and len(losses) == 6
-    assert losses[-1] < losses[0], losses
+    config = TrainConfig.from_dict(tiny_config_dict(tiny_dir, stage, out))
+    result = train(config)
+    assert result.global_step == 6 and len(_losses(out)) == 6
     assert read_result(out).completed
+    q0 = str(tiny_dir / "tiny-bert") if stage != "init_document" else None
+    d0 = str(tiny_dir / "tiny-qwen3") if stage != "init_query" else None
+    q1 = str(out / "query") if q0 else None
+    d1 = str(out / "document") if stage in ("init_document", "stage2") else d0
+    before, after = _toy_loss(config, q0, d0), _toy_loss(config, q1, d1)
+    assert after < before, (before, after)
     from sentence_transformers import SentenceTransformer
 
-    if stage in ("init_query", "stage1_sft", "stage2"):
-        q = SentenceTransformer(str(out / "query"), device="cpu")
-        assert q.encode(["头痛"]).shape == (1, 64)
+    if q1:
+        assert SentenceTransformer(q1, device="cpu").encode(["头痛"]).shape == (1, 64)
     if stage in ("init_document", "stage2"):
         assert (out / "document" / "adapter_config.json").is_file()  # LoRA saved as an adapter
     if stage in ("stage1_sft", "stage2"):

@@ -51,8 +51,8 @@ def tiny_config_dict(root: Path, stage: str, out: Path, **sections) -> dict:
                   "lora": {"r": 4, "alpha": 8, "dropout": 0.0}},
         "data": {"train_file": str(root / ("alignment.jsonl" if stage == "stage1" else "train.jsonl")),
                  "n_negatives": 1 if stage == "stage1" else 2},
-        "optim": {"batch_size": 8, "max_steps": 6, "lr": 2e-3, "warmup_ratio": 0.0},
-        "loss": {"temperature": 0.1},
+        "optim": {"batch_size": 8, "max_steps": 6, "lr": 1e-3, "warmup_ratio": 0.0},
+        "loss": {"temperature": 0.1 if stage == "stage1" else 0.02},  # the paper's τ per stage
         "checkpoint": {"every_steps": 100},
         "runtime": {"cpu": True, "log_with": None, "progress_bar": False, "log_every_steps": 1},
     }
