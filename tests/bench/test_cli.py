@@ -69,6 +69,14 @@ def test_bench_index_and_split_options(app, retrieval_folder, tmp_path):
     assert saved["settings"]["index"]["type"] == "hnsw" and saved["settings"]["index"]["ef_search"] == 32
 
 
+def test_models_with_the_same_name_are_labelled_by_spec(app, monkeypatch, sts_folder, tmp_path):
+    monkeypatch.setattr(bench_cli, "_load", lambda spec, device, batch_size: HashEncoder(dim=int(spec.split("=")[1])))
+    out = tmp_path / "o"
+    result = CliRunner().invoke(app, ["bench", "-m", "hash?dim=32", "-m", "hash?dim=64", "-t", str(sts_folder), "--no-cache", "--no-progress", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.glob("*.json")) == ["hash_dim_32__tiny-sts.json", "hash_dim_64__tiny-sts.json"]
+
+
 def test_unknown_task_is_a_care_error(app):
     result = CliRunner().invoke(app, ["bench", "-m", "hash", "-t", "CMedTEB-Retreival"])
     assert isinstance(result.exception, CareError) and "Did you mean" in str(result.exception)

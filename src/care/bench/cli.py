@@ -69,7 +69,10 @@ def bench(
     cache = None if no_cache else EmbeddingCache(cache_dir or default_cache_dir(), dtype=cache_dtype)
     options = RunOptions(cache=cache, index=index_config, batch_size=batch_size, top_k=top_k, show_progress=not no_progress)
     models = [_load(spec, device, batch_size) for spec in specs]
-    results = evaluate_many(models, tasks, options, output_dir=output)
+    names = [m.name for m in models]
+    # two specs that load models of the same name (e.g. bm25 and bm25?stopwords=none) are told apart by their spec
+    labels = [spec if names.count(name) > 1 else name for spec, name in zip(specs, names)]
+    results = evaluate_many(models, tasks, options, output_dir=output, labels=labels)
     typer.echo(results_table(results))
     if output is not None:
         logger.info("results written to %s", output)

@@ -26,13 +26,16 @@ _RUNNERS = {"retrieval": run_retrieval, "rerank": run_rerank, "sts": run_sts}
 RESULTS_TABLE_FILE = "results.md"
 
 
-def evaluate(model: Encoder | LexicalRetriever, task: TaskMetadata, options: RunOptions | None = None) -> TaskResult:
+def evaluate(
+    model: Encoder | LexicalRetriever, task: TaskMetadata, options: RunOptions | None = None, *, label: str | None = None,
+) -> TaskResult:
     """Run one model on one task.
 
     Args:
         model: a dense :class:`Encoder` or a :class:`LexicalRetriever`.
         task: metadata whose ``path`` points at the task folder (see :func:`care.bench.registry.get_task`).
         options: cache, index, batch size; defaults to a temporary cache and an exact flat index.
+        label: name recorded in the result instead of ``model.name`` (e.g. to tell two settings apart).
     """
     options = options or RunOptions()
     if task.path is None:
@@ -49,10 +52,10 @@ def evaluate(model: Encoder | LexicalRetriever, task: TaskMetadata, options: Run
     if task.type == "retrieval":
         settings["relevance_threshold"] = task.relevance_threshold
     result = TaskResult(
-        task=task.name, task_type=task.type, split=task.split, model=model.name, fingerprint=model.fingerprint,
+        task=task.name, task_type=task.type, split=task.split, model=label or model.name, fingerprint=model.fingerprint,
         main_score=task.main_score, scores=scores, timings=timer.summary(), stats=stats, settings=settings,
     )
-    logger.info("%s on %s: %s = %.4f", model.name, task.name, task.main_score, result.main_value)
+    logger.info("%s on %s: %s = %.4f", result.model, task.name, task.main_score, result.main_value)
     return result
 
 
@@ -61,12 +64,21 @@ def evaluate_many(
     tasks: Sequence[TaskMetadata],
     options: RunOptions | None = None,
     output_dir: str | Path | None = None,
+    labels: Sequence[str] | None = None,
 ) -> list[TaskResult]:
-    """Run every model on every task; with ``output_dir`` write each result JSON and ``results.md``."""
+    """Run every model on every task; with ``output_dir`` write each result JSON and ``results.md``.
+
+    ``labels`` (one per model) name the models in results; they must be distinct.
+    """
+    labels = list(labels) if labels is not None else [m.name for m in models]
+    if len(labels) != len(models):
+        raise CareError(f"{len(labels)} labels for {len(models)} models")
+    if len(set(labels)) != len(labels):
+        raise CareError(f"two models share a name ({labels}); give distinct labels so their result files do not collide")
     results = []
-    for model in models:
+    for model, label in zip(models, labels):
         for task in tasks:
-            result = evaluate(model, task, options)
+            result = evaluate(model, task, options, label=label)
             results.append(result)
             if output_dir is not None:
                 result.save(output_dir)
