@@ -6,7 +6,7 @@ import json
 
 import torch
 import yaml
-from trainer_fixtures import tiny_config_dict
+from .trainer_fixtures import tiny_config_dict
 from typer.testing import CliRunner
 
 from care.train.trainer import read_result

@@ -9,7 +9,7 @@ from care.train.losses import InfoNCELoss
 from care.train.towers import Towers, load_query_tower
 from care.train.config import ModelConfig
 
-from trainer_fixtures import PAIRS
+from .trainer_fixtures import PAIRS
 
 
 def _grads(model) -> dict[str, torch.Tensor]:

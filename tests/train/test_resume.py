@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import torch
-from trainer_fixtures import tiny_config_dict
+from .trainer_fixtures import tiny_config_dict
 
 from care.train.checkpoint import list_checkpoints
 from care.train.config import TrainConfig

@@ -13,7 +13,7 @@ import torch
 from care.train.config import TrainConfig
 from care.train.trainer import Trainer, read_result, train
 
-from trainer_fixtures import PAIRS, tiny_config_dict, toy_rows
+from .trainer_fixtures import PAIRS, tiny_config_dict, toy_rows
 
 
 def _losses(out: Path) -> list[float]:
