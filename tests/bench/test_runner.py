@@ -151,3 +151,18 @@ def test_no_cache_run_uses_temporary_cache(retrieval_folder):
     evaluate(enc, get_task(retrieval_folder), RunOptions(show_progress=False))
     evaluate(enc, get_task(retrieval_folder), RunOptions(show_progress=False))
     assert enc.calls == {"query": 6, "document": 10}
+
+
+def test_interrupted_run_resumes_without_re_encoding(retrieval_folder, tmp_path):
+    class Crashing(HashEncoder):
+        def encode_documents(self, texts, **kw):
+            if self.calls["document"] >= 2:
+                raise KeyboardInterrupt("killed mid-corpus")
+            return super().encode_documents(texts, **kw)
+
+    options = RunOptions(cache=EmbeddingCache(tmp_path / "cache", chunk_size=2, grow_chunks=False), show_progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(Crashing(), get_task(retrieval_folder), options)
+    enc = HashEncoder()  # same fingerprint: picks up the finished chunk
+    evaluate(enc, get_task(retrieval_folder), options)
+    assert enc.calls["document"] == 3, "the first 2 of 5 documents were already encoded"
