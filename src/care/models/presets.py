@@ -145,9 +145,14 @@ def shape_from_json(text: str) -> ModelShape:
     return shape_from_dict(json.loads(text))
 
 
+#: Attention-probability dropout makes PyTorch's SDPA fall back to its materialising math path on CPU
+#: (a Bernoulli mask over every batch x head x L x L score: most of a tiny model's step), so the tiny
+#: presets keep hidden dropout only.
+TINY_ATTENTION_DROPOUT = 0.0
+
 TINY_BERT = EncoderShape(
     name="tiny-bert", hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
-    vocab_size=0, max_position_embeddings=512,
+    vocab_size=0, max_position_embeddings=512, attention_probs_dropout_prob=TINY_ATTENTION_DROPOUT,
 )
 TINY_QWEN3 = DecoderShape(
     name="tiny-qwen3", hidden_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
