@@ -21,7 +21,9 @@ class ServeConfig:
         max_inputs: most texts in one ``/embed`` or ``/v1/embeddings`` request.
         max_k: largest ``k`` of ``/search``; default_k when the request gives none.
         max_batch_size: most texts the micro-batcher hands to the encoder in one call.
-        max_wait_ms: how long the micro-batcher waits for more requests after the first one.
+        max_wait_ms: how long the micro-batcher waits for more requests after the first one; 0 (default) =
+            continuous batching: take what is queued now, and requests arriving while the model works
+            form the next batch (no added latency when idle).
         max_queue: texts waiting for the encoder before new requests get 503 (back-pressure).
         filter_overfetch: with filters, ``k * filter_overfetch`` candidates are searched, then filtered.
         max_candidates: cap on searched candidates when filtering.
@@ -34,7 +36,7 @@ class ServeConfig:
     max_k: int = 100
     default_k: int = 10
     max_batch_size: int = 32
-    max_wait_ms: float = 2.0
+    max_wait_ms: float = 0.0
     max_queue: int = 4096
     filter_overfetch: int = 10
     max_candidates: int = 1000
