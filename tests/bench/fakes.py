@@ -26,7 +26,7 @@ class HashEncoder:
 
     @property
     def fingerprint(self) -> str:
-        return f"hash-{self._dim}-{self._query_dim}"
+        return f"hash-{self.name}-{self._dim}-{self._query_dim}"
 
     @property
     def dim(self) -> int:

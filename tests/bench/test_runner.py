@@ -38,6 +38,19 @@ def test_retrieval_scores_timings_and_cache(retrieval_folder, tmp_path):
     assert again.scores == res.scores
 
 
+def test_asymmetric_pair_reuses_its_document_towers_cached_embeddings(retrieval_folder, tmp_path):
+    from care.encoders.asymmetric import AsymmetricEncoder
+
+    task = get_task(retrieval_folder)
+    documents = HashEncoder(name="doc-tower")
+    evaluate(documents, task, _options(tmp_path))
+    assert documents.calls["document"] == 5
+    student = HashEncoder(name="student")
+    evaluate(AsymmetricEncoder(student, documents), task, _options(tmp_path))
+    assert documents.calls["document"] == 5, "the pair must read the document tower's cached vectors"
+    assert student.calls["query"] == 3
+
+
 def test_retrieval_hand_case_with_graded_qrels(tmp_path):
     from care.data.retrieval import Document, write_retrieval_folder
 

@@ -40,3 +40,18 @@ def test_declared_dim_truncates_the_document_side(tiny_bert, wide_qwen3):
         AsymmetricEncoder(query_tower, document_tower, dim=16)
     with pytest.raises(DimensionMismatchError, match="dim=32"):
         AsymmetricEncoder(document_tower, query_tower, dim=32)  # document side narrower than dim
+
+
+def test_role_fingerprints_are_the_towers_own(tiny_bert, tiny_qwen3, wide_qwen3):
+    from care.encoders.base import role_fingerprint
+
+    query_tower, document_tower = load_model(f"{tiny_bert}?pooling=cls"), load_model(str(tiny_qwen3))
+    pair = AsymmetricEncoder(query_tower, document_tower)
+    # each side's cache entries are shared with the tower used alone ...
+    assert role_fingerprint(pair, "query") == query_tower.fingerprint
+    assert role_fingerprint(pair, "document") == document_tower.fingerprint
+    # ... but a Matryoshka-cut document side is a different set of vectors
+    cut = AsymmetricEncoder(query_tower, load_model(str(wide_qwen3)), dim=32)
+    assert role_fingerprint(cut, "document") != load_model(str(wide_qwen3)).fingerprint
+    # encoders without role fingerprints fall back to their whole-model fingerprint
+    assert role_fingerprint(document_tower, "document") == document_tower.fingerprint

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from care.encoders.base import Encoder
+from care.encoders.base import Encoder, role_fingerprint
 from care.encoders.cache import EmbeddingCache
 from care.errors import DimensionMismatchError
 
@@ -28,7 +28,7 @@ def encode_collection(
 ) -> np.ndarray:
     """Return the ``(len(texts), dim)`` embeddings of ``texts`` in ``role`` (``query`` or ``document``).
 
-    Cached by (fingerprint, role, instruction, ids+texts); encoded chunk by chunk, each checked for
+    Cached by (the role's fingerprint, role, instruction, ids+texts); encoded chunk by chunk, each checked for
     shape and finiteness. Documents are encoded without an instruction (:mod:`care.encoders.base`).
     """
     if role == QUERY:
@@ -39,7 +39,7 @@ def encode_collection(
 
         def encode(chunk: Sequence[str]) -> np.ndarray:
             return model.encode_documents(list(chunk), batch_size=batch_size, show_progress=False)
-    key = cache.key(model.fingerprint, role, instruction, ids, texts)
+    key = cache.key(role_fingerprint(model, role), role, instruction, ids, texts)
     with tqdm(total=len(texts), desc=desc, unit="text", disable=not show_progress, leave=False) as bar:
         return cache.get_or_encode(key, texts, encode, name=model.name, progress=bar)
 

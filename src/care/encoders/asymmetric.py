@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from care.encoders.base import Encoder
+from care.encoders.base import Encoder, role_fingerprint
 from care.encoders.fingerprint import digest
 from care.encoders.vectors import truncate_and_normalize
 from care.errors import DimensionMismatchError
@@ -64,6 +64,14 @@ class AsymmetricEncoder:
                 "dim": self._dim,
             }
         )
+
+    def role_fingerprint(self, role: str) -> str:
+        """The fingerprint of the tower that serves ``role`` ("query" or "document"), plus the cut width
+        for documents, so each side's cached embeddings are shared with that tower used alone."""
+        if role == "query":
+            return role_fingerprint(self.query_encoder, role)
+        document = role_fingerprint(self.document_encoder, role)
+        return document if self._truncate_to is None else digest({"document": document, "dim": self._truncate_to})
 
     @property
     def dim(self) -> int:

@@ -81,6 +81,17 @@ class LexicalRetriever(Protocol):
         ...
 
 
+def role_fingerprint(model: Encoder, role: str) -> str:
+    """Identify the vectors of one role, for caches.
+
+    An encoder whose roles come from separate towers (an asymmetric pair) may define
+    ``role_fingerprint(role)`` so that, e.g., document embeddings cached for ``e5`` are reused by
+    ``asym:student|e5``; everything else falls back to the whole-model ``fingerprint``.
+    """
+    own = getattr(model, "role_fingerprint", None)
+    return own(role) if callable(own) else model.fingerprint
+
+
 def format_instruction(instruction: str | None, query: str, template: str = "Instruct: {instruction}\nQuery: {query}") -> str:
     """Apply a task instruction to a query in the paper's (Qwen3-Embedding / E5-instruct) format.
 
