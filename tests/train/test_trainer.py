@@ -13,7 +13,7 @@ import torch
 from care.train.config import TrainConfig
 from care.train.trainer import Trainer, read_result, train
 
-from .trainer_fixtures import PAIRS, tiny_config_dict, toy_rows
+from .trainer_fixtures import PAIRS, alignment_rows, tiny_config_dict, toy_rows
 
 
 def _losses(out: Path) -> list[float]:
@@ -130,6 +130,21 @@ class FakeTeacher:
         return np.stack([self._vec(t) for t in texts])
 
 
+def _stage1_loss(config: TrainConfig, query_path: str) -> float:
+    """Stage I loss over every alignment row against the fake teacher's vectors, dropout off."""
+    from care.train.stages import build_stage
+    from care.train.towers import load_query_tower
+
+    rows, teacher = alignment_rows(), FakeTeacher()
+    tower = load_query_tower(config.model, path=query_path).eval()
+    with torch.no_grad():
+        emb = {"query": tower.encode([r["query"] for r in rows], convert_to_tensor=True),
+               "positive": torch.from_numpy(teacher.encode_queries([r["pos"][0] for r in rows])),
+               "negative": torch.from_numpy(teacher.encode_queries([r["neg"][0] for r in rows]))}
+        out = build_stage(config).compute_loss(emb, n_negatives=1)
+    return float(out if isinstance(out, torch.Tensor) else out.loss)
+
+
 def test_stage1_with_precomputed_fake_encoder_teacher(tiny_dir, tmp_path):
     """Any frozen care Encoder can be the Stage I teacher; its vectors are computed once and cached."""
     torch.set_num_threads(1)
@@ -140,8 +155,8 @@ def test_stage1_with_precomputed_fake_encoder_teacher(tiny_dir, tmp_path):
                                   "factory": "unused:unused", "cache_dir": str(cache)}})
     result = train(TrainConfig.from_dict(cfg), teacher=FakeTeacher())
     assert FakeTeacher.calls == 1  # every distinct text embedded in one pass
-    losses = _losses(tmp_path / "a")
-    assert losses[-1] < losses[0]
+    config = TrainConfig.from_dict(cfg)
+    assert _stage1_loss(config, str(tmp_path / "a" / "query")) < _stage1_loss(config, str(tiny_dir / "tiny-bert"))
     assert result.care_model is None and result.query_model  # no CARE document tower to combine with
     # a second run reuses the on-disk cache: the teacher is not called again
     cfg["output_dir"] = str(tmp_path / "b")
@@ -156,3 +171,14 @@ def test_existing_checkpoints_need_resume(tiny_dir, tmp_path):
     train(TrainConfig.from_dict(cfg))
     with pytest.raises(CareError, match="--resume"):
         train(TrainConfig.from_dict(cfg))
+
+
+def test_query_side_alignment_rows_get_the_instruction_document_side_rows_do_not():
+    from care.train.batches import query_text
+    from care.train.data import DOC_ALIGN, QUERY_ALIGN
+
+    prefix = "Instruct: 检索\nQuery: "
+    assert query_text("头痛", None, QUERY_ALIGN, prefix) == prefix + "头痛"
+    assert query_text("头痛", None, None, prefix) == prefix + "头痛"
+    assert query_text("多喝水，注意休息。", None, DOC_ALIGN, prefix) == "多喝水，注意休息。"
+    assert query_text("头痛", "判断", None, prefix) == "Instruct: 判断\nQuery: 头痛"

@@ -16,10 +16,10 @@ import torch
 from torch.utils.data import DataLoader
 
 from care.encoders.base import format_instruction
-from care.train.data import QUERY_ALIGN, DOC_ALIGN, KindGroupedBatchSampler, TrainingBatch, TrainingGroupDataset, collate_groups
+from care.train.data import DOC_ALIGN, KindGroupedBatchSampler, TrainingBatch, TrainingGroupDataset, collate_groups
 
-#: Example types whose query is a text aligned with itself (Stage I): no retrieval instruction.
-ALIGNMENT_TYPES: frozenset[str] = frozenset({QUERY_ALIGN, DOC_ALIGN})
+#: Rows whose query side is a document text: never given the retrieval instruction.
+UNINSTRUCTED_TYPES: frozenset[str] = frozenset({DOC_ALIGN})
 
 
 def query_text(query: str, prompt: str | None, type_: str | None, default_prompt: str | None) -> str:
@@ -27,12 +27,14 @@ def query_text(query: str, prompt: str | None, type_: str | None, default_prompt
 
     A row's own ``prompt`` is applied in the paper's instruction format
     (``Instruct: {prompt}\\nQuery: {query}``); otherwise ``default_prompt`` (``model.query_prompt``) is
-    prefixed, except for Stage I alignment rows (``type`` ``query_align``/``doc_align``), whose
-    query is the raw text that must match its own document-side embedding.
+    prefixed — also to Stage I query-side rows (``query_align``), so the query encoder is aligned on
+    queries exactly as it will see them at search time (an unseen instruction prefix would move every
+    query embedding at inference) — but not to document-side rows (``doc_align``), whose "query" is a
+    document text. The teacher side of alignment rows never gets an instruction.
     """
     if prompt:
         return format_instruction(prompt, query)
-    if default_prompt and type_ not in ALIGNMENT_TYPES:
+    if default_prompt and type_ not in UNINSTRUCTED_TYPES:
         return default_prompt + query
     return query
 
