@@ -324,37 +324,50 @@ def quality_points(folders: list[Path]) -> list[dict[str, Any]]:
 
 
 def plot(results: dict[str, Any], png: Path, folders: list[Path]) -> dict[str, Any]:
+    """Quality (retrieval main score of evaluated models) against query q/s, with the measured encoder speeds.
+
+    Points: models evaluated by ``care bench`` on a retrieval task (q/s = the harness's query-encoding
+    throughput). Vertical lines: batch-1 q/s of the encoders measured in the ``encoders`` section (CARE
+    query tower in torch / ONNX / int8, and the LLM document towers a symmetric model would run online).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import ScalarFormatter
 
     points = quality_points(folders)
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    if points:
-        for p in points:
-            ax.scatter(p["qps"], p["score"])
-            ax.annotate(f"{p['model']} ({p['task']})", (p["qps"], p["score"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
-        ax.set_ylabel(f"main score ({', '.join(sorted({p['metric'] for p in points}))})")
-        ax.set_xlabel("query encoding q/s measured by care bench (CPU, log)")
-    else:
-        rows = results.get("encoders", {}).get("rows", {})
-        for name, row in rows.items():
-            ax.scatter(1000 / row["latency_ms_b1"], 0, marker="|", s=300)
-            ax.annotate(name, (1000 / row["latency_ms_b1"], 0), rotation=45, fontsize=7, xytext=(2, 4), textcoords="offset points")
-        ax.set_yticks([])
-        ax.set_title("no evaluated quality results found: query-encoding speed only", fontsize=9)
+    retrieval = [p for p in points if "retriev" in str(p["task"]).lower()]
+    task = max({p["task"] for p in retrieval}, key=lambda t: sum(p["task"] == t for p in retrieval)) if retrieval else None
+    shown = [p for p in retrieval if p["task"] == task]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for p in shown:
+        ax.scatter(p["qps"], p["score"], zorder=3)
+        ax.annotate(p["model"], (p["qps"], p["score"]), fontsize=8, xytext=(4, 4), textcoords="offset points")
+    speeds = {name: 1000 / row["latency_ms_b1"] for name, row in results.get("encoders", {}).get("rows", {}).items()}
+    for name, qps in speeds.items():
+        ax.axvline(qps, color="tab:red" if name.startswith("doc-") else "tab:green", linestyle="--", linewidth=0.8)
+        ax.annotate(name, (qps, 0.98), xycoords=("data", "axes fraction"), rotation=90, fontsize=7, va="top", ha="right")
+    xs = [p["qps"] for p in shown] + list(speeds.values())
+    if xs:
+        ax.set_xlim(min(xs) / 2, max(xs) * 2)
     ax.set_xscale("log")
-    if not points:
-        ax.set_xlabel("queries per second, batch 1, CPU (log)")
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.set_xlabel("queries/s on CPU, log (points: care bench query encoding; lines: batch-1 encoders)", fontsize=8)
+    ax.set_ylabel(f"{shown[0]['metric']} on {task}" if shown else "no evaluated retrieval results found")
+    ax.set_title("quality vs query-side speed (cf. the paper's Figure 1)", fontsize=10)
     fig.tight_layout()
     fig.savefig(png, dpi=150)
-    return {"png": png.name, "quality_points": points}
+    plt.close(fig)
+    return {"png": png.name, "task": task, "quality_points": shown, "encoder_qps_b1": {k: round(v, 3) for k, v in speeds.items()}}
 
 
 # --------------------------------------------------------------------------------------------- report
 def write_markdown(results: dict[str, Any], path: Path) -> None:
-    lines = ["# Speed (CPU)", "", f"Produced by `{results['command']}` on {results['created']} — {results['machine']}.", ""]
+    lines = ["# Speed (CPU)", "", f"Machine: {results['machine']}. Produced by (sections merge into one JSON):", ""]
+    for run in results.get("runs", [{"command": results["command"], "sections": ["all"], "created": results["created"]}]):
+        lines.append(f"- `{run['command']}` ({', '.join(run['sections'])}; {run['created']})")
+    lines.append("")
     enc = results.get("encoders")
     if enc:
         q = enc["query_model"]
@@ -391,13 +404,17 @@ def write_markdown(results: dict[str, Any], path: Path) -> None:
                   f"{load['qps']} q/s, p50 {load['p50_ms']} ms, p99 {load['p99_ms']} ms, status {load['status']}, "
                   f"5xx {load['server_errors']}, dropped {load['dropped']}", ""]
     if results.get("plot"):
-        lines += ["## Figure", "", f"![quality vs speed]({results['plot']['png']})", ""]
+        fig = results["plot"]
+        lines += ["## Figure", "", f"![quality vs speed]({fig['png']})", "",
+                  f"Evaluated models ({fig.get('task')}): " + (", ".join(f"{p['model']} {p['metric']}={p['score']:.4f} at {p['qps']} q/s"
+                  for p in fig.get("quality_points", [])) or "none found") + ". Only models with quality results appear as points; "
+                  "the CARE and LLM encoders of the speed section have random weights, so they appear as speed lines only.", ""]
     path.write_text("\n".join(lines), encoding="utf-8")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sections", default="encoders,index,service,plot")
+    parser.add_argument("--sections", default="encoders,index,service,plot", help="any of encoders,index,service,plot,report (report = rewrite the .md only)")
     parser.add_argument("--out", type=Path, default=RESULTS / "speed.json")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "care-bench-speed")
     parser.add_argument("--repeats", type=int, default=5)
@@ -420,8 +437,12 @@ def main() -> None:
     faiss.omp_set_num_threads(args.threads)
     args.work.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = json.loads(args.out.read_text()) if args.out.is_file() else {}
-    results.update(command="python benchmarks/bench_speed.py " + " ".join(os.sys.argv[1:]),
-                   created=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    command = "python benchmarks/bench_speed.py " + " ".join(os.sys.argv[1:])
+    created = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    measured = [name for name in args.sections.split(",") if name in ("encoders", "index", "service", "plot")]
+    if measured:
+        results.setdefault("runs", []).append({"command": command, "sections": measured, "created": created})
+    results.update(command=command, created=created,
                    machine=f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared), {args.threads} thread(s), CPU only, no GPU lent")
     sections = args.sections.split(",")
     if "encoders" in sections:
