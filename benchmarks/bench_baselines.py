@@ -270,7 +270,10 @@ def run_overhead(n_docs: int, n_queries: int, texts_per_s: float) -> dict[str, A
     t = cold.timings
     overhead_s = t["total_s"] - t["encode_queries_s"] - t["encode_documents_s"]
     known_encode_s = (n_docs + n_queries) / texts_per_s
+    import faiss
+
     return {
+        "faiss_threads": faiss.omp_get_max_threads(), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
         "what": (f"synthetic retrieval task, {n_docs} documents x {SYNTH_DOC_CHARS} chars, {n_queries} queries; encoder = hashed "
                  f"characters ({OVERHEAD_DIM}-d) + sleep emulating {texts_per_s:g} texts/s; exact flat index; cold cache, then a fully cached rerun"),
         "n_documents": n_docs, "n_queries": n_queries, "emulated_texts_per_s": texts_per_s,
@@ -288,8 +291,9 @@ def run_overhead(n_docs: int, n_queries: int, texts_per_s: float) -> dict[str, A
 
 # ---------------------------------------------------------------------------------------------
 def to_markdown(report: dict[str, Any]) -> str:
-    lines = ["# Baselines measured with the care harness", "", f"Produced by `{report['command']}` on {report['created']} "
-             f"({report['machine']}).", ""]
+    lines = ["# Baselines measured with the care harness", "", f"Last invocation: `{report['command']}` on {report['created']} "
+             f"({report['machine']}). Sections a run skips are kept from earlier invocations of this script "
+             "(`--skip-*` flags; each overhead section records its thread setting).", ""]
     demo = report.get("demo", {})
     lines += ["## Embedded demo benchmark", ""]
     if "results" in demo:
@@ -320,8 +324,14 @@ def to_markdown(report: dict[str, Any]) -> str:
                   f"{SPEED_SAMPLE_DOCS}) encoded per second; latency: one query per call, median of {LATENCY_QUERIES}."]
     else:
         lines.append(f"Skipped: {toy.get('skipped', 'not run')}")
-    ov = report.get("overhead", {})
-    lines += ["", f"## Harness overhead at {ov.get('n_documents', 0):,} documents", ""]
+    sections = sorted(k for k in report if k.startswith("overhead")) or ["overhead"]
+    for section in sections:
+        lines += _overhead_markdown(report.get(section, {}))
+    return "\n".join(lines) + "\n"
+
+
+def _overhead_markdown(ov: dict[str, Any]) -> list[str]:
+    lines = ["", f"## Harness overhead at {ov.get('n_documents', 0):,} documents ({ov.get('faiss_threads', '?')} search thread(s))", ""]
     if "cold" in ov:
         c, w = ov["cold"], ov["cached_rerun"]["timings"]
         lines += [ov["what"] + ".", "",
@@ -337,7 +347,7 @@ def to_markdown(report: dict[str, Any]) -> str:
                   f"The cached rerun encoded {ov['cached_rerun']['texts_encoded']} texts."]
     else:
         lines.append(f"Skipped: {ov.get('skipped', 'not run')}")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -353,6 +363,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--skip-demo", action="store_true")
     parser.add_argument("--skip-toyhom", action="store_true")
     parser.add_argument("--skip-overhead", action="store_true")
+    parser.add_argument("--render-only", action="store_true", help="only rewrite baselines.md from baselines.json")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     from care.encoders.cache import default_cache_dir
@@ -360,6 +371,10 @@ def main(argv: list[str] | None = None) -> None:
     cache = EmbeddingCache(args.cache_dir or default_cache_dir())
     out_json = args.output_dir / "baselines.json"
     report: dict[str, Any] = json.loads(out_json.read_text(encoding="utf-8")) if out_json.is_file() else {}
+    if args.render_only:
+        with atomic_write(args.output_dir / "baselines.md") as fh:
+            fh.write(to_markdown(report))
+        return
     report.update({"command": "python benchmarks/bench_baselines.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                    "created": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": f"{os.cpu_count()} CPU cores, shared; CPU only"})
     if not args.skip_demo:
@@ -371,7 +386,10 @@ def main(argv: list[str] | None = None) -> None:
             toy["models"] = {**previous, **toy["models"]}
         report["toyhom"] = toy
     if not args.skip_overhead:
-        report["overhead"] = run_overhead(args.synthetic_docs, args.synthetic_queries, args.emulated_texts_per_s)
+        overhead = run_overhead(args.synthetic_docs, args.synthetic_queries, args.emulated_texts_per_s)
+        # one section per thread setting, so a single-threaded run does not overwrite the default one
+        key = "overhead" if overhead["OMP_NUM_THREADS"] is None else f"overhead_omp{overhead['OMP_NUM_THREADS']}"
+        report[key] = overhead
     write_json(out_json, report)
     md = to_markdown(report)
     with atomic_write(args.output_dir / "baselines.md") as fh:
