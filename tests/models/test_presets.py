@@ -23,7 +23,7 @@ def test_shapes_round_trip_through_json(name):
 
 
 def test_shape_errors_name_the_problem():
-    with pytest.raises(CareError, match="unknown decoder shape field"):
+    with pytest.raises(CareError, match=r"decoder model shape: unknown field.*hiden_size"):
         shape_from_dict({**QWEN3_4B.to_dict(), "hiden_size": 1})
     with pytest.raises(CareError, match="kind"):
         shape_from_dict({"name": "x"})

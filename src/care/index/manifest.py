@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from care.data.io import write_json
+from care.dataclass_dict import dataclass_from_dict
 from care.errors import CareError
 
 MANIFEST_VERSION = 1
@@ -41,14 +42,7 @@ def shard_name(shard: int, num_shards: int) -> str:
 
 
 def _from_dict(cls: type, data: dict[str, Any], source: str) -> Any:
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(data) - known
-    if unknown:
-        raise CareError(f"{source}: unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
-    try:
-        return cls(**data)
-    except TypeError as exc:
-        raise CareError(f"{source}: incomplete {cls.__name__} ({exc}); the folder is damaged — rebuild it") from None
+    return dataclass_from_dict(cls, data, source, hint="the folder is damaged — rebuild it")
 
 
 def read_json_file(path: Path, what: str) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from sentence_transformers.base.modules import Router
 from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
 from care.data.io import write_json
+from care.dataclass_dict import dataclass_from_dict
 from care.errors import CareError, DimensionMismatchError
 from care.models.folders import atomic_dir
 from care.models.instructions import (
@@ -79,14 +80,7 @@ class CareConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = CARE_CONFIG_FILENAME) -> CareConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise CareError(f"{source}: unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
-        try:
-            return cls(**data)
-        except TypeError as exc:
-            raise CareError(f"{source}: incomplete CARE config ({exc})") from None
+        return dataclass_from_dict(cls, data, source)
 
 
 # --------------------------------------------------------------------------------------------- pieces
