@@ -43,10 +43,16 @@ def test_grad_cache_equals_full_batch(tiny_dir):
         torch.testing.assert_close(got[name], grad, rtol=1e-4, atol=1e-6, msg=name)
 
 
-def test_chunk_rerun_restores_dropout_rng(tiny_dir):
+def test_chunk_rerun_restores_dropout_rng(tmp_path):
     """With dropout on, each re-run chunk reproduces the embeddings of the no-grad pass exactly."""
+    import dataclasses
+
+    from care.models.presets import TINY_BERT, make_tiny_models
+
     torch.set_num_threads(1)
-    tower = load_query_tower(ModelConfig(query_model=str(tiny_dir / "tiny-bert"), query_max_seq_length=32))
+    with_dropout = dataclasses.replace(TINY_BERT, hidden_dropout_prob=0.1)  # the tiny preset has none
+    query_dir, _ = make_tiny_models([t for pair in PAIRS for t in pair], tmp_path, query_shape=with_dropout)
+    tower = load_query_tower(ModelConfig(query_model=str(query_dir), query_max_seq_length=32))
     model = Towers({"query": tower}).train()
     texts = [q for q, _ in PAIRS]
     features = tower.preprocess(texts)
