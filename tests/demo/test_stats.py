@@ -31,5 +31,5 @@ def test_evaluate_run_hand_case() -> None:
     dcg = 1 / math.log2(2) + 2 / math.log2(3)
     idcg = 2 / math.log2(2) + 1 / math.log2(3)
     assert scores["ndcg_at_10"] == pytest.approx(dcg / idcg)
-    assert scores["mrr"] == 0.5 and scores["recall_at_100"] == 1.0
+    assert scores["mrr_at_10"] == 0.5 and scores["recall_at_100"] == 1.0
 

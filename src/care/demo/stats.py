@@ -55,21 +55,11 @@ def bm25_run(data: RetrievalData, depth: int = BM25_DEPTH) -> dict[str, dict[str
 def evaluate_run(
     qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]], threshold: int = RELEVANCE_THRESHOLD
 ) -> dict[str, float]:
-    """Mean nDCG@10 (graded) and recall@100 / MRR@10-style reciprocal rank (binary at ``threshold``) via pytrec_eval."""
-    import pytrec_eval
+    """Mean nDCG@10 (graded) and recall@100 / MRR@10 (binary at ``threshold``), by the harness's metrics."""
+    from care.bench.metrics import ranking_metrics
 
-    graded = pytrec_eval.RelevanceEvaluator({q: dict(r) for q, r in qrels.items()}, {"ndcg_cut.10"})
-    binary = pytrec_eval.RelevanceEvaluator(
-        {q: dict(r) for q, r in qrels.items()}, {"recall.100", "recip_rank"}, relevance_level=threshold
-    )
-    per_graded = graded.evaluate({q: dict(r) for q, r in run.items()})
-    per_binary = binary.evaluate({q: dict(r) for q, r in run.items()})
-    n = len(per_graded)
-    return {
-        "ndcg_at_10": sum(v["ndcg_cut_10"] for v in per_graded.values()) / n,
-        "recall_at_100": sum(v["recall_100"] for v in per_binary.values()) / n,
-        "mrr": sum(v["recip_rank"] for v in per_binary.values()) / n,
-    }
+    return ranking_metrics({q: dict(r) for q, r in run.items()}, {q: dict(r) for q, r in qrels.items()},
+                           ["ndcg_at_10", "recall_at_100", "mrr_at_10"], relevance_threshold=threshold)
 
 
 def e5_run(data: RetrievalData, depth: int = BM25_DEPTH) -> dict[str, dict[str, float]]:
