@@ -8,7 +8,6 @@ divides by ``W``). With unequal batches, back-propagating ``B_r · L_r`` gives `
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -40,9 +39,10 @@ def data() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return q, p, n
 
 
-def _worker(rank: int, port: int, out_dir: str) -> None:
+def _worker(rank: int, out_dir: str) -> None:
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD)
+    # file rendezvous: no TCP port to pick, so no race with other processes taking it meanwhile
+    dist.init_process_group("gloo", init_method=f"file://{out_dir}/rendezvous", rank=rank, world_size=WORLD)
     try:
         q_all, p_all, n_all = data()
         results = {}
@@ -62,16 +62,10 @@ def _worker(rank: int, port: int, out_dir: str) -> None:
         dist.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def rank_results(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     out = tmp_path_factory.mktemp("ddp")
-    mp.spawn(_worker, args=(_free_port(), str(out)), nprocs=WORLD, join=True)
+    mp.spawn(_worker, args=(str(out),), nprocs=WORLD, join=True)
     return [torch.load(out / f"rank{r}.pt") for r in range(WORLD)]
 
 

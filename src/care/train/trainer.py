@@ -17,8 +17,6 @@ import contextlib
 import json
 import logging
 import math
-import os
-import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,6 +26,7 @@ import torch
 
 from care.encoders.base import Encoder
 from care.errors import CareError, DimensionMismatchError
+from care.models.folders import atomic_dir
 from care.train.checkpoint import TrainerState, latest_checkpoint, list_checkpoints, save_checkpoint
 from care.train.config import TrainConfig
 from care.train.stages import DOCUMENT_TOWER, FIELDS, QUERY_TOWER, TEACHER, StageSpec, build_stage
@@ -421,18 +420,9 @@ class Trainer:
 
 
 def _atomic_dir(target: Path, write: Callable[[Path], Any]) -> Path:
-    """Write a folder into a temporary sibling, then swap it into ``target``."""
-    tmp = target.with_name(f".tmp-{target.name}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    write(tmp)
-    if target.exists():
-        old = target.with_name(f".old-{target.name}")
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(target, old)
-        os.replace(tmp, target)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, target)
+    """Write a folder into a temporary sibling, then swap it into ``target`` (:func:`care.models.folders.atomic_dir`)."""
+    with atomic_dir(target) as tmp:
+        write(tmp)
     return target
 
 
