@@ -58,6 +58,9 @@ def _worker(rank: int, out_dir: str) -> None:
         labels = global_positive_labels(3, rank)
         results["labels_ok"] = bool(torch.all(gathered[labels] == rank)) and is_distributed()
         torch.save(results, Path(out_dir) / f"rank{rank}.pt")
+        # both ranks leave together: a rank tearing gloo down while its peer is still
+        # mid-collective aborts the peer ("terminate called without an active exception")
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 
