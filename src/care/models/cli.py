@@ -6,6 +6,7 @@
 * ``care model build --query Q --document D --output DIR``: query tower (CLS) + document tower
   (last token, LoRA, Matryoshka cut to the query width) -> one routed CARE folder.
 * ``care model info PATH``: routes, widths, parameters, LoRA and stored prompts.
+* ``care model prune SRC --layers N -o OUT``: keep the first N layers (KALE / Wang & Lyu query init).
 """
 
 from __future__ import annotations
@@ -163,6 +164,20 @@ def info(path: Path = typer.Argument(..., help="A CARE folder (or any sentence-t
         raise CareError(f"{path} is not a folder; pass a model folder written by `care model build`")
     for label, value in describe(path):
         typer.echo(f"{label + ':':<28}{value}")
+
+
+@model_app.command("prune")
+def prune(
+    source: str = typer.Argument(..., help="HF model folder / hub id, or a SentenceTransformer folder of a care.train stage."),
+    layers: int = typer.Option(..., "--layers", help="Number of first transformer layers to keep."),
+    output: Path = typer.Option(..., "--output", "-o", help="Folder to write (AutoModel + tokenizer)."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Needed for gte-multilingual-base."),
+) -> None:
+    """Keep the first N layers of SOURCE (LoRA merged first) and save it with its tokenizer."""
+    from care.models.prune import prune_layers
+
+    path = prune_layers(source, layers, output, trust_remote_code=trust_remote_code)
+    typer.echo(f"pruned model: {path} ({layers} layers)")
 
 
 def register(app: typer.Typer) -> None:

@@ -21,7 +21,8 @@ logger = logging.getLogger(__name__)
 
 #: Paper's query length budget (queries are short; 512 covers any realistic one).
 DEFAULT_QUERY_MAX_SEQ_LENGTH = 512
-QUERY_POOLING_MODES = ("cls", "mean")
+#: "lasttoken": a query tower pruned from a decoder LLM (care.models.prune; KALE / Wang & Lyu baselines).
+QUERY_POOLING_MODES = ("cls", "mean", "lasttoken")
 
 
 def model_kwargs_for(dtype: torch.dtype | str | None, trust_remote_code: bool) -> dict[str, Any]:
@@ -59,7 +60,7 @@ def build_query_encoder(
         model_name_or_path: a Hugging Face folder or hub id of a bidirectional encoder
             (e.g. ``Alibaba-NLP/gte-multilingual-base`` with ``trust_remote_code=True``, or a tiny BERT
             from :func:`care.models.presets.make_tiny_models`).
-        pooling: ``"cls"`` (paper) or ``"mean"``.
+        pooling: ``"cls"`` (paper), ``"mean"``, or ``"lasttoken"`` (a decoder pruned by :mod:`care.models.prune`).
         max_seq_length: truncation length in tokens.
         dtype: weights dtype (``torch.bfloat16``, ``"float16"``, ...); None keeps the checkpoint's.
         trust_remote_code: needed for checkpoints with their own modelling code (gte-multilingual).

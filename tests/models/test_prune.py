@@ -1,0 +1,104 @@
+"""Pruning keeps the first N layers: outputs equal the original's hidden states of layer N."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+from care.errors import CareError
+from care.models.prune import find_layers, prune_layers
+
+TEXTS = ["头痛怎么办", "发烧"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from care.models.presets import make_tiny_models
+
+    root = tmp_path_factory.mktemp("prune")
+    return make_tiny_models(["头痛怎么办吃什么药", "发烧怎么退烧"], root)
+
+
+def _states(path, texts, **kw):
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModel.from_pretrained(path).eval()
+    with torch.no_grad():
+        return model, model(**tok(texts, padding=True, return_tensors="pt"), **kw)
+
+
+def test_pruned_bert_equals_layer_n_hidden_states(tiny, tmp_path):
+    torch.set_num_threads(1)
+    query_dir, _ = tiny
+    out = prune_layers(query_dir, 1, tmp_path / "bert-1")
+    assert AutoConfig.from_pretrained(out).num_hidden_layers == 1
+    _, original = _states(query_dir, TEXTS, output_hidden_states=True)
+    model, pruned = _states(out, TEXTS)
+    assert len(find_layers(model)[1]) == 1
+    torch.testing.assert_close(pruned.last_hidden_state, original.hidden_states[1], rtol=0, atol=1e-6)
+
+
+def test_pruned_qwen3_equals_layer_n_states_up_to_final_norm(tiny, tmp_path):
+    torch.set_num_threads(1)
+    _, document_dir = tiny
+    out = prune_layers(document_dir, 1, tmp_path / "qwen-1")
+    config = AutoConfig.from_pretrained(out)
+    assert config.num_hidden_layers == 1 and len(config.layer_types) == 1
+    original_model, original = _states(document_dir, TEXTS, output_hidden_states=True)
+    _, pruned = _states(out, TEXTS)
+    # a decoder keeps its final norm: pruned output = norm(hidden state after layer 1)
+    with torch.no_grad():
+        expected = original_model.norm(original.hidden_states[1])
+    torch.testing.assert_close(pruned.last_hidden_state, expected, rtol=0, atol=1e-6)
+    # the saved tokenizer appends EOS, so last-token pooling reads the EOS state
+    tok = AutoTokenizer.from_pretrained(out)
+    assert tok("头痛")["input_ids"][-1] == tok.eos_token_id
+
+
+def test_pruned_decoder_is_a_lasttoken_query_tower(tiny, tmp_path):
+    torch.set_num_threads(1)
+    from care.train.config import ModelConfig
+    from care.train.towers import load_query_tower
+
+    out = prune_layers(tiny[1], 1, tmp_path / "qwen-q")
+    tower = load_query_tower(ModelConfig(query_model=str(out), query_pooling="lasttoken", query_max_seq_length=32))
+    assert tower[1].pooling_mode == "lasttoken"
+    vecs = tower.encode(TEXTS, convert_to_tensor=True)
+    assert vecs.shape == (2, 128)
+    torch.testing.assert_close(vecs.norm(dim=-1), torch.ones(2))
+
+
+def test_prune_from_a_trained_sentence_transformer_folder_merges_lora(tiny, tmp_path):
+    """A stage's document folder (LoRA adapter) prunes to a plain model whose layer equals the merged one."""
+    torch.set_num_threads(1)
+    from care.models.document import build_document_encoder
+    from care.models.lora import LoraSettings, lora_merged
+
+    st = build_document_encoder(tiny[1], lora=LoraSettings(r=2, alpha=4, dropout=0.0, target_modules=("q_proj",)))
+    lora_a = next(p for n, p in st[0].auto_model.named_parameters() if "lora_B" in n)
+    with torch.no_grad():
+        lora_a.add_(0.5)  # a non-zero adapter, so merging changes the weights
+    st.save(str(tmp_path / "doc"))
+    out = prune_layers(tmp_path / "doc", 1, tmp_path / "doc-1")
+    hf = st[0].auto_model
+    with lora_merged(hf):
+        merged_q = hf.layers[0].self_attn.q_proj.weight.detach().clone()
+    pruned = AutoModel.from_pretrained(out)
+    torch.testing.assert_close(pruned.layers[0].self_attn.q_proj.weight, merged_q)
+    assert not any("lora" in n for n, _ in pruned.named_parameters())
+
+
+def test_bad_layer_count_is_rejected(tiny, tmp_path):
+    with pytest.raises(CareError, match="between 1 and 2"):
+        prune_layers(tiny[0], 3, tmp_path / "x")
+    assert not (tmp_path / "x").exists()
+
+
+def test_cli_prune(tiny, tmp_path):
+    from typer.testing import CliRunner
+
+    from care.cli import app
+
+    result = CliRunner().invoke(app, ["model", "prune", str(tiny[0]), "--layers", "1", "-o", str(tmp_path / "p")])
+    assert result.exit_code == 0, result.output
+    assert AutoConfig.from_pretrained(tmp_path / "p").num_hidden_layers == 1
