@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "care.models.cli",
     "care.train.cli",
     "care.serve.cli",
+    "care.doctor.cli",
 )
 
 
