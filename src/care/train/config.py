@@ -17,6 +17,10 @@ Stages (``TrainConfig.stage``):
   teacher's cached document embeddings (InfoNCE of E_q(query) vs teacher(pos + hard negs)).
 - ``stage2``: joint fine-tuning of both encoders with Asym-InfoNCE, hard + in-batch (+ cross-device)
   negatives.
+- Paper baselines (:mod:`care.train.baselines`, frozen cached teacher like Stage I):
+  ``kale_align`` (KL between the student's and the teacher's in-batch score distributions),
+  ``embed_distill`` (Wang & Lyu: MSE between the student's and the teacher's vector of the query),
+  ``score_distill`` (symmetric student: λ_distill·KL on the teacher's scores + λ1·InfoNCE).
 """
 
 from __future__ import annotations
@@ -32,9 +36,11 @@ import yaml
 
 from care.errors import CareError
 
-STAGES: tuple[str, ...] = ("init_query", "init_document", "stage1", "stage1_sft", "stage2")
+#: Stages of the paper's efficient-retrieval baselines (see care.train.baselines).
+BASELINE_STAGES: tuple[str, ...] = ("kale_align", "embed_distill", "score_distill")
+STAGES: tuple[str, ...] = ("init_query", "init_document", "stage1", "stage1_sft", "stage2", *BASELINE_STAGES)
 #: Stages whose document side is a frozen teacher (embeddings cached once, never trained).
-TEACHER_STAGES: tuple[str, ...] = ("stage1", "stage1_sft")
+TEACHER_STAGES: tuple[str, ...] = ("stage1", "stage1_sft", *BASELINE_STAGES)
 MIXED_PRECISION: tuple[str, ...] = ("no", "bf16", "fp16")
 TEACHER_KINDS: tuple[str, ...] = ("document", "encoder", "factory")
 
@@ -137,11 +143,18 @@ class OptimConfig:
 
 @dataclass
 class LossConfig:
-    """Loss hyperparameters (paper: τ≈0.1 in Stage I, ≈0.02 in Stage II; λ1=λ2=1)."""
+    """Loss hyperparameters (paper: τ≈0.1 in Stage I, ≈0.02 in Stage II; λ1=λ2=1).
+
+    Baseline stages: ``teacher_temperature`` is the teacher's softmax temperature in the KL of
+    ``kale_align`` / ``score_distill`` (``None``: ``temperature``); ``lambda_distill`` weighs that KL
+    in ``score_distill`` (``lambda_contrastive`` weighs its InfoNCE).
+    """
 
     temperature: float = 0.02
     lambda_contrastive: float = 1.0
     lambda_mse: float = 1.0
+    teacher_temperature: float | None = None
+    lambda_distill: float = 1.0
     matryoshka_dims: list[int] | None = None
     gather_across_devices: bool = True
 
@@ -219,7 +232,7 @@ class TrainConfig:
         _check(self.stage in STAGES, "stage", f"must be one of {', '.join(STAGES)}, got {self.stage!r}")
         _check(bool(self.output_dir), "output_dir", "must be a folder path")
         m, d, o, lo, c, r = self.model, self.data, self.optim, self.loss, self.checkpoint, self.runtime
-        needs_query = self.stage in ("init_query", "stage1", "stage1_sft", "stage2")
+        needs_query = self.stage in ("init_query", "stage1", "stage1_sft", "stage2", *BASELINE_STAGES)
         needs_doc = self.stage in ("init_document", "stage2") or (
             self.stage in TEACHER_STAGES and m.teacher.kind == "document"
         )
@@ -257,7 +270,14 @@ class TrainConfig:
         _check(lo.temperature > 0, "loss.temperature", f"must be > 0, got {lo.temperature}")
         _check(lo.lambda_contrastive >= 0, "loss.lambda_contrastive", "must be >= 0")
         _check(lo.lambda_mse >= 0, "loss.lambda_mse", "must be >= 0")
-        _check(lo.lambda_contrastive + lo.lambda_mse > 0, "loss.lambda_contrastive", "λ1 and λ2 cannot both be 0")
+        if self.stage not in BASELINE_STAGES:
+            _check(lo.lambda_contrastive + lo.lambda_mse > 0, "loss.lambda_contrastive", "λ1 and λ2 cannot both be 0")
+        _check(lo.teacher_temperature is None or lo.teacher_temperature > 0, "loss.teacher_temperature",
+               "must be > 0 or null")
+        _check(lo.lambda_distill >= 0, "loss.lambda_distill", "must be >= 0")
+        if self.stage == "score_distill":
+            _check(lo.lambda_distill + lo.lambda_contrastive > 0, "loss.lambda_distill",
+                   "λ_distill and λ_contrastive cannot both be 0")
         if lo.matryoshka_dims is not None:
             _check(bool(lo.matryoshka_dims) and all(x > 0 for x in lo.matryoshka_dims), "loss.matryoshka_dims",
                    "must be a non-empty list of positive ints or null")

@@ -29,7 +29,7 @@ from care.errors import CareError, DimensionMismatchError
 from care.models.folders import atomic_dir
 from care.train.checkpoint import TrainerState, latest_checkpoint, list_checkpoints, save_checkpoint
 from care.train.config import TrainConfig
-from care.train.stages import DOCUMENT_TOWER, FIELDS, QUERY_TOWER, TEACHER, StageSpec, build_stage
+from care.train.stages import DOCUMENT_TOWER, QUERY_TOWER, TEACHER, StageSpec, build_stage
 
 logger = logging.getLogger(__name__)
 
@@ -145,11 +145,7 @@ class Trainer:
         return load_factory(tc.factory)
 
     def _teacher_texts(self, examples) -> list[str]:
-        texts: set[str] = set()
-        for ex in examples:
-            texts.update(ex.pos)
-            texts.update(ex.neg)
-        return sorted(texts)
+        return self.stage.teacher_texts(examples, self.config.model.query_prompt)
 
     def _prepare_teacher(self, examples) -> None:
         from care.train.teacher import TeacherEmbeddings
@@ -182,7 +178,7 @@ class Trainer:
 
     def _check_dims(self, towers: dict[str, Any]) -> None:
         dims = {name: int(m.get_embedding_dimension()) for name, m in towers.items()}
-        if self.teacher_embeddings is not None:
+        if self.teacher_embeddings is not None and not self.stage.teacher_scores_only:
             dims[TEACHER] = self.teacher_embeddings.dim
         if len(set(dims.values())) > 1:
             raise DimensionMismatchError(
@@ -219,14 +215,12 @@ class Trainer:
         from care.train.gradcache import EncodeJob, grad_cache_step
 
         acc = self.accelerator
-        texts = {"query": batch_queries(batch, self.config.model.query_prompt),
-                 "positive": batch.positives, "negative": batch.negatives}
+        texts = self.stage.batch_texts({"query": batch_queries(batch, self.config.model.query_prompt),
+                                        "positive": batch.positives, "negative": batch.negatives})
         k = batch.n_negatives
         fixed: dict[str, torch.Tensor] = {}
         jobs: list[EncodeJob] = []
-        for name in FIELDS:
-            if not texts[name]:
-                continue
+        for name in texts:
             tower = self.stage.field_towers[name]
             if tower == TEACHER:
                 fixed[name] = self.teacher_embeddings.lookup(texts[name]).to(acc.device)
@@ -284,7 +278,8 @@ class Trainer:
                 path = _atomic_dir(self.output_dir / name, lambda tmp, m=model: save_tower(m, tmp, merge_lora=merge))
                 setattr(result, f"{name}_model", str(path))
             document = towers.get(DOCUMENT_TOWER)
-            if document is None and self.frozen_document_path is not None and QUERY_TOWER in towers:
+            if (document is None and self.frozen_document_path is not None and QUERY_TOWER in towers
+                    and not self.stage.teacher_scores_only):
                 document = load_document_tower(self.config.model, trainable=False, path=self.frozen_document_path)
                 result.document_model = self.frozen_document_path
             if QUERY_TOWER in towers and document is not None:

@@ -4,11 +4,14 @@
 - :class:`EmbeddingMSELoss`: Stage I squared distance between two encoders' vectors of one text.
 - :class:`MatryoshkaLoss`: wrap any embedding loss, average over nested dims (document encoder MRL).
 - :class:`ScoreDistillKLLoss` / :class:`ScoreDistillLoss`: the score-distillation baseline.
+- :class:`CandidateKLLoss` / :class:`InBatchScoreDistillLoss`: KALE's KL alignment and in-batch score
+  distillation against a frozen teacher encoder.
 - :class:`WeightedSum` / :class:`StageOneLoss`: named weighted terms returning :class:`LossOutput`.
 """
 
 from care.train.losses.combined import StageOneLoss, WeightedSum
 from care.train.losses.distill import ScoreDistillKLLoss, ScoreDistillLoss
+from care.train.losses.kl_align import CandidateKLLoss, InBatchScoreDistillLoss
 from care.train.losses.infonce import STAGE_ONE_TEMPERATURE, STAGE_TWO_TEMPERATURE, AsymInfoNCELoss, InfoNCELoss
 from care.train.losses.matryoshka import MatryoshkaLoss
 from care.train.losses.mse import EmbeddingMSELoss
@@ -18,7 +21,9 @@ __all__ = [
     "STAGE_ONE_TEMPERATURE",
     "STAGE_TWO_TEMPERATURE",
     "AsymInfoNCELoss",
+    "CandidateKLLoss",
     "EmbeddingMSELoss",
+    "InBatchScoreDistillLoss",
     "InfoNCELoss",
     "LossOutput",
     "MatryoshkaLoss",
