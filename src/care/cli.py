@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "care.encoders.cli",
     "care.models.cli",
     "care.train.cli",
+    "care.pretrain.cli",
     "care.serve.cli",
     "care.doctor.cli",
 )
