@@ -46,12 +46,22 @@ def recipe_command(
     config_dir: Path = typer.Option(None, "--config-dir", help="Folder with <stage>.yaml configs."),
     alignment: str = typer.Option(None, "--alignment", help="Stage I alignment JSONL (built from --train if absent)."),
     set_: list[str] = typer.Option([], "--set", help="KEY=VALUE for every stage, or STAGE:KEY=VALUE."),
+    skip_query_init: bool = typer.Option(False, "--skip-query-init", help="Ablation: no init_query."),
+    skip_document_init: bool = typer.Option(False, "--skip-document-init", help="Ablation: no init_document."),
+    skip_stage1: bool = typer.Option(False, "--skip-stage1", help="Ablation: no Stage I (query alignment)."),
+    skip_stage2: bool = typer.Option(False, "--skip-stage2", help="Ablation: no Stage II (joint fine-tuning)."),
+    stage1_data: str = typer.Option("alignment", "--stage1-data", help="Stage I data: alignment | finetune."),
+    pretrained_query_model: str = typer.Option(None, "--pretrained-query-model",
+                                               help="init_query starts from this checkpoint (e.g. RetroMAE-pretrained)."),
 ) -> None:
-    """Run init (query, document) -> Stage I -> Stage II, skipping finished stages on rerun."""
-    from care.train.recipe import RecipePaths, run_recipe
+    """Run init (query, document) -> Stage I -> Stage II, skipping finished stages on rerun (see docs: Ablations)."""
+    from care.train.recipe import RecipeConfig, RecipePaths, run_recipe
 
+    recipe = RecipeConfig(skip_query_init=skip_query_init, skip_document_init=skip_document_init,
+                          skip_stage1=skip_stage1, skip_stage2=skip_stage2, stage1_data=stage1_data,
+                          pretrained_query_model=pretrained_query_model)
     results = run_recipe(RecipePaths(query_model, document_model, train_file, output, alignment),
-                         config_dir=config_dir, overrides=set_)
+                         config_dir=config_dir, overrides=set_, recipe=recipe)
     for result in results.values():
         _print_result(result)
 

@@ -9,22 +9,72 @@ never repeats finished work. Wiring between stages:
 - ``stage1``:        ``init_query/query`` learns against the frozen ``init_document/document``
                      on alignment data (built from the train file when none is given)
 - ``stage2``:        ``stage1/query`` + ``init_document/document`` trained jointly → ``stage2/model``
+
+Ablations (:class:`RecipeConfig`, the paper's ablation table): skip any of the four stages (the next
+stage then starts from what the skipped one would have started from), run Stage I on the fine-tuning
+file instead of alignment data, or start ``init_query`` from another pretrained query checkpoint
+(RetroMAE / unsupervised-pretrained on or off). "Stage I without MSE" / "without the contrastive
+term" are ``stage1:loss.lambda_mse=0`` / ``stage1:loss.lambda_contrastive=0`` overrides. The
+settings are recorded in ``<output>/recipe.json``; rerunning into the same folder with different
+settings is an error (finished stages of one ablation must not be reused by another).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from care.train.config import TrainConfig, apply_overrides
+from care.errors import CareError
+from care.train.config import ConfigError, TrainConfig, apply_overrides
 from care.train.trainer import TrainResult, read_result, train
 
 logger = logging.getLogger(__name__)
 
 RECIPE_STAGES: tuple[str, ...] = ("init_query", "init_document", "stage1", "stage2")
 ALIGNMENT_FILE = "alignment.jsonl"
+RECIPE_FILE = "recipe.json"
+#: Stage I training data: alignment rows (paper) or the retrieval fine-tuning file (ablation).
+STAGE1_DATA: tuple[str, ...] = ("alignment", "finetune")
+
+
+@dataclass
+class RecipeConfig:
+    """Ablation switches of the recipe (all off = the paper's full CARE recipe).
+
+    Attributes:
+        skip_query_init: no ``init_query``; Stage I starts from the (pretrained) query checkpoint.
+        skip_document_init: no ``init_document``; Stage I's teacher and Stage II start from the base LLM.
+        skip_stage1: no query alignment; Stage II starts from the initialised query encoder.
+        skip_stage2: no joint fine-tuning; the Stage I model is the result.
+        stage1_data: ``"alignment"`` (``(q,q,q⁻)``/``(d,d,d⁻)`` rows) or ``"finetune"`` (the training file's
+            ``(q, d⁺, d⁻)`` rows).
+        pretrained_query_model: checkpoint ``init_query`` starts from instead of ``RecipePaths.query_model``
+            — e.g. a RetroMAE or unsupervised-InfoNCE pretrained encoder ("pretraining on"); ``None``
+            keeps the base model ("off").
+    """
+
+    skip_query_init: bool = False
+    skip_document_init: bool = False
+    skip_stage1: bool = False
+    skip_stage2: bool = False
+    stage1_data: str = "alignment"
+    pretrained_query_model: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.stage1_data not in STAGE1_DATA:
+            raise ConfigError(f"recipe field 'stage1_data': must be one of {', '.join(STAGE1_DATA)}, "
+                              f"got {self.stage1_data!r}")
+
+    def skipped(self) -> set[str]:
+        """Stages these switches remove."""
+        flags = {"init_query": self.skip_query_init, "init_document": self.skip_document_init,
+                 "stage1": self.skip_stage1, "stage2": self.skip_stage2}
+        return {stage for stage, off in flags.items() if off}
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
 
 
 @dataclass
@@ -78,8 +128,38 @@ _DEFAULTS: dict[str, list[str]] = {
 }
 
 
+def _record_settings(out: Path, paths: RecipePaths, recipe: RecipeConfig) -> None:
+    """Write ``recipe.json``, or check that an earlier run in ``out`` used the same settings."""
+    import json
+
+    from care.data.io import write_json
+
+    settings = {"recipe": recipe.to_dict(),
+                "query_model": recipe.pretrained_query_model or paths.query_model,
+                "document_model": paths.document_model}
+    path = out / RECIPE_FILE
+    if path.is_file():
+        before = json.loads(path.read_text(encoding="utf-8"))
+        changed = sorted(k for k in settings if before.get(k) != settings[k])
+        if changed:
+            raise CareError(f"{out} holds a recipe run with other settings ({', '.join(changed)}: "
+                            f"{ {k: before.get(k) for k in changed} } -> { {k: settings[k] for k in changed} }); "
+                            "give each ablation its own --output folder")
+        return
+    write_json(path, settings)
+
+
+def final_care_model(results: dict[str, TrainResult]) -> str | None:
+    """The CARE model folder of the last stage that produced one (``stage2/model``, or ``stage1/model``
+    when Stage II is skipped), or ``None``."""
+    for stage in reversed(RECIPE_STAGES):
+        if stage in results and results[stage].care_model:
+            return results[stage].care_model
+    return None
+
+
 def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, overrides: Sequence[str] = (),
-               stages: Sequence[str] = RECIPE_STAGES) -> dict[str, TrainResult]:
+               stages: Sequence[str] = RECIPE_STAGES, recipe: RecipeConfig | None = None) -> dict[str, TrainResult]:
     """Run (or finish) the recipe; returns each stage's :class:`TrainResult`.
 
     Args:
@@ -89,15 +169,25 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
             in them are replaced by the recipe's wiring.
         overrides: ``key=value`` for every stage or ``stage:key=value`` for one.
         stages: subset of :data:`RECIPE_STAGES` to run (in recipe order).
+        recipe: ablation switches (:class:`RecipeConfig`); they remove stages from ``stages`` and
+            rewire the rest.
     """
+    recipe = recipe or RecipeConfig()
+    unknown = [s for s in stages if s not in RECIPE_STAGES]
+    if unknown:
+        raise ConfigError(f"unknown recipe stage(s) {unknown}; choose from {', '.join(RECIPE_STAGES)}")
+    stages = [s for s in RECIPE_STAGES if s in stages and s not in recipe.skipped()]
     out = Path(paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    _record_settings(out, paths, recipe)
     results: dict[str, TrainResult] = {}
     dirs = {s: out / s for s in RECIPE_STAGES}
-    query_after_init = str(dirs["init_query"] / "query") if "init_query" in stages else paths.query_model
+    query_start = recipe.pretrained_query_model or paths.query_model
+    query_after_init = str(dirs["init_query"] / "query") if "init_query" in stages else query_start
     doc_after_init = str(dirs["init_document"] / "document") if "init_document" in stages else paths.document_model
     query_after_stage1 = str(dirs["stage1"] / "query") if "stage1" in stages else query_after_init
     alignment = paths.alignment_file
+    stage1_file = paths.train_file if recipe.stage1_data == "finetune" else None
     for stage in RECIPE_STAGES:
         if stage not in stages:
             continue
@@ -107,9 +197,9 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
             results[stage] = done
             continue
         wiring = {
-            "init_query": (paths.query_model, None, paths.train_file),
-            "init_document": (paths.query_model, paths.document_model, paths.train_file),
-            "stage1": (query_after_init, doc_after_init, None),
+            "init_query": (query_start, None, paths.train_file),
+            "init_document": (query_start, paths.document_model, paths.train_file),
+            "stage1": (query_after_init, doc_after_init, stage1_file),
             "stage2": (query_after_stage1, doc_after_init, paths.train_file),
         }[stage]
         query_model, document_model, train_file = wiring

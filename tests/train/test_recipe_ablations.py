@@ -1,0 +1,154 @@
+"""Recipe ablation switches: stage skipping and rewiring, Stage I data, zeroed loss terms, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from care.errors import CareError
+from care.train.config import ConfigError, TrainConfig
+from care.train.recipe import RecipeConfig, RecipePaths, final_care_model, run_recipe
+from care.train.trainer import TrainResult, train
+
+from .trainer_fixtures import tiny_config_dict
+
+FAST = ["optim.batch_size=8", "optim.max_steps=2", "runtime.cpu=true", "runtime.log_with=null",
+        "runtime.progress_bar=false", "model.query_max_seq_length=32", "model.document_max_seq_length=32",
+        "model.lora.r=4", "model.lora.alpha=8", "data.n_negatives=1", "optim.warmup_ratio=0"]
+
+
+@pytest.fixture()
+def calls(monkeypatch):
+    """Replace training with a recorder of (stage, query model, document model, train file)."""
+    seen: list[tuple] = []
+
+    def fake_train(config: TrainConfig, resume: bool = False):
+        m = config.model
+        seen.append((config.stage, m.query_model, m.document_model, config.data.train_file))
+        return TrainResult(config.stage, config.output_dir, 1, 0.0)
+
+    monkeypatch.setattr("care.train.recipe.train", fake_train)
+    return seen
+
+
+def _paths(tiny_dir: Path, out: Path) -> RecipePaths:
+    return RecipePaths(str(tiny_dir / "tiny-bert"), str(tiny_dir / "tiny-qwen3"), str(tiny_dir / "train.jsonl"),
+                       str(out), alignment_file=str(tiny_dir / "alignment.jsonl"))
+
+
+def _wiring(calls) -> dict[str, tuple]:
+    return {stage: rest for stage, *rest in calls}
+
+
+def test_full_recipe_wiring(tiny_dir, tmp_path, calls):
+    run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST)
+    w, q, d = _wiring(calls), str(tiny_dir / "tiny-bert"), str(tiny_dir / "tiny-qwen3")
+    assert list(w) == ["init_query", "init_document", "stage1", "stage2"]
+    assert w["init_query"][0] == q
+    assert w["stage1"] == [str(tmp_path / "init_query/query"), str(tmp_path / "init_document/document"),
+                           str(tiny_dir / "alignment.jsonl")]
+    assert w["stage2"] == [str(tmp_path / "stage1/query"), str(tmp_path / "init_document/document"),
+                           str(tiny_dir / "train.jsonl")]
+    assert json.loads((tmp_path / "recipe.json").read_text())["recipe"] == RecipeConfig().to_dict()
+
+
+@pytest.mark.parametrize("switches, expected", [
+    ({"skip_query_init": True}, {"stage1": ("BASE_Q", "INIT_D", "ALIGN"), "stage2": ("S1_Q", "INIT_D", "TRAIN")}),
+    ({"skip_document_init": True}, {"stage1": ("INIT_Q", "BASE_D", "ALIGN"), "stage2": ("S1_Q", "BASE_D", "TRAIN")}),
+    ({"skip_stage1": True}, {"stage2": ("INIT_Q", "INIT_D", "TRAIN")}),
+    ({"skip_stage2": True}, {"stage1": ("INIT_Q", "INIT_D", "ALIGN")}),
+    ({"stage1_data": "finetune"}, {"stage1": ("INIT_Q", "INIT_D", "TRAIN")}),
+    ({"pretrained_query_model": "PRE"}, {"init_query": ("PRE", None, "TRAIN")}),
+    ({"pretrained_query_model": "PRE", "skip_query_init": True}, {"stage1": ("PRE", "INIT_D", "ALIGN")}),
+])
+def test_ablation_switches_rewire_the_stages(tiny_dir, tmp_path, calls, switches, expected):
+    names = {"BASE_Q": str(tiny_dir / "tiny-bert"), "BASE_D": str(tiny_dir / "tiny-qwen3"),
+             "INIT_Q": str(tmp_path / "init_query/query"), "INIT_D": str(tmp_path / "init_document/document"),
+             "S1_Q": str(tmp_path / "stage1/query"), "ALIGN": str(tiny_dir / "alignment.jsonl"),
+             "TRAIN": str(tiny_dir / "train.jsonl"), "PRE": str(tmp_path / "retromae"), None: None}
+    if "pretrained_query_model" in switches:
+        switches = {**switches, "pretrained_query_model": names["PRE"]}
+    recipe = RecipeConfig(**switches)
+    run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=recipe)
+    wiring = _wiring(calls)
+    assert not recipe.skipped() & set(wiring)
+    for stage, (q, d, f) in expected.items():
+        got = wiring[stage]
+        assert got[0] == names[q] and got[2] == names[f], (stage, got)
+        if stage != "init_query":
+            assert got[1] == names[d], (stage, got)
+
+
+def test_bad_switches_rejected(tiny_dir, tmp_path, calls):
+    with pytest.raises(ConfigError, match="stage1_data"):
+        RecipeConfig(stage1_data="sft")
+    with pytest.raises(ConfigError, match="unknown recipe stage"):
+        run_recipe(_paths(tiny_dir, tmp_path), stages=["stage3"])
+
+
+def test_real_ablation_run_resumes_and_refuses_other_settings(tiny_dir, tmp_path, monkeypatch):
+    """w/o document init, Stage I on fine-tuning data, w/o Stage II: trains for real, then reruns as no-ops."""
+    torch.set_num_threads(1)
+    recipe = RecipeConfig(skip_document_init=True, skip_stage2=True, stage1_data="finetune")
+    results = run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=recipe)
+    assert list(results) == ["init_query", "stage1"]
+    assert final_care_model(results) == str(tmp_path / "stage1" / "model")
+    stage1_config = yaml.safe_load((tmp_path / "stage1/train_config.yaml").read_text())
+    assert stage1_config["data"]["train_file"] == str(tiny_dir / "train.jsonl")
+    assert stage1_config["model"]["document_model"] == str(tiny_dir / "tiny-qwen3")
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a finished stage was trained again")
+
+    monkeypatch.setattr("care.train.recipe.train", no_training)
+    again = run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=recipe)
+    assert {s: r.global_step for s, r in again.items()} == {s: r.global_step for s, r in results.items()}
+    with pytest.raises(CareError, match="other settings.*recipe"):
+        run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=RecipeConfig(skip_stage2=True))
+
+
+@pytest.mark.parametrize("zeroed, kept, module", [("lambda_mse", "contrastive", "EmbeddingMSELoss"),
+                                                  ("lambda_contrastive", "mse", "AsymInfoNCELoss")])
+def test_stage1_with_a_zeroed_term_trains_without_computing_it(tiny_dir, tmp_path, monkeypatch, zeroed, kept, module):
+    torch.set_num_threads(1)
+    import care.train.losses as losses
+
+    def boom(self, *args, **kwargs):
+        raise AssertionError(f"{module} was computed although its weight is 0")
+
+    monkeypatch.setattr(getattr(losses, module), "forward", boom)
+    out = tmp_path / zeroed
+    cfg = tiny_config_dict(tiny_dir, "stage1", out, loss={"temperature": 0.1, zeroed: 0.0},
+                           optim={"max_steps": 3})
+    result = train(TrainConfig.from_dict(cfg))
+    lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert len(lines) == 3 and all(math.isfinite(x["loss"]) for x in lines)
+    assert {k for k in lines[0] if k.startswith("loss/")} == {f"loss/{kept}"}
+    assert lines[-1]["loss"] < lines[0]["loss"] and result.care_model
+
+
+def test_cli_recipe_passes_the_switches(tiny_dir, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from care.cli import app
+
+    captured = {}
+
+    def fake_run(paths, *, config_dir=None, overrides=(), recipe=None):
+        captured.update(paths=paths, recipe=recipe, overrides=list(overrides))
+        return {}
+
+    monkeypatch.setattr("care.train.recipe.run_recipe", fake_run)
+    result = CliRunner().invoke(app, [
+        "train", "recipe", "--query-model", "q", "--document-model", "d", "--train", "t.jsonl", "-o", str(tmp_path),
+        "--skip-stage1", "--skip-document-init", "--stage1-data", "finetune", "--pretrained-query-model", "rmae",
+        "--set", "stage1:loss.lambda_mse=0"])
+    assert result.exit_code == 0, result.output
+    assert captured["recipe"] == RecipeConfig(skip_document_init=True, skip_stage1=True, stage1_data="finetune",
+                                              pretrained_query_model="rmae")
+    assert captured["overrides"] == ["stage1:loss.lambda_mse=0"]
