@@ -132,3 +132,24 @@ def test_bad_requests_are_rejected(tiny_dir, tmp_path):
     (bad / "init_document.yaml").write_text("stage: stage2\n")
     with pytest.raises(ConfigError, match="does not match step"):
         run_baseline("kale", paths, config_dir=bad)
+
+
+def test_cli_baseline_command(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from care.cli import app
+    from care.train.baselines import BaselineResult
+
+    captured = {}
+
+    def fake(name, paths, overrides=(), *, config_dir=None):
+        captured.update(name=name, paths=paths, overrides=list(overrides), config_dir=config_dir)
+        return BaselineResult(name, paths.output_dir, "OUT/model", paths.document_model)
+
+    monkeypatch.setattr("care.train.baselines.run_baseline", fake)
+    result = CliRunner().invoke(app, ["train", "baseline", "scalingnote", "--document-model", "d", "--train", "t.jsonl",
+                                      "-o", str(tmp_path), "--query-model", "q", "--document-trained",
+                                      "--set", "finetune:optim.lr=1e-4"])
+    assert result.exit_code == 0, result.output
+    assert captured["paths"] == BaselinePaths("d", "t.jsonl", str(tmp_path), "q", True)
+    assert captured["overrides"] == ["finetune:optim.lr=1e-4"] and "evaluate OUT/model" in result.output

@@ -2,7 +2,8 @@
 
     care train --config configs/care_tiny/stage1.yaml [--set optim.lr=2e-5 ...] [--resume]
     care train recipe --query-model Q --document-model D --train FILE --output DIR \\
-        [--config-dir configs/care_tiny] [--alignment FILE] [--set stage2:optim.lr=5e-5 ...]
+        [--config-dir configs/care_tiny] [--alignment FILE] [--set stage2:optim.lr=5e-5 ...] [--skip-stage1 ...]
+    care train baseline kale --document-model D --train FILE --output DIR [--config-dir configs/baselines/kale]
 
 Multi-GPU: launch the same command with ``torchrun --nproc_per_node N -m care.cli train ...`` or
 ``accelerate launch -m care.cli train ...`` (see docs/training.md).
@@ -64,6 +65,29 @@ def recipe_command(
                          config_dir=config_dir, overrides=set_, recipe=recipe)
     for result in results.values():
         _print_result(result)
+
+
+@train_app.command("baseline")
+def baseline_command(
+    name: str = typer.Argument(..., help="kale | wang_lyu | scalingnote | score_distill"),
+    document_model: str = typer.Option(..., "--document-model", help="LLM to fine-tune first (or a trained tower with --document-trained)."),
+    train_file: str = typer.Option(..., "--train", help="Training JSONL {query, pos, neg, prompt?, type?}."),
+    output: str = typer.Option(..., "--output", "-o", help="Output folder (one sub-folder per step)."),
+    query_model: str = typer.Option(None, "--query-model", help="Small query encoder (scalingnote, score_distill)."),
+    document_trained: bool = typer.Option(False, "--document-trained", help="--document-model is already trained: skip init_document."),
+    config_dir: Path = typer.Option(None, "--config-dir", help="Folder with <step>.yaml (e.g. configs/baselines/kale)."),
+    set_: list[str] = typer.Option([], "--set", help="KEY=VALUE for every training step, or STEP:KEY=VALUE."),
+) -> None:
+    """Run one of the paper's efficient-retrieval baselines step by step (see docs/baselines.md)."""
+    from care.train.baselines import BaselinePaths, run_baseline
+
+    result = run_baseline(name, BaselinePaths(document_model, train_file, output, query_model, document_trained),
+                          set_, config_dir=config_dir)
+    for step in result.steps.values():
+        _print_result(step)
+    if result.pruned_model:
+        typer.echo(f"pruned query init: {result.pruned_model}")
+    typer.echo(f"{name}: evaluate {result.model}")
 
 
 def _print_result(result) -> None:
