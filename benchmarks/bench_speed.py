@@ -330,35 +330,16 @@ def plot(results: dict[str, Any], png: Path, folders: list[Path]) -> dict[str, A
     throughput). Vertical lines: batch-1 q/s of the encoders measured in the ``encoders`` section (CARE
     query tower in torch / ONNX / int8, and the LLM document towers a symmetric model would run online).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import ScalarFormatter
+    from care.bench.figure import QualityPoint, quality_speed_figure
 
     points = quality_points(folders)
     retrieval = [p for p in points if "retriev" in str(p["task"]).lower()]
     task = max({p["task"] for p in retrieval}, key=lambda t: sum(p["task"] == t for p in retrieval)) if retrieval else None
     shown = [p for p in retrieval if p["task"] == task]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for p in shown:
-        ax.scatter(p["qps"], p["score"], zorder=3)
-        ax.annotate(p["model"], (p["qps"], p["score"]), fontsize=8, xytext=(4, 4), textcoords="offset points")
     speeds = {name: 1000 / row["latency_ms_b1"] for name, row in results.get("encoders", {}).get("rows", {}).items()}
-    for name, qps in speeds.items():
-        ax.axvline(qps, color="tab:red" if name.startswith("doc-") else "tab:green", linestyle="--", linewidth=0.8)
-        ax.annotate(name, (qps, 0.98), xycoords=("data", "axes fraction"), rotation=90, fontsize=7, va="top", ha="right")
-    xs = [p["qps"] for p in shown] + list(speeds.values())
-    if xs:
-        ax.set_xlim(min(xs) / 2, max(xs) * 2)
-    ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(ScalarFormatter())
-    ax.set_xlabel("queries/s on CPU, log (points: care bench query encoding; lines: batch-1 encoders)", fontsize=8)
-    ax.set_ylabel(f"{shown[0]['metric']} on {task}" if shown else "no evaluated retrieval results found")
-    ax.set_title("quality vs query-side speed (cf. the paper's Figure 1)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(png, dpi=150)
-    plt.close(fig)
+    quality_speed_figure([QualityPoint(p["model"], p["score"], p["qps"]) for p in shown], png, speed_lines=speeds,
+                         ylabel=f"{shown[0]['metric']} on {task}" if shown else "no evaluated retrieval results found",
+                         xlabel="queries/s on CPU, log (points: care bench query encoding; lines: batch-1 encoders)")
     return {"png": png.name, "task": task, "quality_points": shown, "encoder_qps_b1": {k: round(v, 3) for k, v in speeds.items()}}
 
 
