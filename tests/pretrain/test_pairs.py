@@ -1,0 +1,46 @@
+"""Unsupervised pair building: first-sentence splits and field pairs; the toyhom dev set when present."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from care.data.errors import DataFormatError
+from care.pretrain.pairs import iter_pairs, make_pairs, split_first_sentence
+
+TOYHOM = Path(__file__).resolve().parents[3] / "shared" / "data" / "toyhom_neike_sample"
+
+
+def test_split_first_sentence():
+    assert split_first_sentence("头痛怎么办？多休息，必要时服药。") == ("头痛怎么办？", "多休息，必要时服药。")
+    assert split_first_sentence("Take rest. Drink  water\nand sleep.") == ("Take rest.", "Drink water and sleep.")
+    assert split_first_sentence("没有句号的一段话") is None
+    assert split_first_sentence("好。剩下的内容足够长") is None  # first sentence too short
+    assert split_first_sentence("好。剩下的内容足够长", min_chars=1) == ("好。", "剩下的内容足够长")
+
+
+def test_make_pairs_modes(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [
+        {"id": "1", "text": "高血压要低盐饮食。每天监测血压。"}, {"id": "2", "text": "无句号"}]), encoding="utf-8")
+    stats = make_pairs([corpus], tmp_path / "p.jsonl")
+    assert stats == {"pairs": 1, "skipped": 1}
+    assert [json.loads(x) for x in (tmp_path / "p.jsonl").read_text().splitlines()] == [
+        {"title": "高血压要低盐饮食。", "content": "每天监测血压。"}]
+    train = tmp_path / "train.jsonl"
+    train.write_text(json.dumps({"query": "头痛", "positive": "休息"}, ensure_ascii=False) + "\n"
+                     + json.dumps({"query": "咳嗽"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    pairs = iter_pairs([train], mode="fields", fields=("query", "positive"))
+    assert next(pairs) == {"title": "头痛", "content": "休息"}
+    with pytest.raises(DataFormatError, match="train.jsonl, line 2, field 'positive'"):
+        next(pairs)
+
+
+@pytest.mark.skipif(not TOYHOM.is_dir(), reason="toyhom dev set not present")
+def test_toyhom_corpus_gives_pairs():
+    stats: dict[str, int] = {}
+    pairs = list(iter_pairs([TOYHOM / "corpus.jsonl"], stats=stats))
+    assert len(pairs) > 0.5 * (stats["pairs"] + stats["skipped"])
+    assert all(p["title"] and p["content"] for p in pairs)
