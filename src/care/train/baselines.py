@@ -211,7 +211,8 @@ def run_baseline(name: str, paths: BaselinePaths, overrides: Sequence[str] = (),
             logger.info("baseline %s: %s already finished, skipping", name, step.name)
             trained = done
         else:
-            wiring = {"stage": step.stage, "output_dir": str(out / step.name), "data.train_file": paths.train_file,
+            data.setdefault("stage", step.stage)  # a user's "<step>:stage=..." override wins
+            wiring = {"output_dir": str(out / step.name), "data.train_file": paths.train_file,
                       "model.query_model": query,
                       "model.document_model": paths.document_model if step.stage == "init_document" else teacher}
             if step.stage != "init_document":
