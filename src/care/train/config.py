@@ -89,6 +89,8 @@ class ModelConfig:
     (e.g. ``init_document`` with MRL over native dims, cut later in Stage I/II).
     trust_remote_code: needed by checkpoints with their own modelling code (gte-multilingual-base).
     query_prompt: prepended to queries (e.g. the paper's ``"Instruct: ...\\nQuery: "``); documents get none.
+    freeze_query_embeddings: keep the query encoder's token-embedding matrix fixed (no gradient, no
+    optimiser state) — for students with a large multilingual vocabulary such as e5's 250k rows.
     """
 
     query_model: str | None = None
@@ -100,6 +102,7 @@ class ModelConfig:
     truncate_to_query_width: bool = True
     lora: LoraConfig | None = field(default_factory=LoraConfig)
     query_prompt: str | None = None
+    freeze_query_embeddings: bool = False
     gradient_checkpointing: bool = False
     trust_remote_code: bool = False
     merge_lora_on_save: bool = False

@@ -66,6 +66,10 @@ def load_query_tower(cfg: ModelConfig, path: str | None = None):
     else:
         model = build_query_encoder(path, pooling=cfg.query_pooling, max_seq_length=cfg.query_max_seq_length,
                                     trust_remote_code=cfg.trust_remote_code)
+    if cfg.freeze_query_embeddings:
+        # a multilingual vocabulary (e5: 250k x 384) dominates the parameter count but barely moves in
+        # fine-tuning; freezing it removes its gradient and AdamW state
+        model[0].auto_model.get_input_embeddings().requires_grad_(False)
     return model
 
 

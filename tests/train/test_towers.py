@@ -1,0 +1,24 @@
+"""Loading the towers a stage trains: frozen token embeddings for large-vocabulary students."""
+
+from __future__ import annotations
+
+from care.train.config import ModelConfig
+from care.train.towers import load_query_tower
+
+
+def _embedding_and_rest(model):
+    embedding = model[0].auto_model.get_input_embeddings().weight
+    rest = [p for p in model.parameters() if p is not embedding]
+    return embedding, rest
+
+
+def test_query_embeddings_train_by_default(tiny_dir) -> None:
+    embedding, rest = _embedding_and_rest(load_query_tower(ModelConfig(query_model=str(tiny_dir / "tiny-bert"))))
+    assert embedding.requires_grad and all(p.requires_grad for p in rest)
+
+
+def test_freeze_query_embeddings_freezes_only_the_token_table(tiny_dir) -> None:
+    cfg = ModelConfig(query_model=str(tiny_dir / "tiny-bert"), freeze_query_embeddings=True)
+    embedding, rest = _embedding_and_rest(load_query_tower(cfg))
+    assert not embedding.requires_grad
+    assert rest and all(p.requires_grad for p in rest)
