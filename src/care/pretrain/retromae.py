@@ -94,6 +94,18 @@ class RetroMAEModel(nn.Module):
 
     def decoder_logits(self, sentence: torch.Tensor, batch: RetroMAEBatch) -> torch.Tensor:
         """Decoder predictions ``[B, L, V]`` from ``h_X`` (``[B, d]``) and the decoder's view of the text only."""
+        return self.head(self.decoder_hidden(sentence, batch))
+
+    def target_loss(self, hidden: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """MLM cross-entropy with the head applied only at target positions (the vocabulary projection
+        dominates a small model's step; untargeted positions would be computed and then ignored)."""
+        selected = labels != IGNORE_INDEX
+        if not bool(selected.any()):
+            return hidden.sum() * 0.0
+        return F.cross_entropy(self.head(hidden[selected]).float(), labels[selected])
+
+    def decoder_hidden(self, sentence: torch.Tensor, batch: RetroMAEBatch) -> torch.Tensor:
+        """The decoder layer's output ``[B, L, d]`` (before the MLM head)."""
         h = sentence.unsqueeze(1)
         content = self.embeddings(input_ids=batch.decoder_input_ids)
         content = torch.cat([h.to(content.dtype), content[:, 1:]], dim=1)
@@ -104,7 +116,7 @@ class RetroMAEModel(nn.Module):
         else:
             query = self.embeddings(inputs_embeds=h.expand_as(content).contiguous())
             hidden = self._two_stream(query, content, batch.decoder_attention)
-        return self.head(hidden)
+        return hidden
 
     def _two_stream(self, query: torch.Tensor, content: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
         """The BertLayer with queries from ``query`` and keys/values from ``content`` under a per-row mask."""
@@ -123,8 +135,8 @@ class RetroMAEModel(nn.Module):
     def forward(self, batch: RetroMAEBatch) -> LossOutput:
         out = self.mlm.base_model(input_ids=batch.encoder_input_ids, attention_mask=batch.attention_mask)
         states = out.last_hidden_state
-        encoder_loss = masked_lm_loss(self.head(states), batch.encoder_labels)
-        decoder_loss = masked_lm_loss(self.decoder_logits(states[:, 0], batch), batch.decoder_labels)
+        encoder_loss = self.target_loss(states, batch.encoder_labels)
+        decoder_loss = self.target_loss(self.decoder_hidden(states[:, 0], batch), batch.decoder_labels)
         c = self.config
         total = c.encoder_loss_weight * encoder_loss + c.decoder_loss_weight * decoder_loss
         return LossOutput(total, {"encoder_mlm": encoder_loss.detach(), "decoder": decoder_loss.detach()})
