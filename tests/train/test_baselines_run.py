@@ -153,3 +153,12 @@ def test_cli_baseline_command(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert captured["paths"] == BaselinePaths("d", "t.jsonl", str(tmp_path), "q", True)
     assert captured["overrides"] == ["finetune:optim.lr=1e-4"] and "evaluate OUT/model" in result.output
+
+
+def test_a_step_stage_override_swaps_the_objective(tiny_dir, kale, tmp_path):
+    """docs/baselines.md: ScalingNote with the embedding MSE instead of the KL (`distill:stage=embed_distill`)."""
+    torch.set_num_threads(1)
+    paths = _shared(tiny_dir, kale, tmp_path / "sn_mse", query_model=str(tiny_dir / "tiny-bert"))
+    result = run_baseline("scalingnote", paths, [*FAST, "optim.max_steps=1", "distill:stage=embed_distill"],
+                          config_dir=CONFIGS / "scalingnote")
+    assert result.steps["distill"].stage == "embed_distill" and result.steps["finetune"].stage == "stage1_sft"
