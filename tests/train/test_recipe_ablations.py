@@ -12,11 +12,12 @@ import yaml
 
 from care.errors import CareError
 from care.train.config import ConfigError, TrainConfig
-from care.train.recipe import RecipeConfig, RecipePaths, final_care_model, run_recipe
+from care.train.recipe import RecipeConfig, RecipePaths, final_care_model, load_recipe_config, run_recipe
 from care.train.trainer import TrainResult, train
 
 from .trainer_fixtures import tiny_config_dict
 
+ABLATIONS = Path(__file__).resolve().parents[2] / "configs" / "ablations"
 FAST = ["optim.batch_size=8", "optim.max_steps=2", "runtime.cpu=true", "runtime.log_with=null",
         "runtime.progress_bar=false", "model.query_max_seq_length=32", "model.document_max_seq_length=32",
         "model.lora.r=4", "model.lora.alpha=8", "data.n_negatives=1", "optim.warmup_ratio=0"]
@@ -29,7 +30,7 @@ def calls(monkeypatch):
 
     def fake_train(config: TrainConfig, resume: bool = False):
         m = config.model
-        seen.append((config.stage, m.query_model, m.document_model, config.data.train_file))
+        seen.append((config.stage, m.query_model, m.document_model, config.data.train_file, config.loss))
         return TrainResult(config.stage, config.output_dir, 1, 0.0)
 
     monkeypatch.setattr("care.train.recipe.train", fake_train)
@@ -42,7 +43,7 @@ def _paths(tiny_dir: Path, out: Path) -> RecipePaths:
 
 
 def _wiring(calls) -> dict[str, tuple]:
-    return {stage: rest for stage, *rest in calls}
+    return {stage: rest[:3] for stage, *rest in calls}
 
 
 def test_full_recipe_wiring(tiny_dir, tmp_path, calls):
@@ -152,3 +153,45 @@ def test_cli_recipe_passes_the_switches(tiny_dir, tmp_path, monkeypatch):
     assert captured["recipe"] == RecipeConfig(skip_document_init=True, skip_stage1=True, stage1_data="finetune",
                                               pretrained_query_model="rmae")
     assert captured["overrides"] == ["stage1:loss.lambda_mse=0"]
+
+
+@pytest.mark.parametrize("path", sorted(ABLATIONS.glob("*.yaml")), ids=lambda p: p.stem)
+def test_shipped_ablation_configs_load(path):
+    recipe = load_recipe_config(path)
+    assert recipe != RecipeConfig()  # every file switches something
+
+
+@pytest.mark.parametrize("name, zeroed", [("stage1_no_mse", "lambda_mse"), ("stage1_no_contrastive", "lambda_contrastive")])
+def test_loss_ablation_files_zero_one_stage1_weight(tiny_dir, tmp_path, calls, name, zeroed):
+    run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=load_recipe_config(ABLATIONS / f"{name}.yaml"))
+    losses = {stage: loss for stage, _, _, _, loss in calls}
+    assert getattr(losses["stage1"], zeroed) == 0.0
+    assert losses["stage2"].lambda_mse == losses["stage2"].lambda_contrastive == 1.0  # other stages untouched
+    assert json.loads((tmp_path / "recipe.json").read_text())["recipe"]["overrides"] == [f"stage1:loss.{zeroed}=0"]
+
+
+def test_bad_recipe_files_are_rejected(tmp_path):
+    (tmp_path / "a.yaml").write_text("skip_stage3: true\n")
+    with pytest.raises(CareError, match="a.yaml.*skip_stage3"):
+        load_recipe_config(tmp_path / "a.yaml")
+    (tmp_path / "b.yaml").write_text("skip_stage1: yes please\n")
+    with pytest.raises(ConfigError, match="b.yaml.*skip_stage1.*true/false"):
+        load_recipe_config(tmp_path / "b.yaml")
+    (tmp_path / "c.yaml").write_text("overrides: [lambda_mse]\n")
+    with pytest.raises(ConfigError, match="KEY=VALUE"):
+        load_recipe_config(tmp_path / "c.yaml")
+
+
+def test_cli_ablation_file_combines_with_flags(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from care.cli import app
+
+    captured = {}
+    monkeypatch.setattr("care.train.recipe.run_recipe",
+                        lambda paths, *, config_dir=None, overrides=(), recipe=None: captured.update(recipe=recipe) or {})
+    result = CliRunner().invoke(app, ["train", "recipe", "--query-model", "q", "--document-model", "d", "--train",
+                                      "t.jsonl", "-o", str(tmp_path), "--ablation", str(ABLATIONS / "stage1_no_mse.yaml"),
+                                      "--skip-stage2"])
+    assert result.exit_code == 0, result.output
+    assert captured["recipe"] == RecipeConfig(skip_stage2=True, overrides=["stage1:loss.lambda_mse=0"])

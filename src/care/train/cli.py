@@ -54,13 +54,18 @@ def recipe_command(
     stage1_data: str = typer.Option("alignment", "--stage1-data", help="Stage I data: alignment | finetune."),
     pretrained_query_model: str = typer.Option(None, "--pretrained-query-model",
                                                help="init_query starts from this checkpoint (e.g. RetroMAE-pretrained)."),
+    ablation: Path = typer.Option(None, "--ablation", help="Recipe switches from YAML (configs/ablations/*.yaml); flags add to it."),
 ) -> None:
     """Run init (query, document) -> Stage I -> Stage II, skipping finished stages on rerun (see docs: Ablations)."""
-    from care.train.recipe import RecipeConfig, RecipePaths, run_recipe
+    from care.train.recipe import RecipeConfig, RecipePaths, load_recipe_config, run_recipe
 
-    recipe = RecipeConfig(skip_query_init=skip_query_init, skip_document_init=skip_document_init,
-                          skip_stage1=skip_stage1, skip_stage2=skip_stage2, stage1_data=stage1_data,
-                          pretrained_query_model=pretrained_query_model)
+    base = load_recipe_config(ablation) if ablation is not None else RecipeConfig()
+    recipe = RecipeConfig(skip_query_init=base.skip_query_init or skip_query_init,
+                          skip_document_init=base.skip_document_init or skip_document_init,
+                          skip_stage1=base.skip_stage1 or skip_stage1, skip_stage2=base.skip_stage2 or skip_stage2,
+                          stage1_data=stage1_data if stage1_data != "alignment" else base.stage1_data,
+                          pretrained_query_model=pretrained_query_model or base.pretrained_query_model,
+                          overrides=list(base.overrides))
     results = run_recipe(RecipePaths(query_model, document_model, train_file, output, alignment),
                          config_dir=config_dir, overrides=set_, recipe=recipe)
     for result in results.values():

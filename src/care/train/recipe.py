@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from care.errors import CareError
 from care.train.config import ConfigError, TrainConfig, apply_overrides
@@ -53,6 +54,10 @@ class RecipeConfig:
         pretrained_query_model: checkpoint ``init_query`` starts from instead of ``RecipePaths.query_model``
             — e.g. a RetroMAE or unsupervised-InfoNCE pretrained encoder ("pretraining on"); ``None``
             keeps the base model ("off").
+        overrides: stage-config overrides that belong to the ablation, applied after the run's own
+            (``["stage1:loss.lambda_mse=0"]`` = Stage I without MSE).
+
+    One YAML file per ablation (``configs/ablations/*.yaml``) loads with :func:`load_recipe_config`.
     """
 
     skip_query_init: bool = False
@@ -61,8 +66,14 @@ class RecipeConfig:
     skip_stage2: bool = False
     stage1_data: str = "alignment"
     pretrained_query_model: str | None = None
+    overrides: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        for name in ("skip_query_init", "skip_document_init", "skip_stage1", "skip_stage2"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"recipe field '{name}': expected true/false, got {getattr(self, name)!r}")
+        if not isinstance(self.overrides, list) or not all(isinstance(o, str) and "=" in o for o in self.overrides):
+            raise ConfigError(f"recipe field 'overrides': expected a list of KEY=VALUE strings, got {self.overrides!r}")
         if self.stage1_data not in STAGE1_DATA:
             raise ConfigError(f"recipe field 'stage1_data': must be one of {', '.join(STAGE1_DATA)}, "
                               f"got {self.stage1_data!r}")
@@ -75,6 +86,32 @@ class RecipeConfig:
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "recipe config") -> RecipeConfig:
+        """Build from a dict; unknown fields raise naming ``source`` and the known ones."""
+        from care.dataclass_dict import dataclass_from_dict
+
+        if not isinstance(data, dict):
+            raise ConfigError(f"{source}: expected a mapping of recipe switches, got {type(data).__name__}")
+        try:
+            return dataclass_from_dict(cls, data, source)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+
+
+def load_recipe_config(path: str | Path) -> RecipeConfig:
+    """Read a :class:`RecipeConfig` from YAML/JSON (e.g. ``configs/ablations/no_stage1.yaml``)."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"recipe config not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML/JSON ({exc})") from None
+    return RecipeConfig.from_dict(data, str(path))
 
 
 @dataclass
@@ -173,6 +210,7 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
             rewire the rest.
     """
     recipe = recipe or RecipeConfig()
+    overrides = [*overrides, *recipe.overrides]
     unknown = [s for s in stages if s not in RECIPE_STAGES]
     if unknown:
         raise ConfigError(f"unknown recipe stage(s) {unknown}; choose from {', '.join(RECIPE_STAGES)}")
