@@ -65,6 +65,8 @@ def test_kale_runs_prunes_aligns_and_resumes(tiny_dir, kale, monkeypatch):
     assert again.model == result.model and again.steps["align"].global_step == 2
     with pytest.raises(CareError, match="other settings"):
         run_baseline("wang_lyu", paths, FAST, config_dir=CONFIGS / "wang_lyu")
+    with pytest.raises(CareError, match="was pruned with"):
+        run_baseline("kale", paths, [*FAST, "prune:layers=2"], config_dir=CONFIGS / "kale")
 
 
 def test_interrupted_step_resumes_from_its_checkpoint(tiny_dir, kale, tmp_path):

@@ -40,6 +40,8 @@ logger = logging.getLogger(__name__)
 SETTINGS_FILE = "baseline.json"
 PRUNE_STEP = "prune"
 PRUNED_DIRNAME = "model"
+#: What the prune step did (source, layers, keep), next to the pruned folder: a rerun with other settings is refused.
+PRUNE_SETTINGS_FILE = "prune.json"
 #: Layers kept by the prune step when no ``prune.yaml`` says otherwise (our choice, not the paper's:
 #: set ``prune:layers=N``).
 DEFAULT_PRUNE_LAYERS = 2
@@ -238,11 +240,21 @@ def _prune_step(target: Path, source: str, data: dict[str, Any]) -> str:
     if not isinstance(layers, int) or isinstance(layers, bool):
         raise ConfigError(f"prune step: 'layers' must be an integer, got {layers!r}")
     folder = target / PRUNED_DIRNAME
-    if (folder / "config.json").is_file():
+    settings = {"source": str(source), "layers": layers, "keep": data.get("keep", "first")}
+    record = target / PRUNE_SETTINGS_FILE
+    if (folder / "config.json").is_file() and record.is_file():
+        before = json.loads(record.read_text(encoding="utf-8"))
+        if before != settings:
+            raise CareError(f"{folder} was pruned with {before}, not {settings}; use another output folder "
+                            f"or delete {target}")
         logger.info("prune: %s exists, skipping", folder)
         return str(folder)
-    return str(prune_layers(source, layers, folder, keep=data.get("keep", "first"),
-                            trust_remote_code=bool(data.get("trust_remote_code", False))))
+    from care.data.io import write_json
+
+    path = prune_layers(source, layers, folder, keep=settings["keep"],
+                        trust_remote_code=bool(data.get("trust_remote_code", False)))
+    write_json(record, settings)
+    return str(path)
 
 
 def _yaml_value(value: object) -> str:
