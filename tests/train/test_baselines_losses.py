@@ -100,8 +100,11 @@ def test_stage_routing_and_loss_inputs():
     assert distill.field_towers == {"query": "query", "teacher_query": TEACHER}
     assert float(distill.compute_loss(emb, k)) == pytest.approx(
         float(EmbeddingMSELoss()(emb["query"], emb["teacher_query"])))
-    assert distill.batch_texts({"query": ["a"], "positive": ["b"], "negative": []}) == {"query": ["a"],
-                                                                                       "teacher_query": ["a"]}
+    from care.train.data import TrainingBatch
+    from care.train.stages import teacher_query_key
+
+    batch = TrainingBatch(["a"], ["b"], [], 0, [None], [None])
+    assert distill.batch_texts(batch, "Q: ") == {"query": ["Q: a"], "teacher_query": [teacher_query_key("a", None, None)]}
 
     score = build_stage(_config("score_distill", temperature=0.1, lambda_distill=0.5, lambda_contrastive=2.0))
     assert score.teacher_scores_only and not kale.teacher_scores_only
@@ -111,16 +114,66 @@ def test_stage_routing_and_loss_inputs():
     assert float(out.loss) == pytest.approx(0.5 * kl + 2.0 * nce, rel=1e-5)
 
 
-def test_teacher_texts_include_instructed_queries_only_when_needed():
+def test_teacher_texts_include_query_keys_only_when_needed():
     from care.train.data import TrainingExample
+    from care.train.stages import teacher_query_key
 
     rows = [TrainingExample(query="头痛", pos=("布洛芬",), neg=("补液",)),
             TrainingExample(query="发烧", pos=("退烧",), prompt="检索")]
-    assert build_stage(_config("embed_distill")).teacher_texts(rows, "Q: ") == sorted(
-        ["Q: 头痛", "Instruct: 检索\nQuery: 发烧"])
-    assert build_stage(_config("kale_align")).teacher_texts(rows, None) == sorted(
-        ["头痛", "Instruct: 检索\nQuery: 发烧", "布洛芬", "补液", "退烧"])
+    keys = [teacher_query_key("头痛", None, None), teacher_query_key("发烧", "检索", None)]
+    assert build_stage(_config("embed_distill")).teacher_texts(rows, "Q: ") == sorted(keys)
+    assert build_stage(_config("kale_align")).teacher_texts(rows, None) == sorted([*keys, "布洛芬", "补液", "退烧"])
     assert build_stage(_config("stage1")).teacher_texts(rows, "Q: ") == sorted(["布洛芬", "补液", "退烧"])
+
+
+class _RoleTeacher:
+    """A fake asymmetric teacher (e5-like): records how each text was embedded."""
+
+    name, fingerprint, dim = "roles", "roles-v1", 2
+
+    def __init__(self):
+        self.calls = []
+
+    def encode_queries(self, texts, *, instruction=None, batch_size=32, show_progress=False):
+        self.calls.append(("query", instruction, list(texts)))
+        return torch.ones(len(texts), 2).numpy()
+
+    def encode_documents(self, texts, *, batch_size=32, show_progress=False):
+        self.calls.append(("document", None, list(texts)))
+        return torch.zeros(len(texts), 2).numpy()
+
+
+def test_query_aware_teacher_embeds_queries_as_queries():
+    from care.train.stages import QueryAwareTeacher, teacher_query_key
+
+    teacher = _RoleTeacher()
+    wrapped = build_stage(_config("kale_align")).teacher_encoder(teacher, "Q: ")
+    assert isinstance(wrapped, QueryAwareTeacher) and wrapped.fingerprint != teacher.fingerprint
+    texts = ["布洛芬", teacher_query_key("头痛", None, None), teacher_query_key("发烧", "检索", None)]
+    vecs = wrapped.encode_documents(texts)
+    assert vecs.tolist() == [[0, 0], [1, 1], [1, 1]]  # document row, then the two query rows
+    assert ("document", None, ["布洛芬"]) in teacher.calls
+    # an asymmetric teacher gets the raw query and the row's instruction, never the student's prefix
+    queries = {c[1]: c[2] for c in teacher.calls if c[0] == "query"}
+    assert queries == {None: ["头痛"], "检索": ["发烧"]}
+    # stages without teacher query fields keep the teacher (and its cache fingerprint) as is
+    assert build_stage(_config("stage1")).teacher_encoder(teacher, "Q: ") is teacher
+
+
+def test_query_aware_teacher_gives_a_symmetric_tower_the_students_text():
+    from care.train.stages import QueryAwareTeacher, teacher_query_key
+    from care.train.teacher import TowerEncoder
+
+    class Tower:
+        def encode(self, texts, **kwargs):
+            self.seen = list(texts)
+            return torch.zeros(len(texts), 2).numpy()
+
+    tower = Tower()
+    wrapped = QueryAwareTeacher(TowerEncoder(tower, "doc", "fp"), "Q: ")
+    wrapped.encode_documents([teacher_query_key("头痛", None, None), teacher_query_key("发烧", "检索", None),
+                              teacher_query_key("文档", None, "doc_align")])
+    assert tower.seen == ["Q: 头痛", "Instruct: 检索\nQuery: 发烧", "文档"]
 
 
 def test_score_distill_needs_a_nonzero_weight():

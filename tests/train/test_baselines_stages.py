@@ -32,19 +32,22 @@ def _digest(folder: Path) -> str:
 
 def _toy_loss(config: TrainConfig, query_path: str) -> float:
     """The stage's loss on the whole toy set (dropout off), teacher = the frozen document tower."""
-    from care.train.batches import query_text
+    from care.train.data import TrainingBatch
     from care.train.stages import TEACHER, build_stage
+    from care.train.teacher import TowerEncoder
     from care.train.towers import load_document_tower, load_query_tower
 
     stage = build_stage(config)
-    towers = {"query": load_query_tower(config.model, path=query_path).eval(),
-              TEACHER: load_document_tower(config.model, trainable=False)}
+    student = load_query_tower(config.model, path=query_path).eval()
+    teacher = stage.teacher_encoder(TowerEncoder(load_document_tower(config.model, trainable=False), "t", "fp"),
+                                    config.model.query_prompt)
     rows = toy_rows()
-    texts = stage.batch_texts({"query": [query_text(r["query"], None, None, config.model.query_prompt) for r in rows],
-                               "positive": [r["pos"][0] for r in rows],
-                               "negative": [n for r in rows for n in r["neg"]]})
+    batch = TrainingBatch([r["query"] for r in rows], [r["pos"][0] for r in rows],
+                          [n for r in rows for n in r["neg"]], 2, [None] * len(rows), [None] * len(rows))
     with torch.no_grad():
-        emb = {f: towers[stage.field_towers[f]].encode(t, convert_to_tensor=True) for f, t in texts.items()}
+        emb = {f: torch.from_numpy(teacher.encode_documents(t)) if stage.field_towers[f] == TEACHER
+               else student.encode(t, convert_to_tensor=True)
+               for f, t in stage.batch_texts(batch, config.model.query_prompt).items()}
         out = stage.compute_loss(emb, n_negatives=2)
     return float(out if isinstance(out, torch.Tensor) else out.loss)
 

@@ -28,6 +28,12 @@ score_distill  q, pos, neg  query, positive, negative   λ_distill·KL(teacher �
 =============  ===========  ==========================  =============================================
 
 (``C`` = in-batch positives + hard negatives; ``T`` = the frozen teacher.)
+
+The teacher embeds a query *as a query, by its own convention*: a CARE document tower
+(:class:`~care.train.teacher.TowerEncoder`, a symmetric LLM embedder) sees exactly the text the student
+sees (``model.query_prompt`` / the row's instruction applied); any other :class:`~care.encoders.base.Encoder`
+(e5: ``"query: "`` prefix) gets ``encode_queries(query, instruction=row prompt)``. Inside the teacher
+cache such texts are tagged (:func:`teacher_query_key`) so they never collide with documents.
 """
 
 from __future__ import annotations
@@ -35,6 +41,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+import json
+
+import numpy as np
 import torch
 from torch import nn
 
@@ -72,6 +81,86 @@ def source_field(name: str) -> str:
     return TEACHER_FIELD_SOURCES.get(name, name)
 
 
+#: Prefix of a teacher-cache key that stands for a query (not a document text).
+QUERY_KEY_PREFIX = "\x1ecare-teacher-query\x1f"
+
+
+def teacher_query_key(query: str, prompt: str | None, type_: str | None) -> str:
+    """The teacher-cache key of a query embedded as a query (raw text, the row's prompt and type)."""
+    return QUERY_KEY_PREFIX + json.dumps([prompt, type_, query], ensure_ascii=False)
+
+
+def parse_teacher_query_key(key: str) -> tuple[str, str | None, str | None] | None:
+    """``(query, prompt, type)`` of a :func:`teacher_query_key`, or ``None`` for a document text."""
+    if not key.startswith(QUERY_KEY_PREFIX):
+        return None
+    prompt, type_, query = json.loads(key[len(QUERY_KEY_PREFIX):])
+    return query, prompt, type_
+
+
+class QueryAwareTeacher:
+    """An :class:`~care.encoders.base.Encoder` view of a teacher whose ``encode_documents`` also embeds
+    query keys (:func:`teacher_query_key`) as queries, so one cache holds both (see the module docstring).
+
+    Args:
+        teacher: the frozen teacher.
+        default_prompt: ``model.query_prompt`` (what the student prefixes to queries without a prompt).
+    """
+
+    def __init__(self, teacher, default_prompt: str | None) -> None:
+        import hashlib
+
+        from care.train.teacher import TowerEncoder
+
+        self.teacher = teacher
+        self.default_prompt = default_prompt
+        self.symmetric = isinstance(teacher, TowerEncoder)
+        self.name = teacher.name
+        digest = hashlib.sha1(repr(default_prompt).encode("utf-8")).hexdigest()[:8]
+        self._fingerprint = f"{teacher.fingerprint}+queries:{digest}"
+
+    @property
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    @property
+    def dim(self) -> int:
+        return self.teacher.dim
+
+    def encode_queries(self, texts, **kwargs) -> np.ndarray:
+        return self.teacher.encode_queries(texts, **kwargs)
+
+    def _encode_queries(self, parsed: list[tuple[str, str | None, str | None]], batch_size: int) -> np.ndarray:
+        from care.train.batches import query_text
+
+        if self.symmetric:
+            texts = [query_text(q, p, t, self.default_prompt) for q, p, t in parsed]
+            return self.teacher.encode_documents(texts, batch_size=batch_size)
+        out: list[np.ndarray | None] = [None] * len(parsed)
+        for prompt in {p for _, p, _ in parsed}:
+            rows = [i for i, (_, p, _) in enumerate(parsed) if p == prompt]
+            vecs = self.teacher.encode_queries([parsed[i][0] for i in rows], instruction=prompt, batch_size=batch_size)
+            for i, vec in zip(rows, vecs):
+                out[i] = vec
+        return np.stack(out)
+
+    def encode_documents(self, texts, *, batch_size: int = 32, show_progress: bool = False) -> np.ndarray:
+        texts = list(texts)
+        parsed = [parse_teacher_query_key(t) for t in texts]
+        queries = [i for i, p in enumerate(parsed) if p is not None]
+        documents = [i for i, p in enumerate(parsed) if p is None]
+        out: list[np.ndarray | None] = [None] * len(texts)
+        if documents:
+            vecs = self.teacher.encode_documents([texts[i] for i in documents], batch_size=batch_size,
+                                                 show_progress=show_progress)
+            for i, vec in zip(documents, vecs):
+                out[i] = vec
+        if queries:
+            for i, vec in zip(queries, self._encode_queries([parsed[i] for i in queries], batch_size)):
+                out[i] = vec
+        return np.stack(out).astype(np.float32)
+
+
 @dataclass
 class StageSpec:
     """One stage: field → tower routing plus the loss.
@@ -106,20 +195,41 @@ class StageSpec:
         own candidates): the teacher's width is free, and the student is not paired with it as a CARE model."""
         return self.uses_teacher and self.field_towers.get("positive") == QUERY_TOWER
 
-    def batch_texts(self, texts: Mapping[str, list[str]]) -> dict[str, list[str]]:
-        """``{field: texts}`` of every field this stage encodes, from the batch's ``query`` /
-        ``positive`` / ``negative`` texts (a field whose texts are empty, e.g. no negatives, is left out)."""
-        return {name: list(texts[source_field(name)]) for name in self.field_towers if texts[source_field(name)]}
+    @property
+    def teacher_embeds_queries(self) -> bool:
+        """True when the teacher must embed queries (a ``teacher_query`` field)."""
+        return self.field_towers.get("teacher_query") == TEACHER
+
+    def teacher_encoder(self, teacher, default_prompt: str | None):
+        """The encoder whose ``encode_documents`` fills the teacher cache: ``teacher`` itself, or a
+        :class:`QueryAwareTeacher` around it when the stage needs the teacher's query vectors."""
+        return QueryAwareTeacher(teacher, default_prompt) if self.teacher_embeds_queries else teacher
+
+    def batch_texts(self, batch, default_prompt: str | None) -> dict[str, list[str]]:
+        """``{field: texts}`` of every field this stage encodes for a :class:`~care.train.data.TrainingBatch`
+        (a field whose texts are empty, e.g. no negatives, is left out). The student's queries get their
+        instruction (:func:`care.train.batches.batch_queries`); ``teacher_query`` holds query keys."""
+        from care.train.batches import batch_queries
+
+        texts = {"query": batch_queries(batch, default_prompt), "positive": list(batch.positives),
+                 "negative": list(batch.negatives),
+                 "teacher_query": [teacher_query_key(q, p, t) for q, p, t in zip(batch.queries, batch.prompts,
+                                                                                 batch.types)]}
+        out = {}
+        for name in self.field_towers:
+            key = name if name == "teacher_query" else source_field(name)
+            if texts[key]:
+                out[name] = texts[key]
+        return out
 
     def teacher_texts(self, examples: Iterable, query_prompt: str | None) -> list[str]:
         """Every distinct text the frozen teacher must embed for ``examples`` (sorted).
 
         ``positive``/``negative`` teacher fields need all of a row's ``pos`` and ``neg`` (the hard
-        negatives are sampled per epoch); a ``query`` teacher field needs each row's query exactly as
-        the student sees it (instruction applied, :func:`care.train.batches.query_text`).
+        negatives are sampled per epoch); a ``query`` teacher field needs each row's query, as a query
+        key (:func:`teacher_query_key`; embedded by :class:`QueryAwareTeacher`, which applies
+        ``query_prompt`` for a symmetric teacher).
         """
-        from care.train.batches import query_text
-
         sources = {source_field(n) for n, tower in self.field_towers.items() if tower == TEACHER}
         texts: set[str] = set()
         for ex in examples:
@@ -127,7 +237,7 @@ class StageSpec:
                 texts.update(ex.pos)
                 texts.update(ex.neg)
             if "query" in sources:
-                texts.add(query_text(ex.query, ex.prompt, ex.type, query_prompt))
+                texts.add(teacher_query_key(ex.query, ex.prompt, ex.type))
         return sorted(texts)
 
     def compute_loss(self, embeddings: Mapping[str, torch.Tensor], n_negatives: int):

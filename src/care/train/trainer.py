@@ -156,7 +156,8 @@ class Trainer:
         teacher = self._build_teacher()
         with acc.main_process_first():  # rank 0 encodes and caches; the others read the cache
             self.teacher_embeddings = TeacherEmbeddings.compute(
-                teacher, texts, cache_dir, batch_size=self.config.model.teacher.batch_size,
+                self.stage.teacher_encoder(teacher, self.config.model.query_prompt), texts, cache_dir,
+                batch_size=self.config.model.teacher.batch_size,
                 show_progress=self.config.runtime.progress_bar and acc.is_main_process)
         if teacher is not self.teacher:
             del teacher  # the frozen model is not needed any more: free its memory
@@ -211,12 +212,10 @@ class Trainer:
 
     def _forward_backward(self, batch, loss_scale: float, sync: bool):
         """Encode, compute the stage loss and back-propagate one batch; returns the loss output."""
-        from care.train.batches import batch_queries
         from care.train.gradcache import EncodeJob, grad_cache_step
 
         acc = self.accelerator
-        texts = self.stage.batch_texts({"query": batch_queries(batch, self.config.model.query_prompt),
-                                        "positive": batch.positives, "negative": batch.negatives})
+        texts = self.stage.batch_texts(batch, self.config.model.query_prompt)
         k = batch.n_negatives
         fixed: dict[str, torch.Tensor] = {}
         jobs: list[EncodeJob] = []
