@@ -22,9 +22,14 @@ logger = logging.getLogger(__name__)
 
 
 class PretrainTask(Protocol):
-    """What :func:`care.pretrain.trainer.pretrain` needs from an objective."""
+    """What :func:`care.pretrain.trainer.pretrain` needs from an objective.
+
+    ``model`` is set by the loop to the prepared (possibly DDP-wrapped) module that :meth:`build`
+    returned; :meth:`step` runs it.
+    """
 
     parser: Parser
+    model: nn.Module
 
     def build(self) -> tuple[nn.Module, nn.Module | None]:
         """``(model, extra)``: the module to wrap for (distributed) training and an optional small module
