@@ -177,11 +177,15 @@ class RuntimeConfig:
     mixed_precision: ``"no"``, ``"bf16"`` or ``"fp16"``. cpu: force CPU even when a GPU exists.
     deepspeed_config: path to a DeepSpeed JSON (e.g. ``configs/deepspeed/zero2.json``) or ``None``.
     log_with: ``"tensorboard"`` or ``None``; logs go to ``<output_dir>/logs``.
+    find_unused_parameters: DDP option. Needed when a tower has parameters that never reach the loss
+    (BERT's pooler under CLS / mean pooling of the last hidden states, an unused route); turning it off
+    saves one graph walk per step on models where every parameter is used.
     """
 
     mixed_precision: str = "no"
     cpu: bool = False
     deepspeed_config: str | None = None
+    find_unused_parameters: bool = True
     log_with: str | None = "tensorboard"
     log_every_steps: int = 10
     progress_bar: bool = True

@@ -96,7 +96,7 @@ class Trainer:
     # ------------------------------------------------------------------ setup
     def _make_accelerator(self):
         from accelerate import Accelerator
-        from accelerate.utils import DeepSpeedPlugin, ProjectConfiguration
+        from accelerate.utils import DeepSpeedPlugin, DistributedDataParallelKwargs, ProjectConfiguration
 
         rc = self.config.runtime
         plugin = None
@@ -118,6 +118,7 @@ class Trainer:
             project_config=ProjectConfiguration(project_dir=str(self.output_dir), logging_dir=str(self.output_dir / "logs")),
             deepspeed_plugin=plugin,
             step_scheduler_with_optimizer=False,
+            kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=rc.find_unused_parameters)],
         )
 
     def _load_examples(self):
