@@ -22,3 +22,15 @@ def test_freeze_query_embeddings_freezes_only_the_token_table(tiny_dir) -> None:
     embedding, rest = _embedding_and_rest(load_query_tower(cfg))
     assert not embedding.requires_grad
     assert rest and all(p.requires_grad for p in rest)
+
+
+def test_a_16_bit_query_checkpoint_trains_in_fp32(tiny_dir, tmp_path) -> None:
+    """transformers loads the stored dtype; the trained tower must still hold fp32 master weights."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    half = tmp_path / "bert-bf16"
+    AutoModel.from_pretrained(str(tiny_dir / "tiny-bert")).to(torch.bfloat16).save_pretrained(half)
+    AutoTokenizer.from_pretrained(str(tiny_dir / "tiny-bert")).save_pretrained(half)
+    model = load_query_tower(ModelConfig(query_model=str(half)))
+    assert {p.dtype for p in model.parameters()} == {torch.float32}

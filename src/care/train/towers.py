@@ -66,6 +66,9 @@ def load_query_tower(cfg: ModelConfig, path: str | None = None):
     else:
         model = build_query_encoder(path, pooling=cfg.query_pooling, max_seq_length=cfg.query_max_seq_length,
                                     trust_remote_code=cfg.trust_remote_code)
+    # the query tower is always fully trained: fp32 master weights even when the checkpoint is stored in
+    # 16 bits (transformers loads the stored dtype); mixed precision then autocasts the compute
+    model.float()
     if cfg.freeze_query_embeddings:
         # a multilingual vocabulary (e5: 250k x 384) dominates the parameter count but barely moves in
         # fine-tuning; freezing it removes its gradient and AdamW state
@@ -152,6 +155,8 @@ def load_document_tower(cfg: ModelConfig, *, trainable: bool, path: str | None =
     if not trainable:
         model.requires_grad_(False)
         model.eval()
+    elif cfg.lora is None:
+        model.float()  # fully fine-tuned: fp32 master weights (a LoRA base stays in its stored dtype, frozen)
     return model
 
 
