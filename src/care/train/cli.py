@@ -52,9 +52,10 @@ def recipe_command(
     skip_stage1: bool = typer.Option(False, "--skip-stage1", help="Ablation: no Stage I (query alignment)."),
     skip_stage2: bool = typer.Option(False, "--skip-stage2", help="Ablation: no Stage II (joint fine-tuning)."),
     stage1_data: str = typer.Option("alignment", "--stage1-data", help="Stage I data: alignment | finetune."),
-    pretrained_query_model: str = typer.Option(None, "--pretrained-query-model",
-                                               help="init_query starts from this checkpoint (e.g. RetroMAE-pretrained)."),
-    ablation: Path = typer.Option(None, "--ablation", help="Recipe switches from YAML (configs/ablations/*.yaml); flags add to it."),
+    pretrained_query_model: str = typer.Option(
+        None, "--pretrained-query-model", help="init_query starts from this checkpoint (e.g. RetroMAE-pretrained)."),
+    ablation: Path = typer.Option(
+        None, "--ablation", help="Recipe switches from YAML (configs/ablations/*.yaml); flags add to it."),
 ) -> None:
     """Run init (query, document) -> Stage I -> Stage II, skipping finished stages on rerun (see docs: Ablations)."""
     from care.train.recipe import RecipeConfig, RecipePaths, load_recipe_config, run_recipe
@@ -75,11 +76,13 @@ def recipe_command(
 @train_app.command("baseline")
 def baseline_command(
     name: str = typer.Argument(..., help="kale | wang_lyu | scalingnote | score_distill"),
-    document_model: str = typer.Option(..., "--document-model", help="LLM to fine-tune first (or a trained tower with --document-trained)."),
+    document_model: str = typer.Option(
+        ..., "--document-model", help="LLM to fine-tune first (or a trained tower with --document-trained)."),
     train_file: str = typer.Option(..., "--train", help="Training JSONL {query, pos, neg, prompt?, type?}."),
     output: str = typer.Option(..., "--output", "-o", help="Output folder (one sub-folder per step)."),
     query_model: str = typer.Option(None, "--query-model", help="Small query encoder (scalingnote, score_distill)."),
-    document_trained: bool = typer.Option(False, "--document-trained", help="--document-model is already trained: skip init_document."),
+    document_trained: bool = typer.Option(
+        False, "--document-trained", help="--document-model is already trained: skip init_document."),
     config_dir: Path = typer.Option(None, "--config-dir", help="Folder with <step>.yaml (e.g. configs/baselines/kale)."),
     set_: list[str] = typer.Option([], "--set", help="KEY=VALUE for every training step, or STEP:KEY=VALUE."),
 ) -> None:
