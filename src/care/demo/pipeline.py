@@ -38,7 +38,7 @@ from care.demo.pipeline_config import DemoRunConfig
 from care.demo.pipeline_context import DemoContext
 from care.demo.pipeline_data import step_curate, step_label
 from care.demo.pipeline_eval import step_evaluate, step_index, step_latency
-from care.demo.pipeline_manifest import MANIFEST_FILE, RunManifest
+from care.demo.pipeline_manifest import DONE, MANIFEST_FILE, RunManifest
 from care.demo.pipeline_report import serve_command, step_report
 from care.demo.pipeline_train import step_train_care, step_train_student
 from care.errors import CareError
@@ -151,7 +151,7 @@ def run_demo(config: DemoRunConfig | None = None, *, fresh: bool = False) -> Dem
         report.steps_run.append(name)
         logger.info("step %d/%d %s: done in %.1f s", number, len(steps), name, seconds)
     record = manifest.steps.get("report")
-    if record is not None and record.status == "done":
+    if record is not None and record.status == DONE:
         report.table = record.outputs.get("table", "")
         report.figure = record.outputs.get("figure")
     report.serve_command = serve_command(ctx)

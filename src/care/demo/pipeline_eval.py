@@ -26,6 +26,7 @@ from care.demo import demo_tasks_root
 from care.demo.pipeline_context import DemoContext
 from care.demo.tasks import RETRIEVAL_TASK
 from care.encoders.base import Encoder
+from care.errors import CareError
 
 logger = logging.getLogger(__name__)
 
@@ -161,6 +162,6 @@ def step_index(ctx: DemoContext) -> dict[str, Any]:
                            output=ctx.root / INDEX_FOLDER, index=IndexConfig.from_dict({"type": ctx.config.index_type}))
     manifest = build(options)
     if manifest is None:
-        raise RuntimeError(f"index build in {options.output} did not merge; rerun care demo to finish it")
+        raise CareError(f"index build in {options.output} did not merge; rerun care demo to finish it")
     return {"index": str(options.output), "model": str(model), "documents": manifest.n_docs, "dim": manifest.dim,
             "type": manifest.index.get("type")}

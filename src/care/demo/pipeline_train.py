@@ -77,7 +77,7 @@ def step_train_care(ctx: DemoContext) -> dict[str, Any]:
     if not (base / TINY_DOCUMENT_DIRNAME).is_dir():
         make_tiny_models(tokenizer_texts(ctx), base, seed=ctx.config.seed)
     full_ft = ["model.lora=null"]  # random-init "large" tower: fully fine-tuned (see the module docstring)
-    overrides = [*common_overrides(ctx), f"stage2:data.n_negatives={ctx.config.n_negatives}",
+    overrides = [*common_overrides(ctx), f"stage2:data.n_negatives={ctx.config.train_negatives}",
                  f"init_query:data.n_negatives={ctx.config.init_negatives}",
                  f"init_document:data.n_negatives={ctx.config.init_negatives}",
                  "init_document:model.truncate_to_query_width=false",
@@ -132,7 +132,7 @@ def step_train_student(ctx: DemoContext) -> dict[str, Any]:
             logger.info("%s already finished (%s), skipping", stage, folder)
             results[stage] = done
             continue
-        n_negatives = 1 if stage == "stage1" else ctx.config.n_negatives
+        n_negatives = 1 if stage == "stage1" else ctx.config.train_negatives
         config = _stage_config(ctx, stage, folder, [*teacher_opts, f"model.query_model={query_model}",
                                                     f"data.train_file={data_file}", f"data.n_negatives={n_negatives}",
                                                     f"loss.temperature={temperature}"])
