@@ -17,7 +17,8 @@ Runs (each resumable: rerunning skips finished runs and resumes interrupted ones
 * ``contrastive``: in-batch InfoNCE with a learnable temperature from the random tiny BERT;
 * ``retromae_contrastive``: the paper's order — contrastive starting from the RetroMAE checkpoint.
 
-Then a zero-shot probe: nDCG@10 of each tower alone (CLS pooling, no instruction) on the toyhom test
+Then two diagnostics: the mean pairwise cosine of each tower's CLS embeddings (1.0 = a collapsed,
+anisotropic space) and a zero-shot probe: nDCG@10 of each tower alone (CLS pooling, no instruction) on the toyhom test
 queries against the full corpus, next to the random-init tower. Output:
 ``benchmarks/results/pretrain_tiny.json`` (paths, settings, wall time, loss curves, probe).
 
@@ -43,6 +44,8 @@ RESULTS = ROOT / "benchmarks" / "results" / "pretrain_tiny.json"
 CONFIGS = ROOT / "configs" / "pretrain"
 #: Tokens per text (the init_query length of configs/care_tiny; the dev set's answers average ~155 characters).
 MAX_SEQ_LENGTH = 128
+#: Texts sampled for the anisotropy diagnostic.
+ANISOTROPY_TEXTS = 200
 
 logger = logging.getLogger("pretrain_tiny")
 
@@ -111,6 +114,23 @@ def probe(models: dict[str, Path]) -> dict[str, dict[str, float]]:
     return out
 
 
+def anisotropy(models: dict[str, Path], texts_file: Path, n: int = ANISOTROPY_TEXTS) -> dict[str, float]:
+    """Mean pairwise cosine of the towers' CLS embeddings over ``n`` texts (1.0 = collapsed space)."""
+    import torch
+
+    from care.models.query import build_query_encoder
+
+    with open(texts_file, encoding="utf-8") as fh:
+        texts = [line.strip() for line in fh]
+    sample = texts[:: max(1, len(texts) // n)][:n]
+    out = {}
+    for label, folder in models.items():
+        vectors = torch.as_tensor(build_query_encoder(folder, max_seq_length=MAX_SEQ_LENGTH).encode(sample))
+        sims = vectors @ vectors.T
+        out[label] = float(sims[~torch.eye(len(sample), dtype=torch.bool)].mean())
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "pretrain" / "toyhom")
@@ -147,9 +167,10 @@ def main() -> None:
         "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(), "torch_threads": args.threads},
         "runs": runs,
     }
+    towers = {"random init": paths["base"], **{name: Path(r["model"]) for name, r in runs.items()}}
+    summary["mean_pairwise_cosine"] = anisotropy(towers, paths["texts"])
     if not args.no_probe:
-        summary["zero_shot_probe"] = probe({"random init": paths["base"],
-                                            **{name: Path(r["model"]) for name, r in runs.items()}})
+        summary["zero_shot_probe"] = probe(towers)
     from care.data.io import write_json
 
     write_json(RESULTS, summary)
@@ -157,6 +178,8 @@ def main() -> None:
     for name, r in runs.items():
         print(f"{name}: {r['steps']} steps, {r['wall_seconds'] or 0:.0f} s, loss {r['loss_curve'][0]['loss']:.3f} -> "
               f"{r['final_loss']:.3f}, model {r['model']}")
+    for name, value in summary["mean_pairwise_cosine"].items():
+        print(f"mean pairwise cosine {name}: {value:.4f}")
     for name, scores in summary.get("zero_shot_probe", {}).items():
         print(f"probe {name}: {scores}")
 
