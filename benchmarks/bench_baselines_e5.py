@@ -20,7 +20,10 @@ Outputs ``benchmarks/results/baselines_e5_toyhom.json`` and ``.md``; every step 
 
 Usage::
 
-    python benchmarks/bench_baselines_e5.py --layers 4 --seeds 0
+    python benchmarks/bench_baselines_e5.py --layers 4 --seeds 0 1 2
+    python benchmarks/bench_baselines_e5.py --layers 4 --epochs 5 --work runs/bench_baselines_e5_5ep --seeds 0
+
+Use a separate ``--work`` per training setting: finished trainings in a work folder are reused.
 """
 
 from __future__ import annotations
@@ -177,12 +180,13 @@ def main() -> None:
         "ndcg_at_10": {label: {"mean": statistics.mean(per_seed[s][label] for s in args.seeds),
                                "per_seed": [per_seed[s][label] for s in args.seeds]} for label in labels},
         "query_latency_ms_median_1_thread": latency,
-        "command": f"python benchmarks/bench_baselines_e5.py --layers {args.layers} --seeds "
-                   + " ".join(map(str, args.seeds)),
+        "command": f"python benchmarks/bench_baselines_e5.py --layers {args.layers} --epochs {args.epochs} "
+                   f"--work {args.work} --seeds " + " ".join(map(str, args.seeds)),
     }
-    name = f"baselines_e5_toyhom_{args.layers}l" + ("_smoke" if args.max_steps else "")
+    name = f"baselines_e5_toyhom_{args.layers}l_{args.epochs}ep" + ("_smoke" if args.max_steps else "")
     write_json(RESULTS / f"{name}.json", summary)
-    lines = [f"# KALE / Wang & Lyu with multilingual-e5-small pruned to {args.layers} layers (toyhom, nDCG@10)", "",
+    lines = [f"# KALE / Wang & Lyu with multilingual-e5-small pruned to {args.layers} layers, {args.epochs} epoch(s) "
+             "(toyhom, nDCG@10)", "",
              "| query side (documents: e5) | nDCG@10 (mean) | per seed |", "|---|---|---|"]
     lines += [f"| {label} | {v['mean']:.4f} | {', '.join(f'{x:.4f}' for x in v['per_seed'])} |"
               for label, v in summary["ndcg_at_10"].items()]
