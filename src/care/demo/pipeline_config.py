@@ -89,11 +89,11 @@ class DemoRunConfig:
     batch_size: int = 32
     lr: float = 1e-3
     query_max_length: int = 64
-    document_max_length: int = 96
-    max_train_examples: int | None = None
+    document_max_length: int = 64
+    max_train_examples: int | None = 256
     tasks: list[str] = field(default_factory=lambda: list(DEMO_TASK_NAMES))
-    latency_queries: int = 50
-    latency_rounds: int = 3
+    latency_queries: int = 20
+    latency_rounds: int = 2
     index_type: str = "flat"
     threads: int = 0
     show_progress: bool = True
