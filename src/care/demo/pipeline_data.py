@@ -9,13 +9,15 @@ and diversified with the paper's dynamic-index filter (:func:`care.curate.divers
 answer is never a negative) — by the offline embedding judge, or by the LLM judges of a judges config
 (``--judges``). Rows with fewer than ``n_negatives`` judged negatives are topped up with BM25 hard
 negatives (:func:`care.demo.pipeline_mining.mine_negatives`). The labelled rows are merged with the
-shipped demo training file (its clean, generator-labelled rows come first; a labelled question that
-is already there is dropped) into ``label/train.jsonl``.
+shipped demo training file (its clean, generator-labelled rows; a labelled question that is already
+there is dropped) and shuffled (seeded) into ``label/train.jsonl``, so a cap on training rows draws
+from both.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +124,9 @@ def step_label(ctx: DemoContext) -> dict[str, Any]:
     shipped = [row for _, row in iter_jsonl(demo_train_file())]
     known = {r["query"] for r in shipped}
     added = [r for r in labelled if r["query"] not in known]
-    rows = write_jsonl(ctx.train_file, [*shipped, *added])
+    merged = [*shipped, *added]
+    random.Random(cfg.seed).shuffle(merged)  # a cap on training rows (max_train_examples) then draws from both
+    rows = write_jsonl(ctx.train_file, merged)
     summary = {"judge": described, "questions_judged": len(queries), "labelled_rows": len(labelled),
                "labelled_rows_topped_up_with_bm25_negatives": short, "labelled_rows_added": len(added),
                "shipped_rows": len(shipped), "train_rows": rows, "build_train": stats,
