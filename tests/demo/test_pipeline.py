@@ -142,6 +142,17 @@ def test_cli_prints_the_table_and_the_serve_command(runs, tmp_path):
     assert "0 step(s) run" in result.output
 
 
+def test_redo_reruns_a_finished_step(runs, monkeypatch):
+    calls = []
+    monkeypatch.setitem(pipeline.STEPS, "report", lambda ctx: calls.append("report") or {"table": "redone"})
+    report = run_demo(runs["config"], redo=["report"])
+    assert calls == ["report"] and report.steps_run == ["report"] and report.table == "redone"
+    with pytest.raises(CareError, match="unknown step"):
+        run_demo(runs["config"], redo=["nope"])
+    monkeypatch.undo()
+    run_demo(runs["config"], redo=["report"])  # leave the real report behind for the other tests
+
+
 def test_resume_with_other_settings_is_refused(runs):
     changed = DemoRunConfig.from_dict({**runs["config"].to_dict(), "epochs": 2})
     with pytest.raises(CareError, match="other settings.*epochs.*--fresh"):

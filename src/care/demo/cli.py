@@ -19,6 +19,8 @@ def demo(
                                                                       "with LLM judges instead of the offline judge."),
     step: Optional[list[str]] = typer.Option(None, "--step", help="Run only these steps (repeatable): curate, label, "
                                                                   "train_care, train_student, evaluate, latency, index, report."),
+    redo: Optional[list[str]] = typer.Option(None, "--redo", help="Run these finished steps again (repeatable), "
+                                                                  "e.g. --redo latency --redo report."),
     epochs: Optional[int] = typer.Option(None, "--epochs", help="Epochs per training stage (default 1)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file of DemoRunConfig fields; flags win."),
     threads: int = typer.Option(0, "--threads", help="torch threads (0 = library default)."),
@@ -39,7 +41,7 @@ def demo(
         data["steps"] = list(step)
     if epochs is not None:
         data["epochs"] = epochs
-    report = run_demo(DemoRunConfig.from_dict(data), fresh=fresh)
+    report = run_demo(DemoRunConfig.from_dict(data), fresh=fresh, redo=redo or ())
     if report.table:
         typer.echo("\n" + report.table)
     if report.figure:

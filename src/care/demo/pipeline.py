@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,12 +111,14 @@ def _prepare_folder(config: DemoRunConfig, fresh: bool) -> RunManifest:
     return manifest
 
 
-def run_demo(config: DemoRunConfig | None = None, *, fresh: bool = False) -> DemoReport:
+def run_demo(config: DemoRunConfig | None = None, *, fresh: bool = False, redo: Sequence[str] = ()) -> DemoReport:
     """Run (or resume) the demo pipeline; returns the table, the figure and the serve command.
 
     Args:
         config: the settings (defaults: the full demo into ``runs/demo``).
         fresh: delete an earlier run in ``config.output`` and start over.
+        redo: steps to run again even when finished (e.g. ``["latency", "report"]`` to re-time the
+            query sides on a quieter machine); later steps that read their outputs are not redone.
     Raises:
         CareError: the output folder holds something else, or a demo run with other settings.
         Exception: whatever a step raised; the manifest marks that step ``failed`` and a rerun resumes it.
@@ -128,6 +130,11 @@ def run_demo(config: DemoRunConfig | None = None, *, fresh: bool = False) -> Dem
 
         torch.set_num_threads(config.threads)
     manifest = _prepare_folder(config, fresh)
+    unknown = [s for s in redo if s not in STEPS]
+    if unknown:
+        raise CareError(f"--redo: unknown step(s) {unknown}; choose from {', '.join(STEPS)}")
+    for name in redo:
+        manifest.steps.pop(name, None)
     ctx = DemoContext(config, Path(config.output))
     report = DemoReport(Path(config.output), manifest=manifest.path)
     steps = config.selected_steps
