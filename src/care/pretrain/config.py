@@ -12,15 +12,19 @@ The section of the other method is ignored. Shipped examples: ``configs/pretrain
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import yaml
 
-from care.train.config import CheckpointConfig, ConfigError, MIXED_PRECISION, _check, _from_dict, apply_overrides
+from care.train.config import (
+    MIXED_PRECISION,
+    CheckpointConfig,
+    ConfigError,
+    ConfigFile,
+    _check,
+    apply_overrides,
+    read_config_file,
+)
 
 METHODS: tuple[str, ...] = ("retromae", "contrastive")
 POOLING_MODES: tuple[str, ...] = ("cls", "mean")
@@ -136,7 +140,7 @@ class PretrainRuntimeConfig:
 
 
 @dataclass
-class PretrainConfig:
+class PretrainConfig(ConfigFile):
     """One pretraining run; ``output_dir`` receives checkpoints, logs, metrics and ``model/``."""
 
     method: str = "retromae"
@@ -149,28 +153,6 @@ class PretrainConfig:
     optim: PretrainOptimConfig = field(default_factory=PretrainOptimConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     runtime: PretrainRuntimeConfig = field(default_factory=PretrainRuntimeConfig)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PretrainConfig:
-        """Build and validate from a nested dict; unknown keys raise :class:`ConfigError` naming them."""
-        config = _from_dict(cls, data, prefix="")
-        config.validate()
-        return config
-
-    def to_yaml(self) -> str:
-        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
-
-    def save(self, path: str | Path) -> None:
-        """Write atomically as YAML (``.yaml``/``.yml``) or JSON (anything else)."""
-        from care.data.io import atomic_write
-
-        path = Path(path)
-        text = self.to_yaml() if path.suffix in (".yaml", ".yml") else json.dumps(self.to_dict(), indent=2) + "\n"
-        with atomic_write(path) as fh:
-            fh.write(text)
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` naming the first bad field."""
@@ -228,15 +210,7 @@ def load_pretrain_config(path: str | Path, overrides: list[str] | tuple[str, ...
     Raises:
         ConfigError: missing file, bad YAML, a bad field (named), or a method mismatch.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML/JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level")
+    data = read_config_file(path)
     if method is not None:
         found = data.setdefault("method", method)
         if found != method:

@@ -192,31 +192,25 @@ class RuntimeConfig:
     deterministic: bool = False
 
 
-@dataclass
-class TrainConfig:
-    """One training stage. ``output_dir`` receives checkpoints, logs, metrics and the trained model(s)."""
+class ConfigFile:
+    """Conversions shared by the top-level config dataclasses (a stage, a pretraining run).
 
-    stage: str = "stage2"
-    output_dir: str = "runs/care"
-    seed: int = 42
-    model: ModelConfig = field(default_factory=ModelConfig)
-    data: DataConfig = field(default_factory=DataConfig)
-    optim: OptimConfig = field(default_factory=OptimConfig)
-    loss: LossConfig = field(default_factory=LossConfig)
-    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
-    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+    Subclasses are dataclasses built by ``_from_dict`` and define ``validate()``.
+    """
 
-    # ---------------------------------------------------------------- conversions
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (JSON/YAML-ready)."""
-        return dataclasses.asdict(self)
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+    def from_dict(cls, data: dict[str, Any]):
         """Build and validate from a nested dict; unknown keys raise :class:`ConfigError` naming them."""
         config = _from_dict(cls, data, prefix="")
         config.validate()
         return config
+
+    def validate(self) -> None:  # pragma: no cover - overridden
+        """Raise :class:`ConfigError` naming the first bad field."""
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
@@ -232,6 +226,35 @@ class TrainConfig:
         text = self.to_yaml() if path.suffix in (".yaml", ".yml") else self.to_json() + "\n"
         with atomic_write(path) as fh:
             fh.write(text)
+
+
+def read_config_file(path: str | Path, what: str = "config file") -> dict[str, Any]:
+    """The mapping in a YAML / JSON file; :class:`ConfigError` for a missing file, bad syntax or a non-mapping."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{what} not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML/JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+@dataclass
+class TrainConfig(ConfigFile):
+    """One training stage. ``output_dir`` receives checkpoints, logs, metrics and the trained model(s)."""
+
+    stage: str = "stage2"
+    output_dir: str = "runs/care"
+    seed: int = 42
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    loss: LossConfig = field(default_factory=LossConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
 
     # ---------------------------------------------------------------- validation
     def validate(self) -> None:
@@ -362,14 +385,7 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
     Relative paths inside the file stay relative to the current working directory (run from the
     repository root, as the docs show).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML/JSON ({exc})") from None
-    data = apply_overrides(data, overrides)
+    data = apply_overrides(read_config_file(path), overrides)
     try:
         return TrainConfig.from_dict(data)
     except ConfigError as exc:

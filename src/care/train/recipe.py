@@ -102,16 +102,9 @@ class RecipeConfig:
 
 def load_recipe_config(path: str | Path) -> RecipeConfig:
     """Read a :class:`RecipeConfig` from YAML/JSON (e.g. ``configs/ablations/no_stage1.yaml``)."""
-    import yaml
+    from care.train.config import read_config_file
 
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"recipe config not found: {path}")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML/JSON ({exc})") from None
-    return RecipeConfig.from_dict(data, str(path))
+    return RecipeConfig.from_dict(read_config_file(path, "recipe config"), str(path))
 
 
 @dataclass
