@@ -87,6 +87,24 @@ def iter_text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
             yield lineno, text.rstrip("\r\n")
 
 
+def decode_json_object(path: str | Path, line: int, text: str, example: str = '{"id": ..., "text": ...}') -> dict[str, Any]:
+    """One JSONL line as a dict.
+
+    Raises:
+        DataFormatError: malformed JSON or not an object, naming ``path`` and ``line``; ``example``
+            shows the expected shape in the hint.
+    """
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataFormatError(path, f"malformed JSON ({exc.msg} at column {exc.colno})", line=line,
+                              hint="each line must be one complete JSON object") from None
+    if not isinstance(obj, dict):
+        raise DataFormatError(path, f"expected a JSON object, got {type(obj).__name__}", line=line,
+                              hint=f"each line must be one JSON object such as {example}")
+    return obj
+
+
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each non-blank line of a JSONL file.
 
@@ -94,18 +112,5 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         DataFormatError: malformed JSON or a line that is not a JSON object, naming the line.
     """
     for lineno, line in iter_text_lines(path):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataFormatError(
-                path, f"malformed JSON ({exc.msg} at column {exc.colno})", line=lineno,
-                hint="each line must be one complete JSON object",
-            ) from None
-        if not isinstance(obj, dict):
-            raise DataFormatError(
-                path, f"expected a JSON object, got {type(obj).__name__}", line=lineno,
-                hint="each line must be one JSON object such as {\"id\": ..., \"text\": ...}",
-            )
-        yield lineno, obj
+        if line.strip():
+            yield lineno, decode_json_object(path, lineno, line)

@@ -11,7 +11,6 @@ that the uninterrupted run would have read next, and every record is served exac
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -35,15 +34,9 @@ def is_jsonl(path: str | Path) -> bool:
 
 
 def _json_object(path: Path, line: int, text: str) -> dict[str, Any]:
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(path, f"malformed JSON ({exc.msg} at column {exc.colno})", line=line,
-                              hint="each line must be one complete JSON object") from None
-    if not isinstance(obj, dict):
-        raise DataFormatError(path, f"expected a JSON object, got {type(obj).__name__}", line=line,
-                              hint='each line must be one object such as {"text": ...}')
-    return obj
+    from care.data.io import decode_json_object
+
+    return decode_json_object(path, line, text, '{"text": ...}')
 
 
 class TextParser:

@@ -29,7 +29,6 @@ so they do not depend on worker count or iteration order.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import random
@@ -302,15 +301,9 @@ def _iter_lines_with_offsets(path: Path) -> Iterator[tuple[int, int, str]]:
 
 def _decode_line(path: Path, line: int, text: str) -> dict[str, Any]:
     """Decode one JSONL line with :func:`care.data.io.iter_jsonl`'s error messages."""
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(path, f"malformed JSON ({exc.msg} at column {exc.colno})", line=line,
-                              hint="each line must be one complete JSON object") from None
-    if not isinstance(obj, dict):
-        raise DataFormatError(path, f"expected a JSON object, got {type(obj).__name__}", line=line,
-                              hint='each line must be one object such as {"query": ..., "pos": [...]}')
-    return obj
+    from care.data.io import decode_json_object
+
+    return decode_json_object(path, line, text, '{"query": ..., "pos": [...]}')
 
 
 @dataclass(frozen=True)
