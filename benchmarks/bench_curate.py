@@ -45,6 +45,7 @@ from care.curate.judges.openai_judge import OpenAIChatJudge  # noqa: E402
 from care.curate.judges.runner import judge_pairs  # noqa: E402
 from care.curate.pii_examples import evaluate_anonymiser, generate_labelled_texts  # noqa: E402
 from care.data.io import iter_jsonl, write_json  # noqa: E402
+from care.encoders.hashing import HashingCharEncoder  # noqa: E402
 
 logger = logging.getLogger("bench_curate")
 
@@ -57,33 +58,6 @@ JUDGE_QUERIES = 64
 JUDGE_DOCS = 20
 E5_QUERIES = 400
 E5_DOCS = 60
-HASH_DIM = 512
-
-
-class HashingCharEncoder:
-    """A cheap encoder for throughput runs: L2-normalised hashed character 1-2-gram counts."""
-
-    name = f"hashing-char12-{HASH_DIM}d"
-    dim = HASH_DIM
-
-    def __init__(self) -> None:
-        from sklearn.feature_extraction.text import HashingVectorizer
-
-        self._vec = HashingVectorizer(analyzer="char", ngram_range=(1, 2), n_features=HASH_DIM, alternate_sign=False,
-                                      norm="l2")
-
-    @property
-    def fingerprint(self) -> str:
-        return self.name
-
-    def _encode(self, texts):
-        return self._vec.transform(texts).toarray().astype(np.float32)
-
-    def encode_queries(self, texts, *, instruction=None, batch_size=32, show_progress=False):
-        return self._encode(texts)
-
-    def encode_documents(self, texts, *, batch_size=32, show_progress=False):
-        return self._encode(texts)
 
 
 def _texts(name: str) -> list[dict]:
