@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -211,19 +210,11 @@ def evaluate_variants(ds: Dataset, specs: dict[str, str], work: Path, cache: Emb
 
 def query_latencies(ds: Dataset, specs: dict[str, str], instruction: str | None) -> dict[str, float]:
     """Median single-query encoding time (ms) of each dense model's query side, interleaved per query."""
+    from care.bench.latency import measure_latency
+
     queries = list(load_queries(Path(ds.task.path) / ("test_queries.jsonl" if ds.task.split == "test" else "queries.jsonl")).values())
-    queries = queries[:LATENCY_QUERIES]
     models = {v: load_model(s) for v, s in specs.items() if s != "bm25"}
-    for m in models.values():  # warm-up
-        m.encode_queries(queries[:2], instruction=instruction)
-    times: dict[str, list[float]] = {v: [] for v in models}
-    for _ in range(LATENCY_ROUNDS):
-        for q in queries:
-            for v, m in models.items():
-                t0 = time.perf_counter()
-                m.encode_queries([q], instruction=instruction, batch_size=1)
-                times[v].append((time.perf_counter() - t0) * 1e3)
-    return {v: statistics.median(t) for v, t in times.items()}
+    return measure_latency(models, queries[:LATENCY_QUERIES], LATENCY_ROUNDS, instruction)
 
 
 def summarise(name: str, per_seed: dict[int, dict[str, float]], latency: dict[str, float],

@@ -15,17 +15,15 @@ default), ready for ``care serve``.
 from __future__ import annotations
 
 import logging
-import statistics
-import time
 from pathlib import Path
 from typing import Any
 
+from care.bench.latency import measure_latency
 from care.bench.result import TaskResult, safe_name
 from care.data.io import iter_jsonl, write_json
 from care.demo import demo_tasks_root
 from care.demo.pipeline_context import DemoContext
 from care.demo.tasks import RETRIEVAL_TASK
-from care.encoders.base import Encoder
 from care.errors import CareError
 
 logger = logging.getLogger(__name__)
@@ -35,8 +33,6 @@ BM25, E5, SYM_SMALL, SYM_LARGE, CARE_STAGE1, CARE, STUDENT = (
 RESULTS_FOLDER = "results"
 LATENCY_FILE = "latency.json"
 INDEX_FOLDER = "index"
-#: Queries encoded before timing starts (first calls pay one-off costs).
-WARMUP_QUERIES = 2
 
 
 def model_folders(ctx: DemoContext) -> dict[str, Path]:
@@ -119,20 +115,6 @@ def demo_queries(limit: int) -> list[str]:
     """The first ``limit`` questions of the demo retrieval task."""
     rows = [row["text"] for _, row in iter_jsonl(demo_tasks_root() / RETRIEVAL_TASK / "queries.jsonl")]
     return rows[:limit]
-
-
-def measure_latency(models: dict[str, Encoder], queries: list[str], rounds: int, instruction: str | None) -> dict[str, float]:
-    """Median milliseconds to encode one query (batch 1) per model, interleaved query by query."""
-    for model in models.values():
-        model.encode_queries(queries[:WARMUP_QUERIES], instruction=instruction)
-    times: dict[str, list[float]] = {label: [] for label in models}
-    for _ in range(rounds):
-        for query in queries:
-            for label, model in models.items():
-                start = time.perf_counter()
-                model.encode_queries([query], instruction=instruction, batch_size=1)
-                times[label].append((time.perf_counter() - start) * 1e3)
-    return {label: statistics.median(t) for label, t in times.items()}
 
 
 def step_latency(ctx: DemoContext) -> dict[str, Any]:
