@@ -160,19 +160,11 @@ def _step_data(name: str, step: Step, config_dir: str | Path | None) -> dict[str
 
 
 def _record_settings(out: Path, name: str, paths: BaselinePaths) -> None:
-    from care.data.io import write_json
+    from care.train.recipe import record_run_settings
 
     settings = {"baseline": name, **asdict(paths)}
     settings.pop("output_dir")
-    path = out / SETTINGS_FILE
-    if path.is_file():
-        before = json.loads(path.read_text(encoding="utf-8"))
-        changed = sorted(k for k in settings if before.get(k) != settings[k])
-        if changed:
-            raise CareError(f"{out} holds a baseline run with other settings ({', '.join(changed)}); "
-                            "give each baseline its own output folder")
-        return
-    write_json(path, settings)
+    record_run_settings(out / SETTINGS_FILE, settings, "baseline", "give each baseline its own output folder")
 
 
 def run_baseline(name: str, paths: BaselinePaths, overrides: Sequence[str] = (), *,

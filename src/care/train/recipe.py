@@ -21,6 +21,7 @@ settings is an error (finished stages of one ablation must not be reused by anot
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -158,25 +159,29 @@ _DEFAULTS: dict[str, list[str]] = {
 }
 
 
-def _record_settings(out: Path, paths: RecipePaths, recipe: RecipeConfig) -> None:
-    """Write ``recipe.json``, or check that an earlier run in ``out`` used the same settings."""
-    import json
+def record_run_settings(path: Path, settings: dict[str, Any], what: str, fix: str) -> None:
+    """Write ``settings`` to ``path`` on the first run; on a rerun refuse settings that changed.
 
+    A resumed run skips finished steps, so finishing a run with other settings would silently mix
+    two experiments; this names the changed fields (old -> new) and says ``fix``.
+    """
     from care.data.io import write_json
 
-    settings = {"recipe": recipe.to_dict(),
-                "query_model": recipe.pretrained_query_model or paths.query_model,
-                "document_model": paths.document_model}
-    path = out / RECIPE_FILE
     if path.is_file():
         before = json.loads(path.read_text(encoding="utf-8"))
         changed = sorted(k for k in settings if before.get(k) != settings[k])
         if changed:
-            raise CareError(f"{out} holds a recipe run with other settings ({', '.join(changed)}: "
-                            f"{ {k: before.get(k) for k in changed} } -> { {k: settings[k] for k in changed} }); "
-                            "give each ablation its own --output folder")
+            raise CareError(f"{path.parent} holds a {what} run with other settings ({', '.join(changed)}: "
+                            f"{ {k: before.get(k) for k in changed} } -> { {k: settings[k] for k in changed} }); {fix}")
         return
     write_json(path, settings)
+
+
+def _record_settings(out: Path, paths: RecipePaths, recipe: RecipeConfig) -> None:
+    settings = {"recipe": recipe.to_dict(),
+                "query_model": recipe.pretrained_query_model or paths.query_model,
+                "document_model": paths.document_model}
+    record_run_settings(out / RECIPE_FILE, settings, "recipe", "give each ablation its own --output folder")
 
 
 def final_care_model(results: dict[str, TrainResult]) -> str | None:
