@@ -65,7 +65,7 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     tag = f"L{args.layers}{'_stage1' if args.stage1 else ''}_lr{args.lr}"
-    work = ROOT / "runs" / "e5student" / tag.replace("_stage1", "")
+    work = ROOT / "runs" / "e5student" / tag  # with and without Stage I train different students
     work.mkdir(parents=True, exist_ok=True)
     src = args.bench_work
     ds = bc.prepare_toyhom(src)
