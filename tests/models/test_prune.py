@@ -1,4 +1,4 @@
-"""Pruning keeps the first N layers: outputs equal the original's hidden states of layer N."""
+"""Pruning keeps N layers: the first N (outputs equal the original's hidden states of layer N) or strided."""
 
 from __future__ import annotations
 
@@ -102,3 +102,75 @@ def test_cli_prune(tiny, tmp_path):
     result = CliRunner().invoke(app, ["model", "prune", str(tiny[0]), "--layers", "1", "-o", str(tmp_path / "p")])
     assert result.exit_code == 0, result.output
     assert AutoConfig.from_pretrained(tmp_path / "p").num_hidden_layers == 1
+
+
+@pytest.mark.parametrize(("depth", "n", "expected"), [(12, 6, [0, 2, 4, 6, 8, 10]), (12, 4, [0, 3, 6, 9]),
+                                                      (12, 5, [0, 2, 4, 6, 8]), (4, 4, [0, 1, 2, 3]), (4, 1, [0])])
+def test_select_layers_strided(depth, n, expected):
+    from care.models.prune import select_layers
+
+    assert select_layers(depth, n, "strided") == expected
+    assert select_layers(depth, n, "first") == list(range(n))
+
+
+def test_select_layers_rejects_unknown_mode_and_count():
+    from care.models.prune import select_layers
+
+    with pytest.raises(CareError, match="keep='last'"):
+        select_layers(12, 6, "last")
+    with pytest.raises(CareError, match="between 1 and 12"):
+        select_layers(12, 13, "strided")
+
+
+def _deep(tmp_path, tiny, kind: str, depth: int = 4):
+    """A copy of a tiny model with ``depth`` random layers (the presets have 2)."""
+    source = tiny[0] if kind == "bert" else tiny[1]
+    config = AutoConfig.from_pretrained(source)
+    config.num_hidden_layers = depth
+    if getattr(config, "layer_types", None):
+        config.layer_types = ["full_attention"] * depth
+    torch.manual_seed(0)
+    model = AutoModel.from_config(config)
+    out = tmp_path / f"{kind}-{depth}"
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(source).save_pretrained(out)
+    return out
+
+
+def test_strided_bert_keeps_layers_0_and_2(tiny, tmp_path):
+    torch.set_num_threads(1)
+    source = _deep(tmp_path, tiny, "bert")
+    out = prune_layers(source, 2, tmp_path / "bert-strided", keep="strided")
+    original, pruned = AutoModel.from_pretrained(source), AutoModel.from_pretrained(out)
+    assert pruned.config.num_hidden_layers == 2
+    for new, old in enumerate([0, 2]):
+        torch.testing.assert_close(pruned.encoder.layer[new].attention.self.query.weight,
+                                   original.encoder.layer[old].attention.self.query.weight)
+
+
+def test_strided_qwen3_renumbers_cache_slots_and_runs_with_cache(tiny, tmp_path):
+    torch.set_num_threads(1)
+    source = _deep(tmp_path, tiny, "qwen3")
+    out = prune_layers(source, 2, tmp_path / "qwen-strided", keep="strided")
+    pruned = AutoModel.from_pretrained(out).eval()
+    original = AutoModel.from_pretrained(source)
+    torch.testing.assert_close(pruned.layers[1].self_attn.q_proj.weight, original.layers[2].self_attn.q_proj.weight)
+    assert [layer.self_attn.layer_idx for layer in pruned.layers] == [0, 1]
+    assert len(pruned.config.layer_types) == 2
+    tok = AutoTokenizer.from_pretrained(out)
+    with torch.no_grad():
+        result = pruned(**tok(TEXTS, padding=True, return_tensors="pt"), use_cache=True)
+    assert result.last_hidden_state.shape[0] == 2 and torch.isfinite(result.last_hidden_state).all()
+
+
+def test_cli_prune_strided(tiny, tmp_path):
+    from typer.testing import CliRunner
+
+    from care.cli import app
+
+    source = _deep(tmp_path, tiny, "bert")
+    result = CliRunner().invoke(app, ["model", "prune", str(source), "--layers", "2", "--keep", "strided",
+                                      "-o", str(tmp_path / "p")])
+    assert result.exit_code == 0, result.output
+    assert "strided" in result.output
+    assert AutoConfig.from_pretrained(tmp_path / "p").num_hidden_layers == 2

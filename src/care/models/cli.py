@@ -6,7 +6,7 @@
 * ``care model build --query Q --document D --output DIR``: query tower (CLS) + document tower
   (last token, LoRA, Matryoshka cut to the query width) -> one routed CARE folder.
 * ``care model info PATH``: routes, widths, parameters, LoRA and stored prompts.
-* ``care model prune SRC --layers N -o OUT``: keep the first N layers (KALE / Wang & Lyu query init).
+* ``care model prune SRC --layers N [--keep first|strided] -o OUT``: keep N layers (KALE / Wang & Lyu query init: the first).
 """
 
 from __future__ import annotations
@@ -169,15 +169,16 @@ def info(path: Path = typer.Argument(..., help="A CARE folder (or any sentence-t
 @model_app.command("prune")
 def prune(
     source: str = typer.Argument(..., help="HF model folder / hub id, or a SentenceTransformer folder of a care.train stage."),
-    layers: int = typer.Option(..., "--layers", help="Number of first transformer layers to keep."),
+    layers: int = typer.Option(..., "--layers", help="Number of transformer layers to keep."),
     output: Path = typer.Option(..., "--output", "-o", help="Folder to write (AutoModel + tokenizer)."),
+    keep: str = typer.Option("first", "--keep", help="first: layers 0..N-1 (KALE); strided: every (depth // N)-th layer from 0."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Needed for gte-multilingual-base."),
 ) -> None:
-    """Keep the first N layers of SOURCE (LoRA merged first) and save it with its tokenizer."""
+    """Keep N layers of SOURCE (LoRA merged first) and save it with its tokenizer."""
     from care.models.prune import prune_layers
 
-    path = prune_layers(source, layers, output, trust_remote_code=trust_remote_code)
-    typer.echo(f"pruned model: {path} ({layers} layers)")
+    path = prune_layers(source, layers, output, keep=keep, trust_remote_code=trust_remote_code)
+    typer.echo(f"pruned model: {path} ({layers} layers, {keep})")
 
 
 @model_app.command("export-e5")
