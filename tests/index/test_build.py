@@ -58,6 +58,23 @@ def test_query_route_loads_without_the_document_tower(tiny_care, tmp_path):
     assert encoder.encode_queries(["头痛"]).shape == (1, encoder.dim)
 
 
+def test_route_spec_options_apply_to_one_route(tiny_care):
+    """``FOLDER?query_prefix=...`` keeps the query route and prefixes queries; options a saved route cannot take are refused."""
+    import numpy as np
+
+    from care.errors import CareError
+
+    plain = load_side(str(tiny_care), "query")
+    prefixed = load_side(f"{tiny_care}?query_prefix=query%3A%20&max_length=16", "query")
+    assert prefixed.config.query_prefix == "query: " and prefixed.model.max_seq_length == 16
+    assert prefixed.fingerprint != plain.fingerprint
+    by_hand = plain.model.encode_query(["query: 头痛"], prompt="", convert_to_numpy=True)
+    by_hand /= np.linalg.norm(by_hand, axis=1, keepdims=True)
+    np.testing.assert_allclose(prefixed.encode_queries(["头痛"]), by_hand, atol=1e-5)
+    with pytest.raises(CareError, match="pooling cannot change a saved routed folder"):
+        load_side(f"{tiny_care}?pooling=cls", "query")
+
+
 def test_sharded_build_matches_the_document_encoder(tiny_care, corpus, tmp_path, document_vectors):
     output = tmp_path / "idx"
     assert build(_options(tiny_care, corpus, output), shard=(1, 3)) is None  # not all shards yet: no merge

@@ -35,6 +35,18 @@ def test_fp32_onnx_matches_pytorch(exported, torch_query, batch_size):
         assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
 
 
+def test_onnx_keeps_the_spec_query_prefix(tiny_care, tmp_path):
+    """A ``?query_prefix=`` option (e5 students: ``query: ``) is part of the exported encoder."""
+    spec = f"{tiny_care}?query_prefix=query%3A%20"
+    export_query_encoder(spec, tmp_path, quantize=False)
+    onnx = OnnxQueryEncoder(tmp_path)
+    assert onnx.config.query_prompt == "query: "
+    reference = load_side(spec, "query", device="cpu", dtype="float32").encode_queries(TEXTS)
+    assert cosine_agreement(reference, onnx.encode_queries(TEXTS)).min() >= 1 - FP32_MAX_COSINE_GAP
+    unprefixed = load_side(str(tiny_care), "query", device="cpu", dtype="float32").encode_queries(TEXTS)
+    assert cosine_agreement(unprefixed, onnx.encode_queries(TEXTS)).min() < 1 - FP32_MAX_COSINE_GAP
+
+
 def test_int8_onnx_is_close_to_pytorch(exported, torch_query):
     reference = torch_query.encode_queries(TEXTS)
     got = OnnxQueryEncoder(exported, int8=True).encode_queries(TEXTS)

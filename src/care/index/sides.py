@@ -134,6 +134,11 @@ def model_identity(spec: str) -> str:
     return digest({"files": files})
 
 
+#: Spec options (``FOLDER?key=value``) that apply to one route of a saved routed folder.
+ROUTE_OPTIONS: frozenset[str] = frozenset({"query_prefix", "document_prefix", "instruction_template", "dim",
+                                           "max_length", "batch_size", "name"})
+
+
 def load_side(
     spec: str,
     side: Side,
@@ -149,14 +154,25 @@ def load_side(
     """
     if side not in SIDES:
         raise CareError(f"side must be one of {SIDES}, got {side!r}")
-    if is_routed_folder(spec):
+    from care.encoders.registry import split_options
+
+    folder, options = split_options(spec)
+    if is_routed_folder(folder):
         from care.encoders.hf import DEFAULT_BATCH_SIZE, HFEncoder, HFEncoderConfig, locate_model
 
-        model = load_route(spec, side, device=device, dtype=dtype)
-        config = HFEncoderConfig(model=spec, dtype=dtype, device=device, batch_size=batch_size or DEFAULT_BATCH_SIZE)  # type: ignore[arg-type]
-        config.name = f"{Path(spec).name}[{side}]"
-        settings = {"format": "sentence-transformers", "route": side, "dtype": dtype}
-        return HFEncoder(config, model, locate_model(spec), settings)
+        unsupported = sorted(set(options) - ROUTE_OPTIONS)
+        if unsupported:
+            raise CareError(f"model spec '{spec}': option(s) {', '.join(unsupported)} cannot change a saved routed "
+                            f"folder; it accepts {', '.join(sorted(ROUTE_OPTIONS))}")
+        model = load_route(folder, side, device=device, dtype=dtype)
+        config = HFEncoderConfig.from_dict({"model": folder, "dtype": dtype, "device": device,
+                                            "batch_size": batch_size or DEFAULT_BATCH_SIZE,
+                                            "name": f"{Path(folder).name}[{side}]", **options}, source=spec)
+        if config.max_length is not None:
+            model.max_seq_length = config.max_length
+        settings = {"format": "sentence-transformers", "route": side, "dtype": dtype,
+                    **{key: getattr(config, key) for key in sorted(options)}}
+        return HFEncoder(config, model, locate_model(folder), settings)
     from care.encoders.registry import load_model
 
     model = load_model(spec, device=device, batch_size=batch_size)

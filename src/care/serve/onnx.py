@@ -169,7 +169,9 @@ def export_query_encoder(
     config = OnnxExportConfig(
         source=spec, source_fingerprint=encoder.fingerprint, dim=encoder.dim,
         max_seq_length=int(st_model.max_seq_length), input_names=input_names,
-        query_prompt=_effective_query_prompt(st_model), instruction_template=encoder.config.instruction_template,
+        query_prompt=(encoder.config.query_prefix if encoder.config.query_prefix is not None
+                      else _effective_query_prompt(st_model)),
+        instruction_template=encoder.config.instruction_template,
         quantized=quantize, opset=opset,
     )
     write_json(output / CONFIG_FILE, config.to_dict())
