@@ -208,13 +208,18 @@ def evaluate_variants(ds: Dataset, specs: dict[str, str], work: Path, cache: Emb
     return out
 
 
+def latency_queries(ds: Dataset) -> list[str]:
+    """The evaluation queries whose single-query encoding is timed."""
+    queries = list(load_queries(Path(ds.task.path) / ("test_queries.jsonl" if ds.task.split == "test" else "queries.jsonl")).values())
+    return queries[:LATENCY_QUERIES]
+
+
 def query_latencies(ds: Dataset, specs: dict[str, str], instruction: str | None) -> dict[str, float]:
     """Median single-query encoding time (ms) of each dense model's query side, interleaved per query."""
     from care.bench.latency import measure_latency
 
-    queries = list(load_queries(Path(ds.task.path) / ("test_queries.jsonl" if ds.task.split == "test" else "queries.jsonl")).values())
     models = {v: load_model(s) for v, s in specs.items() if s != "bm25"}
-    return measure_latency(models, queries[:LATENCY_QUERIES], LATENCY_ROUNDS, instruction)
+    return measure_latency(models, latency_queries(ds), LATENCY_ROUNDS, instruction)
 
 
 def summarise(name: str, per_seed: dict[int, dict[str, float]], latency: dict[str, float],

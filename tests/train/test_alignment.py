@@ -140,3 +140,13 @@ def test_dev_queries_bm25() -> None:
     rows = list(build_alignment_data(queries, [], n_negatives=2, seed=0))
     assert len(rows) == len(set(q.strip() for q in queries))
     check_rows(rows, 2)
+
+
+def test_document_sentences_split_filter_dedupe_and_limit() -> None:
+    from care.train.alignment import document_sentences
+
+    docs = ["你好。高血压患者应该少吃盐！每天坚持运动半小时？", "高血压患者应该少吃盐；糖尿病要控制饮食\n" + "很" * 70 + "。"]
+    got = document_sentences(docs)
+    assert sorted(got) == sorted(["高血压患者应该少吃盐", "每天坚持运动半小时", "糖尿病要控制饮食"])  # "你好" too short, 70 chars too long
+    assert document_sentences(docs, seed=3) == document_sentences(docs, seed=3)
+    assert len(document_sentences(docs, limit=2)) == 2

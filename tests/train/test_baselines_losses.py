@@ -176,6 +176,32 @@ def test_query_aware_teacher_gives_a_symmetric_tower_the_students_text():
     assert tower.seen == ["Q: 头痛", "Instruct: 检索\nQuery: 发烧", "文档"]
 
 
+def test_stage1_query_side_as_queries_embeds_query_rows_with_the_teachers_query_convention():
+    """``model.teacher.query_side_as_queries``: (q, q, q⁻) rows' teacher side becomes query keys; (d, d, d⁻) rows stay documents."""
+    from care.train.data import DOC_ALIGN, QUERY_ALIGN, TrainingBatch, TrainingExample
+    from care.train.stages import QueryAwareTeacher, teacher_query_key
+
+    config = TrainConfig.from_dict({"stage": "stage1", "output_dir": "runs/x", "data": {"train_file": "t.jsonl"},
+                                    "model": {"query_model": "q", "document_model": "d",
+                                              "teacher": {"query_side_as_queries": True}}})
+    stage = build_stage(config)
+    assert stage.query_side_as_queries and stage.teacher_embeds_queries
+    rows = [TrainingExample(query="头痛", pos=("头痛",), neg=("发烧",), type=QUERY_ALIGN),
+            TrainingExample(query="布洛芬止痛", pos=("布洛芬止痛",), neg=("补液",), type=DOC_ALIGN)]
+    key = lambda t: teacher_query_key(t, None, QUERY_ALIGN)  # noqa: E731
+    assert stage.teacher_texts(rows, "query: ") == sorted([key("头痛"), key("发烧"), "布洛芬止痛", "补液"])
+    batch = TrainingBatch(["头痛", "布洛芬止痛"], ["头痛", "布洛芬止痛"], ["发烧", "补液"], 0, [None, None],
+                          [QUERY_ALIGN, DOC_ALIGN])
+    texts = stage.batch_texts(batch, "query: ")
+    assert texts["query"] == ["query: 头痛", "布洛芬止痛"]
+    assert texts["positive"] == [key("头痛"), "布洛芬止痛"] and texts["negative"] == [key("发烧"), "补液"]
+    teacher = _RoleTeacher()
+    assert isinstance(stage.teacher_encoder(teacher, "query: "), QueryAwareTeacher)
+    # off by default, and only Stage I reads it
+    assert not build_stage(_config("stage1")).query_side_as_queries
+    assert not build_stage(TrainConfig.from_dict({**config.to_dict(), "stage": "stage1_sft"})).query_side_as_queries
+
+
 def test_score_distill_needs_a_nonzero_weight():
     from care.train.config import ConfigError
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -235,6 +236,32 @@ def build_alignment_data(queries: Iterable[str], documents: Iterable[str], *,
     rng = random.Random(seed)
     yield from _side_rows(_unique(queries), QUERY_ALIGN, "query", miner, n_negatives, rng, is_duplicate)
     yield from _side_rows(_unique(documents), DOC_ALIGN, "document", miner, n_negatives, rng, is_duplicate)
+
+
+#: Sentence ends in Chinese and Western text (full-width and ASCII), and line breaks.
+SENTENCE_END = re.compile(r"[。！？；!?;\n]+")
+#: Length bounds (characters) of a sentence kept as query-like alignment text: shorter pieces are
+#: fragments ("你好"), longer ones are passages rather than questions.
+SENTENCE_MIN_CHARS = 6
+SENTENCE_MAX_CHARS = 60
+
+
+def document_sentences(documents: Iterable[str], *, limit: int | None = None, seed: int = 0,
+                       min_chars: int = SENTENCE_MIN_CHARS, max_chars: int = SENTENCE_MAX_CHARS) -> list[str]:
+    """Short sentences of ``documents``, as extra query-side alignment texts for Stage I.
+
+    Queries are short; a corpus has far more short in-domain text inside its passages than a
+    training file has queries. Each passage is split at sentence ends; pieces of ``min_chars`` to
+    ``max_chars`` characters are kept once each (first occurrence), shuffled with ``seed``, and cut
+    to ``limit``. They enter :func:`build_alignment_data` as queries (``query_align`` rows).
+
+    Returns:
+        Up to ``limit`` distinct sentences (all when None), in seeded random order.
+    """
+    sentences = _unique(piece.strip() for doc in documents for piece in SENTENCE_END.split(doc)
+                        if min_chars <= len(piece.strip()) <= max_chars)
+    random.Random(seed).shuffle(sentences)
+    return sentences if limit is None else sentences[:limit]
 
 
 def alignment_from_training_file(train_jsonl: str | Path, out_jsonl: str | Path, *,

@@ -38,7 +38,7 @@ cache such texts are tagged (:func:`teacher_query_key`) so they never collide wi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import json
@@ -173,12 +173,15 @@ class StageSpec:
             ``negative`` is reshaped to ``[B, k, d]``); returns a tensor or a
             :class:`~care.train.losses.LossOutput`.
         loss_args: field names passed positionally to ``loss``.
+        query_side_as_queries: the teacher embeds the positive and negatives of ``query_align`` rows
+            as queries (``model.teacher.query_side_as_queries``; Stage I).
     """
 
     name: str
     field_towers: dict[str, str]
     loss: nn.Module
     loss_args: tuple[str, ...] = field(default=FIELDS)
+    query_side_as_queries: bool = False
 
     @property
     def trainable_towers(self) -> tuple[str, ...]:
@@ -197,8 +200,17 @@ class StageSpec:
 
     @property
     def teacher_embeds_queries(self) -> bool:
-        """True when the teacher must embed queries (a ``teacher_query`` field)."""
-        return self.field_towers.get("teacher_query") == TEACHER
+        """True when the teacher must embed queries (a ``teacher_query`` field, or query-side rows as queries)."""
+        return self.field_towers.get("teacher_query") == TEACHER or self.query_side_as_queries
+
+    def _teacher_side(self, texts: list[str], prompts: Sequence[str | None], types: Sequence[str | None]) -> list[str]:
+        """``texts`` of the teacher's positive/negative fields, with query-side rows' texts as query keys
+        when :attr:`query_side_as_queries` (``prompts`` / ``types`` are per text)."""
+        from care.train.data import QUERY_ALIGN
+
+        if not self.query_side_as_queries:
+            return texts
+        return [teacher_query_key(t, p, ty) if ty == QUERY_ALIGN else t for t, p, ty in zip(texts, prompts, types)]
 
     def teacher_encoder(self, teacher, default_prompt: str | None):
         """The encoder whose ``encode_documents`` fills the teacher cache: ``teacher`` itself, or a
@@ -215,11 +227,18 @@ class StageSpec:
                  "negative": list(batch.negatives),
                  "teacher_query": [teacher_query_key(q, p, t) for q, p, t in zip(batch.queries, batch.prompts,
                                                                                  batch.types)]}
+        per_row = len(texts["negative"]) // max(len(texts["positive"]), 1)  # negatives are query-major
         out = {}
-        for name in self.field_towers:
+        for name, tower in self.field_towers.items():
             key = name if name == "teacher_query" else source_field(name)
-            if texts[key]:
-                out[name] = texts[key]
+            if not texts[key]:
+                continue
+            value = texts[key]
+            if tower == TEACHER and key in ("positive", "negative"):
+                repeat = 1 if key == "positive" else per_row
+                value = self._teacher_side(value, [p for p in batch.prompts for _ in range(repeat)],
+                                           [t for t in batch.types for _ in range(repeat)])
+            out[name] = value
         return out
 
     def teacher_texts(self, examples: Iterable, query_prompt: str | None) -> list[str]:
@@ -234,8 +253,8 @@ class StageSpec:
         texts: set[str] = set()
         for ex in examples:
             if sources & {"positive", "negative"}:
-                texts.update(ex.pos)
-                texts.update(ex.neg)
+                side = [*ex.pos, *ex.neg]
+                texts.update(self._teacher_side(side, [ex.prompt] * len(side), [ex.type] * len(side)))
             if "query" in sources:
                 texts.add(teacher_query_key(ex.query, ex.prompt, ex.type))
         return sorted(texts)
@@ -286,6 +305,7 @@ def build_stage(config: TrainConfig) -> StageSpec:
                                        gather_across_devices=lc.gather_across_devices)
     else:  # stage1_sft, stage2
         loss = AsymInfoNCELoss(lc.temperature, gather_across_devices=lc.gather_across_devices)
-    spec = StageSpec(stage, dict(_FIELD_TOWERS[stage]), loss, _LOSS_ARGS.get(stage, FIELDS))
+    spec = StageSpec(stage, dict(_FIELD_TOWERS[stage]), loss, _LOSS_ARGS.get(stage, FIELDS),
+                     query_side_as_queries=stage == "stage1" and config.model.teacher.query_side_as_queries)
     assert spec.uses_teacher == (stage in TEACHER_STAGES)
     return spec
