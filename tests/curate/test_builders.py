@@ -109,6 +109,11 @@ def test_build_train_never_uses_a_relevant_document_as_negative(world):
     align = [json.loads(line) for line in (tmp / "align.jsonl").read_text(encoding="utf-8").splitlines()]
     assert n == len(align) and {r["type"] for r in align} == {"query_align", "doc_align"}
     assert all(r["pos"] == [r["query"]] and r["query"] not in r["neg"] for r in align)
+    extra = ["布洛芬可以缓解头痛", "多喝水注意休息"]
+    n_extra = build_alignment(out, tmp / "align2.jsonl", extra_queries=extra)
+    align2 = [json.loads(line) for line in (tmp / "align2.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert n_extra == n + 2
+    assert {r["query"] for r in align2 if r["type"] == "query_align"} >= set(extra)
 
 
 def test_audit_finds_unlabelled_relevant_documents(world):
@@ -146,3 +151,23 @@ def test_cli_anonymise_and_judge(tmp_path):
     assert result.exit_code == 0, result.output
     row = json.loads((tmp_path / "j.jsonl").read_text(encoding="utf-8"))
     assert row == {"query_id": "q", "doc_id": "d", "grades": {"a": "S"}, "label": "positive", "score": 3}
+
+
+def test_cli_build_train_with_alignment_sentences(world):
+    tmp, corpus, queries, _, server = world
+    config = tmp / "judges.yaml"
+    config.write_text(f"cache: c.sqlite\njudges:\n  - {{id: a, base_url: '{server.base_url}', model: model-a}}\n",
+                      encoding="utf-8")
+    result = CliRunner().invoke(app, ["curate", "build-train", "--corpus", str(corpus), "--queries", str(queries),
+                                      "-r", "bm25", "-j", str(config), "-o", str(tmp / "train.jsonl"), "--depth", "8",
+                                      "--alignment-out", str(tmp / "align.jsonl"), "--alignment-sentences", "2",
+                                      "--no-progress"])
+    assert result.exit_code == 0, result.output
+    stats = json.loads(result.output)
+    assert stats["alignment_sentences"] == 2
+    align = [json.loads(line) for line in (tmp / "align.jsonl").read_text(encoding="utf-8").splitlines()]
+    corpus_texts = {r["text"] for r in _corpus_rows()}
+    queries_side = [r["query"] for r in align if r["type"] == "query_align"]
+    # the training queries plus two sentences cut from corpus passages (split at "，" is not a sentence end)
+    assert len(queries_side) == len(set(queries_side)) == 3 + 2
+    assert sum(q in corpus_texts for q in queries_side) == 2

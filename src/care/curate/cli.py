@@ -151,6 +151,8 @@ def build_train_cmd(
     prompt: Optional[str] = typer.Option(None, "--prompt", help="Task instruction written into each row."),
     alignment_out: Optional[Path] = typer.Option(None, "--alignment-out", help="Also write Stage I (q,q,q⁻)/(d,d,d⁻) rows here."),
     alignment_negatives: int = typer.Option(1, "--alignment-negatives"),
+    alignment_sentences: int = typer.Option(0, "--alignment-sentences",
+                                            help="Add up to N short corpus sentences as query-side alignment texts."),
     no_progress: bool = typer.Option(False, "--no-progress"),
 ) -> None:
     """Judge each query's top-N and write (query, positives, hard negatives); never a judged-relevant negative."""
@@ -162,7 +164,14 @@ def build_train_cmd(
                             voting=config.voting, config=TrainDataConfig(depth=depth, max_negatives=max_negatives, prompt=prompt),
                             show_progress=not no_progress)
     if alignment_out is not None:
-        stats["alignment_rows"] = build_alignment(out, alignment_out, n_negatives=alignment_negatives)
+        extra = None
+        if alignment_sentences:
+            from care.data.retrieval import load_corpus
+            from care.train.alignment import document_sentences
+
+            extra = document_sentences((d.full_text for d in load_corpus(corpus).values()), limit=alignment_sentences)
+            stats["alignment_sentences"] = len(extra)
+        stats["alignment_rows"] = build_alignment(out, alignment_out, n_negatives=alignment_negatives, extra_queries=extra)
     _print(stats)
 
 
