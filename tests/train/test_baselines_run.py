@@ -65,6 +65,11 @@ def test_kale_runs_prunes_aligns_and_resumes(tiny_dir, kale, monkeypatch):
     assert again.model == result.model and again.steps["align"].global_step == 2
     with pytest.raises(CareError, match="other settings"):
         run_baseline("wang_lyu", paths, FAST, config_dir=CONFIGS / "wang_lyu")
+    with pytest.raises(CareError, match=r"other settings \(overrides"):  # --set changes are refused too
+        run_baseline("kale", paths, [*FAST, "prune:layers=2"], config_dir=CONFIGS / "kale")
+    from care.train.baselines import SETTINGS_FILE
+
+    (out / SETTINGS_FILE).unlink()  # without the run record, the pruned folder's own record still guards it
     with pytest.raises(CareError, match="was pruned with"):
         run_baseline("kale", paths, [*FAST, "prune:layers=2"], config_dir=CONFIGS / "kale")
 

@@ -111,6 +111,11 @@ def test_real_ablation_run_resumes_and_refuses_other_settings(tiny_dir, tmp_path
     assert {s: r.global_step for s, r in again.items()} == {s: r.global_step for s, r in results.items()}
     with pytest.raises(CareError, match="other settings.*recipe"):
         run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=RecipeConfig(skip_stage2=True))
+    with pytest.raises(CareError, match=r"other settings \(overrides"):
+        run_recipe(_paths(tiny_dir, tmp_path), overrides=[*FAST, "stage1:optim.lr=1e-5"], recipe=recipe)
+    # reporting-only settings may change on a rerun
+    run_recipe(_paths(tiny_dir, tmp_path), overrides=[*FAST, "runtime.progress_bar=true", "stage1:runtime.log_with=null"],
+               recipe=recipe)
 
 
 @pytest.mark.parametrize("zeroed, kept, module", [("lambda_mse", "contrastive", "EmbeddingMSELoss"),

@@ -159,10 +159,10 @@ def _step_data(name: str, step: Step, config_dir: str | Path | None) -> dict[str
     return apply_overrides(TrainConfig(stage=step.stage).to_dict(), defaults)
 
 
-def _record_settings(out: Path, name: str, paths: BaselinePaths) -> None:
-    from care.train.recipe import record_run_settings
+def _record_settings(out: Path, name: str, paths: BaselinePaths, overrides: Sequence[str]) -> None:
+    from care.train.recipe import record_run_settings, result_overrides
 
-    settings = {"baseline": name, **asdict(paths)}
+    settings = {"baseline": name, **asdict(paths), "overrides": result_overrides(overrides)}
     settings.pop("output_dir")
     record_run_settings(out / SETTINGS_FILE, settings, "baseline", "give each baseline its own output folder")
 
@@ -187,7 +187,7 @@ def run_baseline(name: str, paths: BaselinePaths, overrides: Sequence[str] = (),
                           "(e.g. a BERT-style checkpoint such as runs/tiny/tiny-bert)")
     out = Path(paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _record_settings(out, name, paths)
+    _record_settings(out, name, paths, overrides)
     teacher = paths.document_model if paths.document_trained else str(out / "init_document" / "document")
     result = BaselineResult(name, str(out), None, teacher)
     previous_query: str | None = None

@@ -163,13 +163,14 @@ def record_run_settings(path: Path, settings: dict[str, Any], what: str, fix: st
     """Write ``settings`` to ``path`` on the first run; on a rerun refuse settings that changed.
 
     A resumed run skips finished steps, so finishing a run with other settings would silently mix
-    two experiments; this names the changed fields (old -> new) and says ``fix``.
+    two experiments; this names the changed fields (old -> new) and says ``fix``. A field the first
+    run did not record (a file written by an older version) is not compared.
     """
     from care.data.io import write_json
 
     if path.is_file():
         before = json.loads(path.read_text(encoding="utf-8"))
-        changed = sorted(k for k in settings if before.get(k) != settings[k])
+        changed = sorted(k for k in settings if k in before and before[k] != settings[k])
         if changed:
             raise CareError(f"{path.parent} holds a {what} run with other settings ({', '.join(changed)}: "
                             f"{ {k: before.get(k) for k in changed} } -> { {k: settings[k] for k in changed} }); {fix}")
@@ -177,10 +178,24 @@ def record_run_settings(path: Path, settings: dict[str, Any], what: str, fix: st
     write_json(path, settings)
 
 
-def _record_settings(out: Path, paths: RecipePaths, recipe: RecipeConfig) -> None:
+#: Override keys that change how a run reports, not what it trains: a rerun may change them freely.
+REPORTING_KEYS: tuple[str, ...] = ("runtime.progress_bar", "runtime.log_with", "runtime.log_every_steps")
+
+
+def result_overrides(overrides: Sequence[str]) -> list[str]:
+    """``overrides`` without the reporting-only ones (:data:`REPORTING_KEYS`), as recorded for a run."""
+    def key(override: str) -> str:
+        name = override.split("=", 1)[0]
+        return name.split(":", 1)[1] if ":" in name else name
+
+    return [o for o in overrides if key(o) not in REPORTING_KEYS]
+
+
+def _record_settings(out: Path, paths: RecipePaths, recipe: RecipeConfig, overrides: Sequence[str]) -> None:
     settings = {"recipe": recipe.to_dict(),
                 "query_model": recipe.pretrained_query_model or paths.query_model,
-                "document_model": paths.document_model}
+                "document_model": paths.document_model,
+                "overrides": result_overrides(overrides)}
     record_run_settings(out / RECIPE_FILE, settings, "recipe", "give each ablation its own --output folder")
 
 
@@ -208,6 +223,7 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
             rewire the rest.
     """
     recipe = recipe or RecipeConfig()
+    given = list(overrides)
     overrides = [*overrides, *recipe.overrides]
     unknown = [s for s in stages if s not in RECIPE_STAGES]
     if unknown:
@@ -215,7 +231,7 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
     stages = [s for s in RECIPE_STAGES if s in stages and s not in recipe.skipped()]
     out = Path(paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _record_settings(out, paths, recipe)
+    _record_settings(out, paths, recipe, given)
     results: dict[str, TrainResult] = {}
     dirs = {s: out / s for s in RECIPE_STAGES}
     query_start = recipe.pretrained_query_model or paths.query_model
