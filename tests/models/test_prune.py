@@ -148,7 +148,7 @@ def test_strided_bert_keeps_layers_0_and_2(tiny, tmp_path):
                                    original.encoder.layer[old].attention.self.query.weight)
 
 
-def test_strided_qwen3_renumbers_cache_slots_and_runs_with_cache(tiny, tmp_path):
+def test_strided_qwen3_reloads_with_cache_slots_0_to_n_and_runs_with_cache(tiny, tmp_path):
     torch.set_num_threads(1)
     source = _deep(tmp_path, tiny, "qwen3")
     out = prune_layers(source, 2, tmp_path / "qwen-strided", keep="strided")

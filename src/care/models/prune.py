@@ -12,7 +12,7 @@ and starts distillation much closer to the teacher (multilingual-e5-small on the
   and GPT-2 style models (``model.h``) — the layer ``ModuleList`` is found generically;
 * ``config.num_hidden_layers`` (or ``n_layer`` / ``num_layers``) and every per-layer list in the
   config whose length equals the layer count (Qwen3's ``layer_types``, ...) keep the kept layers'
-  entries; each kept block's ``layer_idx`` attributes (KV-cache slots) are renumbered;
+  entries (a reloaded decoder numbers its KV-cache slots 0..n-1 from the config);
 * the source may be a plain HF folder / hub id or a SentenceTransformer folder written by a
   ``care.train`` stage (e.g. ``init_document/document``); a LoRA adapter in it is merged first.
 
@@ -47,14 +47,18 @@ LAYER_COUNT_KEYS: tuple[str, ...] = ("num_hidden_layers", "n_layer", "num_layers
 KEEP_MODES: tuple[str, ...] = ("first", "strided")
 
 
+def _check_keep(keep: str) -> None:
+    if keep not in KEEP_MODES:
+        raise CareError(f"keep={keep!r} is not supported; use one of {', '.join(KEEP_MODES)}")
+
+
 def select_layers(depth: int, n_layers: int, keep: str = "first") -> list[int]:
     """Indices of the layers to keep out of ``depth`` (see :data:`KEEP_MODES`).
 
     Raises:
         CareError: ``n_layers`` outside ``1..depth`` or an unknown ``keep``.
     """
-    if keep not in KEEP_MODES:
-        raise CareError(f"keep={keep!r} is not supported; use one of {', '.join(KEEP_MODES)}")
+    _check_keep(keep)
     if not 1 <= n_layers <= depth:
         raise CareError(f"--layers must be between 1 and {depth} (the model's depth), got {n_layers}")
     if keep == "first":
@@ -103,14 +107,6 @@ def prune_config(config, n_layers: int | list[int]) -> list[str]:
             changed.append(name)
     setattr(config, key, len(kept))
     return changed
-
-
-def _renumber(blocks: list[nn.Module]) -> None:
-    """Give every ``layer_idx`` attribute inside each kept block its new position (KV-cache slot)."""
-    for position, block in enumerate(blocks):
-        for module in block.modules():
-            if isinstance(getattr(module, "layer_idx", None), int):
-                module.layer_idx = position
 
 
 #: Layer paths of bidirectional (BERT-style) encoders; every other layer path is a decoder's.
@@ -163,20 +159,15 @@ def prune_layers(model_path: str | Path, n_layers: int, output: str | Path, *, k
     """
     from care.models.folders import atomic_dir
 
-    select_layers(1, 1, keep)  # an unknown mode fails before the model is loaded
+    _check_keep(keep)  # before the model is loaded
     output = Path(output)
     with _load(model_path, trust_remote_code) as (model, tokenizer):
         layer_path, layers = find_layers(model)
         depth = len(layers)
-        try:
-            kept = select_layers(depth, n_layers, keep)
-        except CareError as err:
-            raise CareError(f"{err} ({model_path} has {depth} layers)") from None
+        kept = select_layers(depth, n_layers, keep)
         parent_path, _, attr = layer_path.rpartition(".")
         parent = model.get_submodule(parent_path) if parent_path else model
-        blocks = [layers[i] for i in kept]
-        _renumber(blocks)
-        setattr(parent, attr, nn.ModuleList(blocks))
+        setattr(parent, attr, nn.ModuleList([layers[i] for i in kept]))
         changed = prune_config(model.config, kept)
         decoder = is_decoder_layer_path(layer_path)
         if decoder:

@@ -204,13 +204,15 @@ class StageSpec:
         return self.field_towers.get("teacher_query") == TEACHER or self.query_side_as_queries
 
     def _teacher_side(self, texts: list[str], prompts: Sequence[str | None], types: Sequence[str | None]) -> list[str]:
-        """``texts`` of the teacher's positive/negative fields, with query-side rows' texts as query keys
-        when :attr:`query_side_as_queries` (``prompts`` / ``types`` are per text)."""
-        from care.train.data import QUERY_ALIGN
-
+        """``texts`` of the teacher's positive/negative fields (row-major: ``len(texts) // len(types)`` per
+        row), with query-side rows' texts as query keys when :attr:`query_side_as_queries`."""
         if not self.query_side_as_queries:
             return texts
-        return [teacher_query_key(t, p, ty) if ty == QUERY_ALIGN else t for t, p, ty in zip(texts, prompts, types)]
+        from care.train.data import QUERY_ALIGN
+
+        per_row = max(len(texts) // max(len(types), 1), 1)
+        return [teacher_query_key(t, prompts[i // per_row], types[i // per_row]) if types[i // per_row] == QUERY_ALIGN
+                else t for i, t in enumerate(texts)]
 
     def teacher_encoder(self, teacher, default_prompt: str | None):
         """The encoder whose ``encode_documents`` fills the teacher cache: ``teacher`` itself, or a
@@ -227,17 +229,14 @@ class StageSpec:
                  "negative": list(batch.negatives),
                  "teacher_query": [teacher_query_key(q, p, t) for q, p, t in zip(batch.queries, batch.prompts,
                                                                                  batch.types)]}
-        per_row = len(texts["negative"]) // max(len(texts["positive"]), 1)  # negatives are query-major
         out = {}
         for name, tower in self.field_towers.items():
             key = name if name == "teacher_query" else source_field(name)
             if not texts[key]:
                 continue
             value = texts[key]
-            if tower == TEACHER and key in ("positive", "negative"):
-                repeat = 1 if key == "positive" else per_row
-                value = self._teacher_side(value, [p for p in batch.prompts for _ in range(repeat)],
-                                           [t for t in batch.types for _ in range(repeat)])
+            if tower == TEACHER and key in ("positive", "negative"):  # negatives are query-major
+                value = self._teacher_side(value, batch.prompts, batch.types)
             out[name] = value
         return out
 
@@ -253,8 +252,7 @@ class StageSpec:
         texts: set[str] = set()
         for ex in examples:
             if sources & {"positive", "negative"}:
-                side = [*ex.pos, *ex.neg]
-                texts.update(self._teacher_side(side, [ex.prompt] * len(side), [ex.type] * len(side)))
+                texts.update(self._teacher_side([*ex.pos, *ex.neg], [ex.prompt], [ex.type]))
             if "query" in sources:
                 texts.add(teacher_query_key(ex.query, ex.prompt, ex.type))
         return sorted(texts)
