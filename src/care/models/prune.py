@@ -5,7 +5,8 @@ transformer layers of the document encoder, then align it (``care.train`` stages
 ``embed_distill``). ``keep="strided"`` instead keeps every ``depth // n``-th layer starting at the
 first (DistilBERT's initialisation: 6 of 12 = layers 0, 2, ..., 10), which spans the whole network
 and starts distillation much closer to the teacher (multilingual-e5-small on the dev set, untrained
-6-layer student against e5 documents: nDCG@10 0.087 strided vs 0.007 first-6).
+6-layer student against e5 documents: nDCG@10 0.087 strided vs 0.007 first-6;
+``benchmarks/e5_student_starts.py``).
 :func:`prune_layers` does the cut for any Hugging Face ``AutoModel``:
 
 * BERT-style encoders (``model.encoder.layer``), decoder LLMs such as Qwen3 / Llama (``model.layers``)

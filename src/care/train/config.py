@@ -75,7 +75,8 @@ class TeacherConfig:
     embedded by the teacher *as queries* (its query convention: e5's ``"query: "``, a CARE tower's
     query prompt) instead of as documents. The paper's frozen LLM embedder treats both alike; for a
     teacher with asymmetric prefixes the query vectors are what its retrieval scores use (e5 on the
-    dev set: nDCG@10 0.262 with query vectors, 0.243 with the same queries embedded as passages), so
+    dev set: nDCG@10 0.262 with query vectors, 0.243 with the same queries embedded as passages;
+    ``benchmarks/e5_student_starts.py``), so
     a student that mimics them has the higher ceiling.
     """
 

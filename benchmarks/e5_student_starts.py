@@ -1,0 +1,85 @@
+"""Where an e5 student starts: e5's own query vectors vs the same queries embedded as passages, and
+untrained 6-layer cuts of e5 (first six layers vs strided 0, 2, ..., 10) against e5's documents.
+
+These are the numbers behind two choices of ``bench_e5_student.py``: Stage I targets the teacher's
+*query* vectors (``model.teacher.query_side_as_queries``), and the student is cut with
+``care model prune --keep strided``. Evaluated on the dev set's test split over the full corpus
+(nDCG@10); writes ``benchmarks/results/e5_student_starts.json`` and ``.md``.
+
+Usage::
+
+    python benchmarks/e5_student_starts.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+import bench_care as bc
+from bench_e5_student import RESULTS, ROOT, _student_base
+
+from care.bench.options import RunOptions
+from care.bench.runner import evaluate
+from care.encoders.asymmetric import AsymmetricEncoder
+from care.data.io import atomic_write, write_json
+from care.encoders.cache import EmbeddingCache
+from care.encoders.registry import load_model
+
+logger = logging.getLogger("e5_student_starts")
+
+#: The cut compared (half of e5's 12 layers).
+LAYERS = 6
+
+
+class QueriesAsPassages:
+    """An encoder view of e5 that embeds queries exactly as it embeds passages (``passage: `` prefix)."""
+
+    def __init__(self, e5) -> None:
+        self.e5 = e5
+        self.name = f"{e5.name} (queries as passages)"
+        self.fingerprint = f"{e5.fingerprint}+queries-as-passages"
+        self.dim = e5.dim
+
+    def encode_queries(self, texts: Sequence[str], *, instruction: str | None = None, batch_size: int | None = None,
+                       show_progress: bool = False) -> np.ndarray:
+        return self.e5.encode_documents(texts, batch_size=batch_size, show_progress=show_progress)
+
+    def encode_documents(self, texts: Sequence[str], *, batch_size: int | None = None, show_progress: bool = False) -> np.ndarray:
+        return self.e5.encode_documents(texts, batch_size=batch_size, show_progress=show_progress)
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    src = ROOT / "runs" / "bench_care" / "toyhom"
+    ds = bc.prepare_toyhom(src)
+    cache = EmbeddingCache(src / "embedding_cache")
+    e5 = load_model("e5")
+    plain = dataclasses.replace(ds.task, instruction=None)  # the cuts take e5's own prefix, like e5
+    prefix = "&query_prefix=query%3A%20"
+    models = {"e5 query vectors (its own convention)": e5,
+              # documents through e5 itself, so its cached corpus vectors are reused
+              "e5 with the queries embedded as passages": AsymmetricEncoder(QueriesAsPassages(e5), e5),
+              f"e5 first {LAYERS} layers, untrained": load_model(f"asym:{_student_base(LAYERS, 'first')}?pooling=mean{prefix}|e5"),
+              f"e5 {LAYERS} strided layers (0, 2, ...), untrained":
+                  load_model(f"asym:{_student_base(LAYERS, 'strided')}?pooling=mean{prefix}|e5")}
+    scores = {}
+    for name, model in models.items():
+        result = evaluate(model, plain, RunOptions(cache=cache, show_progress=False), label=name)
+        scores[name] = result.scores["ndcg_at_10"]
+        logger.info("%s: nDCG@10 %.4f", name, scores[name])
+    write_json(RESULTS / "e5_student_starts.json", {"dataset": "toyhom", "split": "test", "ndcg_at_10": scores})
+    lines = ["# Where an e5 student starts (toyhom test, documents: e5 passages)", "",
+             "| query side | nDCG@10 |", "|---|---|", *(f"| {k} | {v:.4f} |" for k, v in scores.items()), "",
+             "Command: `python benchmarks/e5_student_starts.py`"]
+    with atomic_write(RESULTS / "e5_student_starts.md") as fh:
+        fh.write("\n".join(lines) + "\n")
+    print("\n".join(lines))  # noqa: T201 — the script's report
+
+
+if __name__ == "__main__":
+    main()
