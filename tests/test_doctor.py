@@ -103,6 +103,19 @@ def test_missing_torch_says_how_to_install_without_cuda_wheels(monkeypatch):
     assert software.check_gpus() == []
 
 
+def test_peft_older_than_transformers_needs_is_blocking_with_the_pin_fix():
+    row = software.check_peft_compat("5.24.0", "0.21.2", "0.22.0")
+    assert row.status == "missing" and row.core
+    assert "needs peft >= 0.22.0" in row.detail
+    assert "constraints.txt" in row.fix and "transformers<5.24.0" in row.fix
+    assert software.check_peft_compat("5.23.0", "0.21.2", "0.20.0").status == "ok"
+
+
+def test_installed_peft_and_transformers_agree():
+    """The set-up installs a compatible pair (constraints.txt); this failed CI once."""
+    assert software.check_peft_compat().status == "ok"
+
+
 def test_missing_faiss_is_blocking(monkeypatch):
     monkeypatch.setitem(sys.modules, "faiss", None)
     r = software.check_faiss([_pkg("faiss-cpu>=1.8", "faiss-cpu", "faiss", ">=1.8")])

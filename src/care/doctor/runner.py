@@ -32,6 +32,7 @@ def run_checks(run_dir: Path | str = DEFAULT_RUN_DIR, cache_dir: Path | str | No
         software.check_requirements_source(reqs),
         software.check_core_packages(reqs.core),
         software.check_torch(reqs.core),
+        software.check_peft_compat(),
         software.check_cuda(),
         *software.check_gpus(),
         software.check_faiss(reqs.core),

@@ -155,6 +155,39 @@ def check_gpus(torch: Any = None) -> list[CheckResult]:
     return [check_gpu(i, torch) for i in range(torch.cuda.device_count())]
 
 
+#: Where transformers keeps the oldest peft its LoRA integration accepts.
+TRANSFORMERS_PEFT_MODULE = "transformers.integrations.peft"
+PEFT_PIN_FIX = ("bash scripts/setup.sh   (installs the versions in constraints.txt), or pip install "
+                "'transformers<{transformers}' to keep this peft")
+
+
+def check_peft_compat(transformers_version: str | None = None, peft_version: str | None = None,
+                      min_peft: str | None = None) -> CheckResult:
+    """The installed peft is at least the release the installed transformers requires for LoRA.
+
+    transformers can be released ahead of the peft it needs (5.24 asked for peft >= 0.22 before that
+    existed); then every LoRA document encoder fails to build. The arguments default to what is installed.
+    """
+    from care.doctor.packages import installed_version, satisfies
+
+    transformers_version = transformers_version or installed_version("transformers")
+    peft_version = peft_version or installed_version("peft")
+    if transformers_version is None or peft_version is None:
+        return CheckResult("peft / transformers", "missing", "transformers or peft is not installed",
+                           fix="bash scripts/setup.sh", core=True)
+    if min_peft is None:
+        module, reason = _import(TRANSFORMERS_PEFT_MODULE)
+        if module is None:
+            return CheckResult("peft / transformers", "missing", f"{TRANSFORMERS_PEFT_MODULE} {reason}",
+                               fix="bash scripts/setup.sh", core=True)
+        min_peft = str(getattr(module, "MIN_PEFT_VERSION", ""))
+    detail = f"peft {peft_version}, transformers {transformers_version} (needs peft >= {min_peft or '?'})"
+    if satisfies(peft_version, f">={min_peft}" if min_peft else ""):
+        return CheckResult("peft / transformers", "ok", detail, core=True)
+    return CheckResult("peft / transformers", "missing", detail + ": LoRA document encoders cannot be built",
+                       fix=PEFT_PIN_FIX.format(transformers=transformers_version), core=True)
+
+
 def check_faiss(packages: Sequence[Package]) -> CheckResult:
     """faiss imports (care's index, benchmark search and diversify filter use it)."""
     pkg = next((p for p in packages if p.module == "faiss"), Package("faiss-cpu", "faiss-cpu", "faiss"))

@@ -107,7 +107,13 @@ def add_lora(hf_model: nn.Module, settings: LoraSettings) -> None:
         )
     if missing:
         logger.warning("LoRA target modules not found in %s (skipped): %s", type(hf_model).__name__, missing)
-    hf_model.add_adapter(settings.to_peft_config(), adapter_name=ADAPTER_NAME)
+    try:
+        hf_model.add_adapter(settings.to_peft_config(), adapter_name=ADAPTER_NAME)
+    except ValueError as exc:
+        if "version of PEFT" not in str(exc):
+            raise
+        raise CareError(f"{exc} (transformers and peft disagree; `care doctor` shows both versions; "
+                        "bash scripts/setup.sh installs the pinned pair from constraints.txt)") from exc
     mark_only_lora_trainable(hf_model)
 
 
