@@ -61,15 +61,15 @@ def test_loss_decreases_on_repeated_corpus(tiny_root, tiny_bert, tmp_path, enhan
     torch.set_num_threads(1)
     cfg = PretrainConfig.from_dict(config_dict(
         "retromae", tiny_bert, tiny_root / "texts.txt", tmp_path / "run", retromae={"enhanced_decoding": enhanced},
-        optim={"batch_size": 8, "max_steps": 30, "lr": 3e-3, "warmup_ratio": 0.0}))
+        optim={"batch_size": 8, "max_steps": 60, "lr": 3e-3, "warmup_ratio": 0.0}))
     result = pretrain(cfg)
     rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in rows] == list(range(1, 31))
+    assert [r["step"] for r in rows] == list(range(1, 61))
     first = sum(r["loss"] for r in rows[:5]) / 5
     last = sum(r["loss"] for r in rows[-5:]) / 5
     assert last < 0.8 * first, (first, last)
     assert rows[-1]["loss/decoder"] < rows[0]["loss/decoder"]
-    assert result.records_seen == 30 * 8 and result.extra["decoding"] == ("enhanced" if enhanced else "basic")
+    assert result.records_seen == 60 * 8 and result.extra["decoding"] == ("enhanced" if enhanced else "basic")
 
 
 def test_saved_checkpoint_is_plain_bert_and_init_query_loads_it(tiny_root, tiny_bert, tmp_path):

@@ -54,6 +54,22 @@ def test_int8_onnx_is_close_to_pytorch(exported, torch_query):
     assert (exported / "model.int8.onnx").stat().st_size < (exported / "model.onnx").stat().st_size
 
 
+def test_onnx_model_spec_loads_the_export_and_pairs_with_a_document_encoder(exported, torch_query, tiny_care):
+    from care.encoders.registry import load_model
+
+    int8 = load_model(f"onnx:{exported}?int8=true&threads=1")
+    assert isinstance(int8, OnnxQueryEncoder) and int8.int8
+    assert np.allclose(int8.encode_queries(TEXTS), OnnxQueryEncoder(exported, int8=True).encode_queries(TEXTS))
+    pair = load_model(f"asym:onnx:{exported}|{tiny_care}")
+    reference = torch_query.encode_queries(TEXTS)
+    assert cosine_agreement(reference, pair.encode_queries(TEXTS)).min() >= 1 - FP32_MAX_COSINE_GAP
+    assert pair.encode_documents(TEXTS[:2]).shape == (2, pair.dim)
+    with pytest.raises(CareError, match="int8"):
+        load_model(f"onnx:{exported}?int8=maybe")
+    with pytest.raises(CareError, match="not an ONNX export"):
+        load_model(f"onnx:{tiny_care}")
+
+
 def test_onnx_export_refuses_documents_and_bad_folders(exported, tmp_path):
     with pytest.raises(CareError, match="only the query encoder"):
         OnnxQueryEncoder(exported).encode_documents(["x"])

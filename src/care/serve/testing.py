@@ -39,13 +39,23 @@ def write_corpus(path: str | Path, docs: Sequence[dict[str, Any]] = SAMPLE_DOCS)
     return path
 
 
+#: Weight scale of the untrained test query tower. At the tiny BERT's training init (0.02) an
+#: untrained CLS vector hardly depends on the text (cosine > 0.9999 between texts), so a test could
+#: not tell two inputs apart; 0.3 spreads them (mean pairwise cosine ~0.8).
+UNTRAINED_QUERY_INIT_RANGE = 0.3
+
+
 def make_tiny_care_model(folder: str | Path, texts: Sequence[str] | None = None, *, max_seq_length: int = 64) -> Path:
-    """Build and save a random-init tiny CARE model in ``folder/care``; returns that path."""
+    """Build and save a random-init (untrained) tiny CARE model in ``folder/care``; returns that path."""
+    import dataclasses
+
     from care.models import build_care_model, build_query_encoder, make_tiny_models, save_care_model
     from care.models.document import build_document_encoder
+    from care.models.presets import TINY_BERT
 
     texts = list(texts) if texts else [d["title"] + d["text"] for d in SAMPLE_DOCS] + list(SAMPLE_QUERIES)
-    query_dir, document_dir = make_tiny_models(texts, folder)
+    shape = dataclasses.replace(TINY_BERT, initializer_range=UNTRAINED_QUERY_INIT_RANGE)
+    query_dir, document_dir = make_tiny_models(texts, folder, query_shape=shape)
     query = build_query_encoder(query_dir, max_seq_length=max_seq_length)
     document = build_document_encoder(document_dir, output_dim=query.get_embedding_dimension(), max_seq_length=max_seq_length)
     return save_care_model(build_care_model(query, document), Path(folder) / "care")
