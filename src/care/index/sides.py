@@ -136,7 +136,7 @@ def model_identity(spec: str) -> str:
 
 #: Spec options (``FOLDER?key=value``) that apply to one route of a saved routed folder.
 ROUTE_OPTIONS: frozenset[str] = frozenset({"query_prefix", "document_prefix", "instruction_template", "dim",
-                                           "max_length", "batch_size", "name"})
+                                           "max_length", "batch_size", "name", "instructions"})
 
 
 def load_side(

@@ -61,6 +61,7 @@ class OnnxExportConfig:
         input_names: the graph's inputs (``input_ids``, ``attention_mask``, maybe ``token_type_ids``).
         query_prompt: prefix used when no instruction is given (the model's stored query prompt).
         instruction_template: how a task instruction is applied.
+        instructions: ``False``: task instructions are ignored (the source spec said ``instructions=false``).
         quantized: True when ``model.int8.onnx`` exists.
     """
 
@@ -71,6 +72,7 @@ class OnnxExportConfig:
     input_names: list[str]
     query_prompt: str = ""
     instruction_template: str = DEFAULT_INSTRUCTION_TEMPLATE
+    instructions: bool = True
     quantized: bool = False
     opset: int = DEFAULT_OPSET
     extra: dict[str, Any] = field(default_factory=dict)
@@ -172,6 +174,7 @@ def export_query_encoder(
         query_prompt=(encoder.config.query_prefix if encoder.config.query_prefix is not None
                       else _effective_query_prompt(st_model)),
         instruction_template=encoder.config.instruction_template,
+        instructions=encoder.config.instructions,
         quantized=quantize, opset=opset,
     )
     write_json(output / CONFIG_FILE, config.to_dict())
@@ -277,6 +280,8 @@ class OnnxQueryEncoder:
         texts = list(texts)
         if not texts:
             return empty_embeddings(self.dim)
+        if not self.config.instructions:
+            instruction = None
         prepared = [prompt + t for t in texts] if prompt is not None and not instruction else self._prepare(texts, instruction)
         size = batch_size or self.batch_size
         out = []
