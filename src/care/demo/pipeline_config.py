@@ -61,6 +61,9 @@ class DemoRunConfig:
         train_negatives: hard negatives sampled per row in Stage II and the student's fine-tune (the
             paper: 7; 3 keeps the demo within its time budget on two shared CPU cores).
         epochs / batch_size / lr: per training stage (tiny random-init models need lr ~1e-3).
+        student_layers: layers of multilingual-e5-small the e5 student keeps (every (12 // N)-th).
+        student_lr / student_sft_lr: the e5 student's Stage I and fine-tune learning rates (it starts
+            from pretrained weights, so far below the tiny models' ``lr``).
         query_max_length / document_max_length: tokens (characters) seen by the towers.
         max_train_examples: cap on training rows per stage (``None``: all).
         tasks: demo tasks evaluated.
@@ -89,6 +92,9 @@ class DemoRunConfig:
     epochs: int = 1
     batch_size: int = 32
     lr: float = 1e-3
+    student_layers: int = 6
+    student_lr: float = 2e-4
+    student_sft_lr: float = 5e-5
     query_max_length: int = 64
     document_max_length: int = 64
     max_train_examples: int | None = 256
@@ -107,7 +113,7 @@ class DemoRunConfig:
         if bad_tasks:
             raise CareError(f"unknown demo task(s) {bad_tasks}; choose from {', '.join(DEMO_TASK_NAMES)}")
         for name in ("epochs", "init_negatives", "train_negatives", "batch_size", "label_depth", "n_negatives", "query_max_length", "document_max_length",
-                     "latency_queries", "latency_rounds"):
+                     "latency_queries", "latency_rounds", "student_layers"):
             if int(getattr(self, name)) < 1:
                 raise CareError(f"demo config: {name} must be >= 1, got {getattr(self, name)}")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from urllib.parse import quote
 from typing import Any
 
 from care.bench.latency import measure_latency
@@ -24,6 +25,7 @@ from care.data.io import iter_jsonl, write_json
 from care.demo import demo_tasks_root
 from care.demo.pipeline_context import DemoContext
 from care.demo.tasks import RETRIEVAL_TASK
+from care.demo.pipeline_train import STUDENT_QUERY_PREFIX
 from care.errors import CareError
 
 logger = logging.getLogger(__name__)
@@ -62,7 +64,10 @@ def _load(ctx: DemoContext, label: str, *, for_latency: bool = False):
         return ctx.e5.encoder if for_latency else ctx.e5
     folder = model_folders(ctx)[label]
     step = "train_student" if label == STUDENT else "train_care"
-    query = load_model(str(ctx.require(folder, step)))
+    spec = str(ctx.require(folder, step))
+    if label == STUDENT:  # e5's convention: its own query prefix, no task instruction
+        spec += f"?query_prefix={quote(STUDENT_QUERY_PREFIX)}&instructions=false"
+    query = load_model(spec)
     if label == STUDENT and not for_latency:
         return AsymmetricEncoder(query, ctx.e5, name=label)
     return query

