@@ -79,6 +79,8 @@ STUDENT_STAGE1 = "CARE, e5 teacher: student after Stage I"
 STUDENT = "CARE, e5 teacher: student after Stage I + SFT"
 STUDENT_ONNX = "CARE, e5 teacher: student, ONNX fp32"
 STUDENT_INT8 = "CARE, e5 teacher: student, ONNX int8"
+#: e5's own 12 layers in the student's engine: how much of the student's speed is the engine's.
+E5_INT8 = "e5 (all 12 layers), ONNX int8"
 
 
 @dataclass
@@ -178,6 +180,7 @@ def train_variants(ds: Dataset, work: Path, seed: int, teacher: MemoEncoder, ext
     return {
         "BM25": "bm25",
         "e5 (zero-shot)": "e5",
+        E5_INT8: f"asym:onnx:{e5_onnx(work.parent)}?int8=true{thread_opt}|e5",
         "symmetric small": str(recipe / "init_query" / "query"),
         "symmetric large": str(recipe / "init_document" / "document"),
         "asymmetric w/o Stage I": str(no_stage1 / "model"),
@@ -188,6 +191,19 @@ def train_variants(ds: Dataset, work: Path, seed: int, teacher: MemoEncoder, ext
         STUDENT_ONNX: f"asym:onnx:{onnx}?int8=false{thread_opt}|e5",
         STUDENT_INT8: f"asym:onnx:{onnx}?int8=true{thread_opt}|e5",
     }
+
+
+def e5_onnx(work: Path) -> Path:
+    """multilingual-e5-small itself exported like the student (ONNX + int8, e5's query prefix), once."""
+    from bench_e5_student import _student_base
+
+    from care.serve.onnx import CONFIG_FILE, export_query_encoder
+
+    out = work / "e5_onnx"
+    if not (out / CONFIG_FILE).is_file():
+        export_query_encoder(f"{_student_base(12, 'first')}?pooling=mean&query_prefix=query%3A%20&instructions=false",
+                             out, quantize=True)
+    return out
 
 
 class _Incomplete:
@@ -242,6 +258,8 @@ def summarise(name: str, per_seed: dict[int, dict[str, float]], latency: dict[st
         checks[f"{row} / e5 (nDCG@10)"] = mean[row] / mean["e5 (zero-shot)"]
         if latency:
             checks[f"e5 latency / {row} latency"] = latency["e5 (zero-shot)"] / latency[row]
+    if latency:
+        checks[f"{E5_INT8} latency / {STUDENT_INT8} latency"] = latency[E5_INT8] / latency[STUDENT_INT8]
     return {"dataset": name, "seeds": sorted(per_seed), "variants": rows, "checks": checks, **(settings or {})}
 
 
