@@ -27,7 +27,7 @@ def test_student_is_e5_cut_to_strided_layers_and_trains_both_stages(tmp_path):
 
     from care.encoders.registry import load_model
 
-    config = DemoRunConfig(output=str(tmp_path), student_layers=2, epochs=1, batch_size=4, show_progress=False)
+    config = DemoRunConfig(output=str(tmp_path), student_layers=2, student_epochs=1, batch_size=4, show_progress=False)
     ctx = DemoContext(config, tmp_path)
     write_jsonl(ctx.dir("label") / "train.jsonl", ROWS)
     summary = step_train_student(ctx)

@@ -21,7 +21,7 @@ def demo(
                                                                   "train_care, train_student, evaluate, latency, index, report."),
     redo: Optional[list[str]] = typer.Option(None, "--redo", help="Run these finished steps again (repeatable), "
                                                                   "e.g. --redo latency --redo report."),
-    epochs: Optional[int] = typer.Option(None, "--epochs", help="Epochs per training stage (default 1)."),
+    epochs: Optional[int] = typer.Option(None, "--epochs", help="Epochs per training stage of the tiny models (default 5)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file of DemoRunConfig fields; flags win."),
     threads: int = typer.Option(0, "--threads", help="torch threads (0 = library default)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bars."),

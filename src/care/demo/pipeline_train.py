@@ -157,7 +157,8 @@ def step_train_student(ctx: DemoContext) -> dict[str, Any]:
         # after the common settings, so the student's prompt and learning rate win
         config = _stage_config(ctx, stage, folder, [*student_opts, f"model.query_model={query_model}",
                                                     f"data.train_file={data_file}", f"data.n_negatives={negatives}",
-                                                    f"loss.temperature={temperature}", f"optim.lr={lr}"])
+                                                    f"loss.temperature={temperature}", f"optim.lr={lr}",
+                                                    f"optim.epochs={cfg.student_epochs}"])
         results[stage] = train(config, resume=True, teacher=teacher)
         ctx.save_memo()
     return {"models": {"e5 student (Stage I)": str(stage1 / "query"), "e5 student (Stage I + SFT)": str(sft / "query")},
