@@ -72,7 +72,7 @@ LATENCY_ROUNDS = 3
 #: Documents are cut to this many tokens (characters): the dev set's answers average 155 characters.
 DOCUMENT_MAX_LENGTH = 192
 #: Default epochs per stage, by dataset size.
-DEFAULT_EPOCHS = {"toyhom": 1, "demo": 4}
+DEFAULT_EPOCHS = {"toyhom": 3, "demo": 4}
 #: Rows of the e5-teacher student (``bench_e5_student.MEASURED``: e5 cut to 6 strided layers, Stage I
 #: + query-side fine-tune against frozen e5 documents; like e5 it takes ``query: `` and no instruction).
 STUDENT_STAGE1 = "CARE, e5 teacher: student after Stage I"
