@@ -79,6 +79,8 @@ STUDENT_STAGE1 = "CARE, e5 teacher: student after Stage I"
 STUDENT = "CARE, e5 teacher: student after Stage I + SFT"
 STUDENT_ONNX = "CARE, e5 teacher: student, ONNX fp32"
 STUDENT_INT8 = "CARE, e5 teacher: student, ONNX int8"
+#: The student's e5 cut fine-tuned symmetrically (both sides): the small model without e5's documents.
+E5_SYMMETRIC_SMALL = "symmetric small from e5 (6 strided layers, both sides fine-tuned)"
 #: e5's own 12 layers in the student's engine: how much of the student's speed is the engine's.
 E5_INT8 = "e5 (all 12 layers), ONNX int8"
 
@@ -172,9 +174,10 @@ def train_variants(ds: Dataset, work: Path, seed: int, teacher: MemoEncoder, ext
                                                   f"model.document_model={recipe / 'init_document' / 'document'}",
                                                   f"data.train_file={ds.train_file}"]), resume=True)
     # e5 student: e5 cut to 6 strided layers, Stage I against frozen e5, then the query-side fine-tune
-    from bench_e5_student import MEASURED, export_student_onnx, train_student
+    from bench_e5_student import MEASURED, export_student_onnx, train_student, train_symmetric_student
 
     student = train_student(MEASURED, seed, ds, work.parent, teacher)
+    symmetric_student = train_symmetric_student(MEASURED, seed, ds, work.parent)
     onnx = export_student_onnx(student)
     thread_opt = f"&threads={threads}" if threads else ""
     return {
@@ -186,6 +189,7 @@ def train_variants(ds: Dataset, work: Path, seed: int, teacher: MemoEncoder, ext
         "asymmetric w/o Stage I": str(no_stage1 / "model"),
         "asymmetric w/o Stage II": str(recipe / "stage1" / "model"),
         "CARE (full)": str(recipe / "stage2" / "model"),
+        E5_SYMMETRIC_SMALL: symmetric_student,
         STUDENT_STAGE1: student.specs["after Stage I"],
         STUDENT: student.specs[student.final],
         STUDENT_ONNX: f"asym:onnx:{onnx}?int8=false{thread_opt}|e5",
@@ -254,6 +258,7 @@ def summarise(name: str, per_seed: dict[int, dict[str, float]], latency: dict[st
         "CARE beats symmetric small": mean["CARE (full)"] > mean["symmetric small"],
         "CARE / symmetric large": mean["CARE (full)"] / mean["symmetric large"],
     }
+    checks[f"{STUDENT} beats {E5_SYMMETRIC_SMALL}"] = mean[STUDENT] > mean[E5_SYMMETRIC_SMALL]
     for row in (STUDENT, STUDENT_ONNX, STUDENT_INT8):
         checks[f"{row} / e5 (nDCG@10)"] = mean[row] / mean["e5 (zero-shot)"]
         if latency:

@@ -292,6 +292,30 @@ def train_student(settings: StudentSettings, seed: int, ds: "bc.Dataset", src: P
     return run
 
 
+def train_symmetric_student(settings: StudentSettings, seed: int, ds: "bc.Dataset", src: Path,
+                            root: Path | None = None) -> str:
+    """The symmetric counterpart of the student: the same e5 cut fine-tuned on BOTH sides (no e5 documents).
+
+    ``init_query`` (symmetric InfoNCE) of the student's starting cut on the training file, with the
+    fine-tune's learning rate, epochs and negatives; queries get the student's prefix. Returns the
+    harness spec (one tower encodes queries and documents): the fair "small symmetric model" to
+    compare the asymmetric student with.
+    """
+    work = (root or src / "e5student") / f"symmetric_L{settings.layers}_{settings.keep}_{_sft_tag(settings)}" / f"seed{seed}"
+    base = _student_base(settings.layers, settings.keep)
+    if not _done(work):
+        overrides = ["runtime.log_with=null", "runtime.progress_bar=false", f"optim.batch_size={BATCH_SIZE}",
+                     "optim.grad_cache_chunk_size=null", "model.query_pooling=mean", "model.query_max_seq_length=192",
+                     "model.freeze_query_embeddings=true", f"checkpoint.every_steps={CHECKPOINT_EVERY}",
+                     f"model.query_model={base}", f"data.train_file={ds.train_file}", f"optim.epochs={settings.epochs}",
+                     f"optim.lr={settings.sft_lr or settings.lr}", f"data.n_negatives={settings.negatives}"]
+        if settings.query_prefix:
+            overrides.append(f"model.query_prompt={settings.query_prefix!r}")
+        train(bc._config("init_query", work, seed, overrides), resume=True)
+    opts = f"?query_prefix={quote(settings.query_prefix)}&instructions=false" if settings.query_prefix else ""
+    return f"{work / 'query'}{opts}"
+
+
 def export_student_onnx(run: StudentRun) -> Path:
     """The fine-tuned student exported to ONNX (fp32 + int8; once, then reused)."""
     from care.serve.onnx import CONFIG_FILE, export_query_encoder
