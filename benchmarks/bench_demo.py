@@ -2,8 +2,8 @@
 
 Runs the demo in a child process, then records its wall time, the child's peak resident memory, the
 machine's load average, every step's time and the demo's own results table. Writes
-``benchmarks/results/care_demo.md`` (for people), ``care_demo.json`` (the run's manifest plus the
-measurements) and ``care_demo.png`` (the quality-vs-QPS figure).
+``benchmarks/results/care_demo_run.md`` (for people), ``care_demo_run.json`` (the run's manifest plus the
+measurements) and ``care_demo_run.png`` (the quality-vs-QPS figure).
 
 Usage::
 
@@ -46,9 +46,9 @@ def main() -> None:
     measured = {"wall_seconds": round(wall, 1), "peak_rss_gib": round(peak_gib, 2),
                 "load_average_1min_before": load_before[0], "load_average_1min_after": load_after[0],
                 "cpu_count": os.cpu_count(), "command": "care " + " ".join(command[3:])}
-    write_json(RESULTS / "care_demo.json", {"measured": measured, **manifest})
+    write_json(RESULTS / "care_demo_run.json", {"measured": measured, **manifest})
     if (args.output / "quality_vs_qps.png").is_file():
-        shutil.copyfile(args.output / "quality_vs_qps.png", RESULTS / "care_demo.png")
+        shutil.copyfile(args.output / "quality_vs_qps.png", RESULTS / "care_demo_run.png")
     minutes, seconds = divmod(wall, 60)
     lines = ["# `care demo` — measured end to end", "",
              f"Command: `python benchmarks/bench_demo.py` (runs `{measured['command']}` with the defaults) on "
@@ -60,8 +60,8 @@ def main() -> None:
     table = (args.output / "results.md").read_text(encoding="utf-8").split("\n", 2)[2]  # drop the title
     lines += ["", table.strip(), "", "Versions: `" + json.dumps(manifest.get("versions", {})) + "`", "",
               "Latencies were measured on shared cores: compare models within this table only. "
-              "Full manifest: `care_demo.json`; figure: `care_demo.png`."]
-    with atomic_write(RESULTS / "care_demo.md") as fh:
+              "Full manifest: `care_demo_run.json`; figure: `care_demo_run.png`."]
+    with atomic_write(RESULTS / "care_demo_run.md") as fh:
         fh.write("\n".join(lines) + "\n")
     print("\n".join(lines))  # noqa: T201 — the script's report
 
