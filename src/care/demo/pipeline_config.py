@@ -60,8 +60,8 @@ class DemoRunConfig:
         n_negatives: hard negatives per training row (the paper: 7); rows with fewer judged
             negatives are topped up with BM25 hard negatives that are not near-duplicates of a positive.
         init_negatives: hard negatives per row in the symmetric initialisations (as ``configs/care_tiny``).
-        train_negatives: hard negatives sampled per row in Stage II and the student's fine-tune (the
-            paper: 7; 3 keeps the demo within its time budget on two shared CPU cores).
+        train_negatives: hard negatives sampled per row in Stage II (the paper: 7; 3 keeps the demo
+            within its time budget on two shared CPU cores).
         epochs / batch_size / lr: per training stage (tiny random-init models need lr ~1e-3).
         student_layers: layers of multilingual-e5-small the e5 student keeps (every (12 // N)-th).
         student_lr / student_sft_lr: the e5 student's Stage I and fine-tune learning rates (it starts

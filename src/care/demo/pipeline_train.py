@@ -44,6 +44,11 @@ STUDENT_QUERY_PREFIX = "query: "
 #: Stage I / fine-tune temperatures of the student (the stages' defaults, as bench_e5_student).
 STUDENT_STAGE1_TEMPERATURE = 0.1
 STUDENT_SFT_TEMPERATURE = 0.02
+#: Hard negatives per row: Stage I rows carry one mined negative each; the fine-tune uses in-batch
+#: negatives only (on the dev set mined negatives hurt: near-duplicate answers are often unlabelled
+#: positives; ``benchmarks/results/e5_student_*_neg*.md``).
+STUDENT_STAGE1_NEGATIVES = 1
+STUDENT_SFT_NEGATIVES = 0
 
 
 def common_overrides(ctx: DemoContext) -> list[str]:
@@ -146,8 +151,9 @@ def step_train_student(ctx: DemoContext) -> dict[str, Any]:
     stage1, sft = out / "e5_stage1", out / "e5_stage1_sft"
     results = {}
     for stage, folder, query_model, data_file, temperature, lr, negatives in (
-        ("stage1", stage1, base, align, STUDENT_STAGE1_TEMPERATURE, cfg.student_lr, 1),
-        ("stage1_sft", sft, stage1 / "query", train_file, STUDENT_SFT_TEMPERATURE, cfg.student_sft_lr, 0),
+        ("stage1", stage1, base, align, STUDENT_STAGE1_TEMPERATURE, cfg.student_lr, STUDENT_STAGE1_NEGATIVES),
+        ("stage1_sft", sft, stage1 / "query", train_file, STUDENT_SFT_TEMPERATURE, cfg.student_sft_lr,
+         STUDENT_SFT_NEGATIVES),
     ):
         done = read_result(folder)
         if done is not None and done.completed:
