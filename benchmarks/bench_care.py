@@ -285,7 +285,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "bench_care")
     parser.add_argument("--epochs", type=int, default=None,
-                        help="epochs per stage (default: 1 on toyhom's 5,813 rows, 4 on the demo's 378)")
+                        help="epochs per stage (default: %s)" % ", ".join(f"{k} {v}" for k, v in DEFAULT_EPOCHS.items()))
     parser.add_argument("--document-max-length", type=int, default=DOCUMENT_MAX_LENGTH,
                         help="document tokens (characters) seen in training and evaluation")
     parser.add_argument("--threads", type=int, default=None,
