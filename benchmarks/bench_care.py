@@ -276,6 +276,11 @@ def to_markdown(summary: dict) -> str:
         lines.append(f"| {v} | {r['mean']:.4f} | {r['std']:.4f} | {', '.join(f'{x:.4f}' for x in r['ndcg_at_10'])} | {lat} |")
     lines += ["", "| check | value |", "|---|---|"]
     lines += [f"| {k} | {v if isinstance(v, bool) else f'{v:.3f}'} |" for k, v in summary["checks"].items()]
+    if "threads" in summary:
+        lines += ["", f"Latencies: the last seed's models, single queries interleaved across models "
+                      f"({LATENCY_QUERIES} queries x {LATENCY_ROUNDS} rounds), {summary['threads']} thread(s) per engine, "
+                      f"1-minute load average {summary['load_average_1min_at_latency']:.1f} on {os.cpu_count()} shared cores. "
+                      f"Training overrides: `{' '.join(summary.get('settings', []))}`."]
     return "\n".join(lines) + "\n"
 
 
