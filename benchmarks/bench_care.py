@@ -279,7 +279,7 @@ def to_markdown(summary: dict) -> str:
     if "threads" in summary:
         lines += ["", f"Latencies: the last seed's models, single queries interleaved across models "
                       f"({LATENCY_QUERIES} queries x {LATENCY_ROUNDS} rounds), {summary['threads']} thread(s) per engine, "
-                      f"1-minute load average {summary['load_average_1min_at_latency']:.1f} on {os.cpu_count()} shared cores. "
+                      f"1-minute load average {summary['load_average_1min_at_latency']:.1f} on {summary.get('cpu_count', '?')} shared cores. "
                       f"Training overrides: `{' '.join(summary.get('settings', []))}`."]
     return "\n".join(lines) + "\n"
 
@@ -326,7 +326,7 @@ def main() -> None:
         write_json(RESULTS / f"care_{ds.name}.partial.json", summary)
     latency = query_latencies(ds, specs)
     settings = {"settings": extra, "threads": args.threads or "default",
-                "load_average_1min_at_latency": os.getloadavg()[0]}
+                "load_average_1min_at_latency": os.getloadavg()[0], "cpu_count": os.cpu_count()}
     summary = summarise(ds.name, per_seed, latency, settings)
     write_json(RESULTS / f"care_{ds.name}.json", summary)
     with atomic_write(RESULTS / f"care_{ds.name}.md") as fh:
