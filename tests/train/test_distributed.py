@@ -8,6 +8,7 @@ divides by ``W``). With unequal batches, back-propagating ``B_r · L_r`` gives `
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -61,8 +62,13 @@ def _worker(rank: int, out_dir: str) -> None:
         # both ranks leave together: a rank tearing gloo down while its peer is still
         # mid-collective aborts the peer ("terminate called without an active exception")
         dist.barrier()
-    finally:
+    except BaseException:
         dist.destroy_process_group()
+        raise
+    # Even after the barrier, gloo's teardown at process exit aborted a rank about once in 20-40
+    # runs ("terminate called without an active exception", both result files already written):
+    # the results are on disk, so leave without running C++ teardown.
+    os._exit(0)
 
 
 @pytest.fixture(scope="module")
