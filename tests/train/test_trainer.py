@@ -218,3 +218,35 @@ def test_stage1_sft_without_hard_negatives(tiny_dir, tmp_path):
     with pytest.raises(DataFormatError, match=r"no_neg\.jsonl.*line 1|line 1.*no_neg\.jsonl"):
         train(TrainConfig.from_dict(tiny_config_dict(tiny_dir, "stage1_sft", tmp_path / "sft1",
                                                      data={"train_file": str(file), "n_negatives": 1})))
+
+
+def test_stage2_document_lr_applies_to_document_tower_only(tiny_dir, tmp_path):
+    """``optim.document_lr``: every document-tower parameter sits in a group at that lr, the query
+    tower's at ``optim.lr``; unset, all groups share ``optim.lr``."""
+    torch.set_num_threads(1)
+    data = tiny_config_dict(tiny_dir, "stage2", tmp_path / "s2")
+    data["optim"] = {**data.get("optim", {}), "lr": 1e-3, "document_lr": 1e-5, "max_steps": 2}
+    trainer = Trainer(TrainConfig.from_dict(data))
+    trainer.train()
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    document = {id(p) for p in model.towers["document"].parameters() if p.requires_grad}
+    query = {id(p) for p in model.towers["query"].parameters() if p.requires_grad}
+    lr_of = {id(p): g["initial_lr"] for g in trainer.optimizer.param_groups for p in g["params"]}
+    assert document and query and set(lr_of) == document | query
+    assert {lr_of[p] for p in document} == {1e-5}
+    assert {lr_of[p] for p in query} == {1e-3}
+
+    data["optim"].pop("document_lr")
+    data["output_dir"] = str(tmp_path / "s2_same")
+    trainer = Trainer(TrainConfig.from_dict(data))
+    trainer.train()
+    assert {g["initial_lr"] for g in trainer.optimizer.param_groups} == {1e-3}
+
+
+def test_document_lr_must_be_positive(tiny_dir, tmp_path):
+    from care.train.config import ConfigError
+
+    data = tiny_config_dict(tiny_dir, "stage2", tmp_path / "bad")
+    data["optim"] = {**data.get("optim", {}), "document_lr": 0}
+    with pytest.raises(ConfigError, match="optim.document_lr"):
+        TrainConfig.from_dict(data)

@@ -138,6 +138,9 @@ class OptimConfig:
     of this size with GradCache, so the in-batch negatives of a large batch fit in little memory.
     gradient_accumulation_steps: plain accumulation (negatives then only span one micro-batch;
     prefer ``grad_cache_chunk_size``).
+    document_lr: learning rate of the document tower's parameters in stages that train both towers
+    (Stage II); ``None`` uses ``lr``. A lower value lets the query encoder adapt while the document
+    side (whose embeddings the index holds) moves less.
     """
 
     lr: float = 1e-4
@@ -151,6 +154,7 @@ class OptimConfig:
     grad_cache_chunk_size: int | None = None
     gradient_accumulation_steps: int = 1
     max_grad_norm: float | None = 1.0
+    document_lr: float | None = None
 
 
 @dataclass
@@ -296,6 +300,8 @@ class TrainConfig(ConfigFile):
         _check(d.max_examples is None or d.max_examples > 0, "data.max_examples", "must be > 0 or null")
         _check(d.num_workers >= 0, "data.num_workers", "must be >= 0")
         _check(o.lr > 0, "optim.lr", f"must be > 0, got {o.lr}")
+        _check(o.document_lr is None or o.document_lr > 0, "optim.document_lr",
+               f"must be > 0 or null (null: optim.lr), got {o.document_lr}")
         _check(o.weight_decay >= 0, "optim.weight_decay", "must be >= 0")
         _check(len(o.betas) == 2 and all(0 <= b < 1 for b in o.betas), "optim.betas", "must be two numbers in [0, 1)")
         _check(0 <= o.warmup_ratio < 1, "optim.warmup_ratio", "must be in [0, 1)")
