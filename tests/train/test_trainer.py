@@ -241,6 +241,7 @@ def test_stage2_document_lr_applies_to_document_tower_only(tiny_dir, tmp_path):
     trainer = Trainer(TrainConfig.from_dict(data))
     trainer.train()
     assert {g["initial_lr"] for g in trainer.optimizer.param_groups} == {1e-3}
+    assert len(trainer.optimizer.param_groups) == 2  # decay / no decay, as before the option existed
 
 
 def test_document_lr_must_be_positive(tiny_dir, tmp_path):

@@ -190,21 +190,24 @@ class Trainer:
 
     def _optimizer(self, model: torch.nn.Module) -> torch.optim.Optimizer:
         """AdamW over the trainable parameters: weight decay except biases / norms; the document
-        tower at ``optim.document_lr`` when set (each group's lr is then scaled by the schedule)."""
+        tower in groups of its own at ``optim.document_lr`` when that is set (each group's lr is then
+        scaled by the schedule). Unset, the groups are the two of earlier versions, so their
+        checkpoints resume."""
         oc = self.config.optim
         groups: dict[tuple[bool, bool], list[torch.nn.Parameter]] = {}
         document_prefix = f"towers.{DOCUMENT_TOWER}."
         for name, param in model.named_parameters():
             if not param.requires_grad:
                 continue
-            key = (name.startswith(document_prefix), not any(k in name for k in NO_DECAY))
+            own_lr = oc.document_lr is not None and name.startswith(document_prefix)
+            key = (own_lr, not any(k in name for k in NO_DECAY))
             groups.setdefault(key, []).append(param)
         if not groups:
             raise CareError(f"stage {self.config.stage}: no trainable parameters")
         document_lr = oc.document_lr if oc.document_lr is not None else oc.lr
         param_groups = [{"params": params, "weight_decay": oc.weight_decay if decay else 0.0,
-                         "lr": document_lr if document else oc.lr}
-                        for (document, decay), params in sorted(groups.items(), key=lambda kv: (kv[0][0], not kv[0][1]))]
+                         "lr": document_lr if own_lr else oc.lr}
+                        for (own_lr, decay), params in sorted(groups.items(), key=lambda kv: (kv[0][0], not kv[0][1]))]
         return torch.optim.AdamW(param_groups, lr=oc.lr, betas=tuple(oc.betas), eps=oc.eps)
 
     # ------------------------------------------------------------------ one step
