@@ -110,6 +110,8 @@ def parse_variant(text: str) -> tuple[str, str, str | None, list[str]]:
     stage, _, start = head.partition("@")
     if not name or stage not in STAGES:
         raise SystemExit(f"--variant {text!r}: write NAME=STAGE[@FROM][:KEY=VALUE,...] with STAGE one of {', '.join(STAGES)}")
+    if stage == "stage1" and start:
+        raise SystemExit(f"--variant {text!r}: Stage I always starts from the initialised query encoder; drop @{start}")
     return name, stage, start or None, [o for o in overrides.split(",") if o]
 
 
