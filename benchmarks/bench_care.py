@@ -57,7 +57,7 @@ from care.demo.pipeline_mining import N_MINED_NEGATIVES, mine_negatives
 from care.encoders.cache import EmbeddingCache
 from care.encoders.registry import load_model
 from care.train.config import TrainConfig, apply_overrides, load_config
-from care.train.recipe import RecipePaths, run_recipe
+from care.train.recipe import RecipePaths, override_stage, run_recipe
 from care.train.trainer import read_result, train
 
 logger = logging.getLogger("bench_care")
@@ -155,6 +155,26 @@ def _e5_table(ds: Dataset, cache: EmbeddingCache, e5) -> dict[str, np.ndarray]:
     return {t: np.asarray(v) for t, v in zip(texts, vecs)}
 
 
+#: The random-init "large" model is fully fine-tuned (see the module docstring).
+FULL_FINE_TUNE = ["model.lora=null"]
+
+
+def tiny_settings(seed: int, extra: list[str]) -> list[str]:
+    """Overrides every tiny training here shares: seed, quiet logging, batch 32 without GradCache, ``extra``."""
+    return [f"seed={seed}", "runtime.log_with=null", "runtime.progress_bar=false", "optim.batch_size=32",
+            "optim.grad_cache_chunk_size=null", *extra]
+
+
+def tiny_models(ds: Dataset, work: Path, seed: int) -> Path:
+    """The seed's character tokenizer and random-init tiny BERT / Qwen3 (built once) under ``work/tiny``."""
+    from care.models.presets import make_tiny_models
+
+    base = work / "tiny"
+    if not (base / "tiny-qwen3").is_dir():
+        make_tiny_models(ds.tokenizer_texts, base, seed=seed)
+    return base
+
+
 def train_variants(ds: Dataset, work: Path, seed: int, teacher: MemoEncoder, extra: list[str],
                    threads: int | None = None) -> dict[str, str]:
     """Train every variant for one seed; return ``{variant: model spec}`` for the harness.
@@ -162,22 +182,16 @@ def train_variants(ds: Dataset, work: Path, seed: int, teacher: MemoEncoder, ext
     ``teacher`` is e5 holding the evaluation corpus's passage vectors (the e5 student's frozen
     document side); ``threads`` goes to the ONNX students' onnxruntime sessions.
     """
-    from care.models.presets import make_tiny_models
-
-    base = work / "tiny"
-    if not (base / "tiny-qwen3").is_dir():
-        make_tiny_models(ds.tokenizer_texts, base, seed=seed)
-    full_ft = ["model.lora=null"]  # random-init "large" model: fully fine-tuned (see module docstring)
-    scoped = [o for o in extra if ":" in o.split("=", 1)[0]]  # ``stage:key=value``: recipe stages only
-    common = [f"seed={seed}", "runtime.log_with=null", "runtime.progress_bar=false", "optim.batch_size=32",
-              "optim.grad_cache_chunk_size=null", *(o for o in extra if o not in scoped)]
+    base = tiny_models(ds, work, seed)
+    scoped = [o for o in extra if override_stage(o)]  # ``stage:key=value``: recipe stages only
+    common = tiny_settings(seed, [o for o in extra if o not in scoped])
     recipe = work / "recipe"
     run_recipe(RecipePaths(str(base / "tiny-bert"), str(base / "tiny-qwen3"), str(ds.train_file), str(recipe)),
-               config_dir=TINY_CONFIGS, overrides=[*common, *(f"init_document:{o}" for o in full_ft),
-                                                   *(f"stage2:{o}" for o in full_ft), *scoped])
+               config_dir=TINY_CONFIGS, overrides=[*common, *(f"init_document:{o}" for o in FULL_FINE_TUNE),
+                                                   *(f"stage2:{o}" for o in FULL_FINE_TUNE), *scoped])
     no_stage1 = work / "stage2_without_stage1"
     if not (read_result(no_stage1) or _Incomplete).completed:
-        train(_config("stage2", no_stage1, seed, [*common[1:], *full_ft,
+        train(_config("stage2", no_stage1, seed, [*common[1:], *FULL_FINE_TUNE,
                                                   f"model.query_model={recipe / 'init_query' / 'query'}",
                                                   f"model.document_model={recipe / 'init_document' / 'document'}",
                                                   f"data.train_file={ds.train_file}"]), resume=True)
@@ -326,7 +340,7 @@ def main() -> None:
     epochs = args.epochs or DEFAULT_EPOCHS[args.dataset]
     extra = [f"optim.epochs={epochs}", f"model.document_max_seq_length={args.document_max_length}"]
     recipe_settings = RECIPE_SETTINGS.get(args.dataset, []) if args.recipe_set is None else args.recipe_set
-    bad = [o for o in recipe_settings if ":" not in o.split("=", 1)[0]]
+    bad = [o for o in recipe_settings if not override_stage(o)]
     if bad:
         parser.error(f"--recipe-set {bad[0]!r}: write STAGE:KEY=VALUE, e.g. stage1:optim.epochs=20")
     extra += recipe_settings

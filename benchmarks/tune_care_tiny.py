@@ -37,7 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_care import DEFAULT_EPOCHS, DOCUMENT_MAX_LENGTH, TINY_CONFIGS, TOYHOM, Dataset, _config, _Incomplete, evaluate_variants
+from bench_care import (DEFAULT_EPOCHS, DOCUMENT_MAX_LENGTH, FULL_FINE_TUNE, TINY_CONFIGS, TOYHOM, Dataset, _config,
+                        _Incomplete, evaluate_variants, tiny_models, tiny_settings)
 
 from care.bench.registry import infer_task
 from care.bench.task import TaskMetadata
@@ -129,18 +130,11 @@ def rich_alignment(ds: Dataset, work: Path) -> Path:
 
 def run_seed(ds: Dataset, work: Path, seed: int, variants: list[str]) -> dict[str, str]:
     """Train the recipe and each variant for one seed; ``{row: model spec}``."""
-    from care.models.presets import make_tiny_models
-
-    base = work / "tiny"
-    if not (base / "tiny-qwen3").is_dir():
-        make_tiny_models(ds.tokenizer_texts, base, seed=seed)
-    full_ft = ["model.lora=null"]
-    common = [f"seed={seed}", "runtime.log_with=null", "runtime.progress_bar=false", "optim.batch_size=32",
-              "optim.grad_cache_chunk_size=null", f"optim.epochs={EPOCHS}",
-              f"model.document_max_seq_length={DOCUMENT_MAX_LENGTH}"]
+    base = tiny_models(ds, work, seed)
+    common = tiny_settings(seed, [f"optim.epochs={EPOCHS}", f"model.document_max_seq_length={DOCUMENT_MAX_LENGTH}"])
     recipe = work / "recipe"
     run_recipe(RecipePaths(str(base / "tiny-bert"), str(base / "tiny-qwen3"), str(ds.train_file), str(recipe)),
-               config_dir=TINY_CONFIGS, overrides=[*common, *(f"init_document:{o}" for o in full_ft)],
+               config_dir=TINY_CONFIGS, overrides=[*common, *(f"init_document:{o}" for o in FULL_FINE_TUNE)],
                stages=("init_query", "init_document", "stage1"))
     specs = {"symmetric large": str(recipe / "init_document" / "document"),
              "after Stage I (no Stage II)": str(recipe / "stage1" / "model")}
@@ -148,19 +142,19 @@ def run_seed(ds: Dataset, work: Path, seed: int, variants: list[str]) -> dict[st
     for text in variants:
         name, stage, start, overrides = parse_variant(text)
         out = work / "variants" / name
-        query = (work / "variants" / start if start else recipe / "stage1") / "query"
         if stage == "stage1":
             query = recipe / "init_query" / "query"
             data = rich_alignment(ds, work.parent) if "alignment=rich" in overrides else recipe / "alignment.jsonl"
             overrides = [o for o in overrides if o != "alignment=rich"]
-            wiring = [f"data.train_file={data}"]
         else:
-            wiring = [f"data.train_file={ds.train_file}"]
+            query = (work / "variants" / start if start else recipe / "stage1") / "query"
+            data = ds.train_file
+        wiring = [f"data.train_file={data}"]
         if not (read_result(out) or _Incomplete).completed:
-            extra = full_ft if stage == "stage2" else []
+            extra = FULL_FINE_TUNE if stage == "stage2" else []
             train(_config(STAGES[stage], out, seed, [*common[1:], *extra, f"model.query_model={query}", document,
                                                      *wiring, *overrides]), resume=True)
-        specs[f"{text}"] = str(out / "model")
+        specs[text] = str(out / "model")
     return specs
 
 

@@ -119,6 +119,12 @@ class RecipePaths:
     alignment_file: str | None = None
 
 
+def override_stage(override: str) -> str | None:
+    """The stage a ``<stage>:key=value`` override targets; ``None`` for a plain ``key=value`` (every stage)."""
+    key = override.split("=", 1)[0]
+    return key.split(":", 1)[0] if ":" in key else None
+
+
 def _stage_config(stage: str, config_dir: str | Path | None, overrides: Sequence[str],
                   wiring: dict[str, object]) -> TrainConfig:
     """The stage's YAML from ``config_dir`` (``<stage>.yaml``) or the built-in defaults, then the
@@ -129,12 +135,8 @@ def _stage_config(stage: str, config_dir: str | Path | None, overrides: Sequence
     """
     import yaml
 
-    def targets(o: str) -> str | None:
-        key = o.split("=", 1)[0]
-        return key.split(":", 1)[0] if ":" in key else None
-
-    mine = [o.split(":", 1)[1] for o in overrides if targets(o) == stage]
-    common = [o for o in overrides if targets(o) is None]
+    mine = [o.split(":", 1)[1] for o in overrides if override_stage(o) == stage]
+    common = [o for o in overrides if override_stage(o) is None]
     path = Path(config_dir) / f"{stage}.yaml" if config_dir is not None else None
     if path is not None and path.is_file():
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}

@@ -204,10 +204,9 @@ class Trainer:
             groups.setdefault(key, []).append(param)
         if not groups:
             raise CareError(f"stage {self.config.stage}: no trainable parameters")
-        document_lr = oc.document_lr if oc.document_lr is not None else oc.lr
-        param_groups = [{"params": params, "weight_decay": oc.weight_decay if decay else 0.0,
-                         "lr": document_lr if own_lr else oc.lr}
-                        for (own_lr, decay), params in sorted(groups.items(), key=lambda kv: (kv[0][0], not kv[0][1]))]
+        param_groups = [{"params": groups[(own_lr, decay)], "weight_decay": oc.weight_decay if decay else 0.0,
+                         "lr": oc.document_lr if own_lr else oc.lr}
+                        for own_lr in (False, True) for decay in (True, False) if (own_lr, decay) in groups]
         return torch.optim.AdamW(param_groups, lr=oc.lr, betas=tuple(oc.betas), eps=oc.eps)
 
     # ------------------------------------------------------------------ one step
