@@ -1,0 +1,154 @@
+"""One schema for every benchmark result: what ran, on which code and machine, and what it measured.
+
+Every script under ``benchmarks/`` writes its figures through :func:`write_record` to
+``benchmarks/results/<experiment>/<name>.json``, so a reader (and the README / docs table generators)
+can always tell which command, commit, configuration and seeds produced a number, and how loaded the
+shared machine was when a latency was taken. :func:`read_records` reads an experiment back.
+
+Schema (:data:`RECORD_SCHEMA_VERSION`)::
+
+    {"schema": 1, "experiment": ..., "name": ..., "command": "python benchmarks/x.py --seed 0",
+     "commit": "<git sha>[+dirty]", "date": "2026-11-25T18:00:00+0000",
+     "machine": {"cpu": ..., "cores": 2, "gpu": null, "load_average_1min": 1.3, "python": ..., "torch": ...},
+     "config": {...}, "seeds": [0, 1, 2], "scores": {...}, "latencies": {...}, "extra": {...}}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from care.data.io import write_json
+from care.errors import CareError
+
+RECORD_SCHEMA_VERSION = 1
+#: Fields every record must hold (checked on write and on read).
+REQUIRED_FIELDS: tuple[str, ...] = ("schema", "experiment", "name", "command", "commit", "date", "machine",
+                                    "config", "seeds", "scores", "latencies")
+
+
+def git_commit(root: str | Path | None = None) -> str:
+    """The checked-out commit of the repository at ``root`` (default: this file's), ``+dirty`` when
+    tracked files differ from it; ``"unknown"`` outside a git checkout."""
+    cwd = Path(root).resolve() if root is not None else Path(__file__).resolve().parent
+    while not cwd.is_dir() and cwd != cwd.parent:  # a results folder not created yet: ask its parent
+        cwd = cwd.parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{sha}+dirty" if dirty else sha
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU model, core count, GPU (if torch sees one), 1-minute load average and library versions."""
+    info: dict[str, Any] = {"cpu": _cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
+                            "load_average_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
+                            "gpu": None}
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        info["torch"] = torch.__version__
+        info["torch_threads"] = torch.get_num_threads()
+        if torch.cuda.is_available():
+            info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+def invocation() -> str:
+    """This process's command line, as a shell would take it (``python benchmarks/x.py --a b``)."""
+    script = sys.argv[0]
+    try:
+        script = str(Path(script).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        pass
+    return shlex.join(["python", script, *sys.argv[1:]])
+
+
+@dataclass
+class BenchmarkRecord:
+    """One benchmark result in the shared schema (see the module docstring).
+
+    Attributes:
+        experiment: folder under ``benchmarks/results/`` (e.g. ``care_real_weights``).
+        name: file stem inside it (e.g. ``toyhom_seed0``); short and free of settings.
+        config: the settings that produced the figures (round-trips to JSON).
+        seeds: the seeds the figures cover.
+        scores: quality figures, ``{row: {metric: value}}`` or ``{metric: value}``.
+        latencies: speed figures in ms (with their spread where measured), same nesting freedom.
+        extra: anything else worth keeping (wall times, notes, per-seed values).
+        command / commit / date / machine: filled in by :func:`write_record` when left empty.
+    """
+
+    experiment: str
+    name: str
+    config: dict[str, Any]
+    seeds: list[int] = field(default_factory=list)
+    scores: dict[str, Any] = field(default_factory=dict)
+    latencies: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    command: str = ""
+    commit: str = ""
+    date: str = ""
+    machine: dict[str, Any] = field(default_factory=dict)
+    schema: int = RECORD_SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "benchmark record") -> BenchmarkRecord:
+        missing = [f for f in REQUIRED_FIELDS if f not in data]
+        if missing:
+            raise CareError(f"{source}: not a benchmark record (missing {', '.join(missing)}); "
+                            "write it with care.bench.record.write_record")
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def write_record(record: BenchmarkRecord, results_root: str | Path) -> Path:
+    """Fill in command, commit, date and machine (where empty) and write the record atomically.
+
+    Returns:
+        ``<results_root>/<experiment>/<name>.json``.
+    """
+    if not record.experiment or not record.name or "/" in record.name:
+        raise CareError(f"benchmark record needs an experiment and a plain file name, got "
+                        f"{record.experiment!r} / {record.name!r}")
+    record.command = record.command or invocation()
+    record.commit = record.commit or git_commit(results_root)
+    record.date = record.date or time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    record.machine = record.machine or machine_info()
+    path = Path(results_root) / record.experiment / f"{record.name}.json"
+    json.dumps(record.to_dict())  # fail before touching the file when something is not JSON
+    write_json(path, record.to_dict())
+    return path
+
+
+def read_records(results_root: str | Path, experiment: str) -> dict[str, BenchmarkRecord]:
+    """Every record of ``experiment``, by file stem (sorted)."""
+    folder = Path(results_root) / experiment
+    out = {}
+    for path in sorted(folder.glob("*.json")):
+        out[path.stem] = BenchmarkRecord.from_dict(json.loads(path.read_text(encoding="utf-8")), str(path))
+    return out

@@ -1,0 +1,43 @@
+"""The shared benchmark-result schema: filled-in provenance, atomic write, read-back and refusal."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from care.bench.record import BenchmarkRecord, git_commit, read_records, write_record
+from care.errors import CareError
+
+
+def _repo(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "a.txt").write_text("x", encoding="utf-8")
+    for args in (["add", "a.txt"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x"]):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True)
+    return tmp_path
+
+
+def test_record_fills_provenance_and_reads_back(tmp_path):
+    repo = _repo(tmp_path)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    record = BenchmarkRecord("exp", "seed0", config={"lr": 2e-5}, seeds=[0], scores={"e5": {"ndcg_at_10": 0.26}},
+                             latencies={"e5": {"p50_ms": 12.0}})
+    path = write_record(record, repo / "results")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert path == repo / "results" / "exp" / "seed0.json"
+    assert data["commit"] == sha and data["command"].startswith("python ")
+    assert data["machine"]["cores"] >= 1 and "load_average_1min" in data["machine"]
+    assert read_records(repo / "results", "exp")["seed0"].scores == {"e5": {"ndcg_at_10": 0.26}}
+    (repo / "a.txt").write_text("changed", encoding="utf-8")
+    assert git_commit(repo) == f"{sha}+dirty"
+
+
+def test_record_refuses_files_outside_the_schema(tmp_path):
+    (tmp_path / "exp").mkdir()
+    (tmp_path / "exp" / "old.json").write_text('{"ndcg": 1}', encoding="utf-8")
+    with pytest.raises(CareError, match="old.json: not a benchmark record .*missing schema"):
+        read_records(tmp_path, "exp")
+    with pytest.raises(CareError, match="plain file name"):
+        write_record(BenchmarkRecord("exp", "a/b", config={}), tmp_path)
