@@ -43,6 +43,8 @@ STAGES: tuple[str, ...] = ("init_query", "init_document", "stage1", "stage1_sft"
 TEACHER_STAGES: tuple[str, ...] = ("stage1", "stage1_sft", *BASELINE_STAGES)
 MIXED_PRECISION: tuple[str, ...] = ("no", "bf16", "fp16")
 TEACHER_KINDS: tuple[str, ...] = ("document", "encoder", "factory")
+#: Poolings of a document tower built from a plain checkpoint (decoder LLM: lasttoken; BERT-style: mean / cls).
+DOCUMENT_POOLING: tuple[str, ...] = ("lasttoken", "mean", "cls")
 
 
 class ConfigError(CareError):
@@ -97,7 +99,12 @@ class ModelConfig:
     ``truncate_to_query_width`` and a query model is given, else the document model's native width
     (e.g. ``init_document`` with MRL over native dims, cut later in Stage I/II).
     trust_remote_code: needed by checkpoints with their own modelling code (gte-multilingual-base).
-    query_prompt: prepended to queries (e.g. the paper's ``"Instruct: ...\\nQuery: "``); documents get none.
+    query_prompt: prepended to queries (e.g. the paper's ``"Instruct: ...\\nQuery: "``).
+    document_prompt: prepended to document texts encoded by a trained tower or a ``document`` teacher
+    (e5's ``"passage: "``); ``None``: documents get no prefix.
+    document_pooling: pooling of a document tower built from a plain Hugging Face folder: ``lasttoken``
+    (the paper's decoder LLM, EOS appended), ``mean`` (an e5-style BERT) or ``cls``. A
+    sentence-transformers folder keeps the pooling it was saved with.
     freeze_query_embeddings: keep the query encoder's token-embedding matrix fixed (no gradient, no
     optimiser state) — for students with a large multilingual vocabulary such as e5's 250k rows.
     """
@@ -111,6 +118,8 @@ class ModelConfig:
     truncate_to_query_width: bool = True
     lora: LoraConfig | None = field(default_factory=LoraConfig)
     query_prompt: str | None = None
+    document_prompt: str | None = None
+    document_pooling: str = "lasttoken"
     freeze_query_embeddings: bool = False
     gradient_checkpointing: bool = False
     trust_remote_code: bool = False
@@ -284,6 +293,8 @@ class TrainConfig(ConfigFile):
         _check(m.query_max_seq_length > 0, "model.query_max_seq_length", "must be > 0")
         _check(m.document_max_seq_length > 0, "model.document_max_seq_length", "must be > 0")
         _check(m.output_dim is None or m.output_dim > 0, "model.output_dim", "must be > 0 or null")
+        _check(m.document_pooling in DOCUMENT_POOLING, "model.document_pooling",
+               f"must be one of {', '.join(DOCUMENT_POOLING)}, got {m.document_pooling!r}")
         if m.lora is not None:
             _check(m.lora.r > 0, "model.lora.r", "must be > 0")
             _check(m.lora.alpha > 0, "model.lora.alpha", "must be > 0")
