@@ -170,6 +170,9 @@ class OptimConfig:
 class LossConfig:
     """Loss hyperparameters (paper: τ≈0.1 in Stage I, ≈0.02 in Stage II; λ1=λ2=1).
 
+    ``duplicate_threshold`` (InfoNCE stages): in-batch candidates at least this cosine-similar to a
+    query's own positive are masked, not treated as negatives (near-duplicate answers); ``None``: off.
+
     Baseline stages: ``teacher_temperature`` is the teacher's softmax temperature in the KL of
     ``kale_align`` / ``score_distill`` (``None``: ``temperature``); ``lambda_distill`` weighs that KL
     in ``score_distill`` (``lambda_contrastive`` weighs its InfoNCE).
@@ -182,6 +185,7 @@ class LossConfig:
     lambda_distill: float = 1.0
     matryoshka_dims: list[int] | None = None
     gather_across_devices: bool = True
+    duplicate_threshold: float | None = None
 
 
 @dataclass
@@ -334,6 +338,8 @@ class TrainConfig(ConfigFile):
         if self.stage == "score_distill":
             _check(lo.lambda_distill + lo.lambda_contrastive > 0, "loss.lambda_distill",
                    "λ_distill and λ_contrastive cannot both be 0")
+        _check(lo.duplicate_threshold is None or -1 <= lo.duplicate_threshold <= 1, "loss.duplicate_threshold",
+               "must be a cosine in [-1, 1] or null")
         if lo.matryoshka_dims is not None:
             _check(bool(lo.matryoshka_dims) and all(x > 0 for x in lo.matryoshka_dims), "loss.matryoshka_dims",
                    "must be a non-empty list of positive ints or null")

@@ -289,9 +289,11 @@ def build_stage(config: TrainConfig) -> StageSpec:
     lc = config.loss
     stage = config.stage
     if stage == "init_query":
-        loss: nn.Module = InfoNCELoss(lc.temperature, gather_across_devices=lc.gather_across_devices)
+        loss: nn.Module = InfoNCELoss(lc.temperature, gather_across_devices=lc.gather_across_devices,
+                                      duplicate_threshold=lc.duplicate_threshold)
     elif stage == "init_document":
-        loss = InfoNCELoss(lc.temperature, gather_across_devices=lc.gather_across_devices)
+        loss = InfoNCELoss(lc.temperature, gather_across_devices=lc.gather_across_devices,
+                           duplicate_threshold=lc.duplicate_threshold)
         if lc.matryoshka_dims:
             loss = MatryoshkaLoss(loss, lc.matryoshka_dims)
     elif stage == "stage1":
@@ -306,7 +308,8 @@ def build_stage(config: TrainConfig) -> StageSpec:
                                        lambda_nce=lc.lambda_contrastive,
                                        gather_across_devices=lc.gather_across_devices)
     else:  # stage1_sft, stage2
-        loss = AsymInfoNCELoss(lc.temperature, gather_across_devices=lc.gather_across_devices)
+        loss = AsymInfoNCELoss(lc.temperature, gather_across_devices=lc.gather_across_devices,
+                               duplicate_threshold=lc.duplicate_threshold)
     spec = StageSpec(stage, dict(_FIELD_TOWERS[stage]), loss, _LOSS_ARGS.get(stage, FIELDS),
                      query_side_as_queries=stage == "stage1" and config.model.teacher.query_side_as_queries)
     assert spec.uses_teacher == (stage in TEACHER_STAGES)
