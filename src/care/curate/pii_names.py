@@ -52,6 +52,8 @@ NAME_SUFFIX_CONTEXT = (
 )
 #: Tags (jieba and LAC) of function words: a surname character tagged so is not a surname there (向医生, 于医生处).
 FUNCTION_TAGS = frozenset({"p", "c", "u", "d", "r", "v", "vd", "ad", "f", "q", "m", "w", "x", "xc", "uj", "ul", "zg", "TIME"})
+#: Tags (LAC and jieba) of nouns, numbers and adjectives: what a bare two-character "name" must not precede.
+NOUN_LIKE_TAGS = frozenset({"n", "nz", "nw", "ng", "m", "mq", "q", "a", "an", "vn", "s", "eng", "LOC", "ORG"})
 #: Characters that may follow a name that no tagger recognised (punctuation, gender, 因/于/来 ...).
 NAME_END_CHARS = frozenset("，。、；：！？,.;:!?（(）) \t\n男女因于在来已今等陪说也最的这代医")
 #: Function characters that never occur in a given name; a candidate containing one is not a name.
@@ -169,9 +171,16 @@ def _strip_title(text: str, start: int, end: int) -> int:
     return end
 
 
-def _tagger_names(text: str, tokens: Sequence[Token]) -> list[Span]:
-    """Person tokens of the tagger (adjacent ones merged), checked and, when cut short, completed."""
+def _tagger_names(text: str, tokens: Sequence[Token], anchors: frozenset[int]) -> list[Span]:
+    """Person tokens of the tagger (adjacent ones merged), checked and, when cut short, completed.
+
+    ``anchors`` are the positions right after a context word (``患者``, ``我叫`` ...). A two-character
+    name with no context word before it and no title after it must not be followed by a noun, number
+    or adjective, or by a digit (``黄染4天``, ``李乐钙片``: a surname character + one character before
+    a noun or a number is usually a word, not a name).
+    """
     spans: list[Span] = []
+    next_tag = {t.start: t.tag for t in tokens}
     i = 0
     while i < len(tokens):
         if tokens[i].tag != PERSON:
@@ -192,9 +201,29 @@ def _tagger_names(text: str, tokens: Sequence[Token]) -> list[Span]:
                 spans.append(Span(start, end, "NAME", word))
                 continue
             word = _extend_name(text, start, word, surname)
-        if valid_name(word):
-            spans.append(Span(start, start + len(word), "NAME", word))
+        end = start + len(word)
+        bare = start not in anchors and not _TITLE_RE.match(text, end)
+        if bare and len(word) == NAME_LENGTHS[0] and (next_tag.get(end) in NOUN_LIKE_TAGS or text[end:end + 1].isdigit()):
+            continue
+        if valid_name(word) and not _fused(text, start, end):
+            spans.append(Span(start, end, "NAME", word))
     return spans
+
+
+def _fused(text: str, start: int, end: int) -> bool:
+    """True when ``text[start:end]`` is the inside of a longer dictionary word (卡|马西平, 肩|周炎)."""
+    for before in (1, 2):
+        if start - before >= 0 and re.fullmatch(f"[{CJK}]+", text[start - before:start]) \
+                and in_dictionary(text[start - before:end]):
+            return True
+    return end < len(text) and in_dictionary(text[start:end + 1])
+
+
+def _surname_stands_alone(start: int, surname: int, bounds: _Boundaries) -> bool:
+    """The tagger reads the surname at ``start`` as its own word (or as the start of a name), not as
+    part of a word (严格|按) or as a function word (和|面诊)."""
+    token = bounds.by_start.get(start)
+    return token is not None and (token.tag == PERSON or (token.end == start + surname and token.tag not in FUNCTION_TAGS))
 
 
 def _name_after(text: str, pos: int, bounds: _Boundaries) -> str | None:
@@ -205,7 +234,8 @@ def _name_after(text: str, pos: int, bounds: _Boundaries) -> str | None:
     if not surname:
         return None
     word = _extend_name(text, pos, text[pos:pos + surname], surname)
-    if len(word) > surname and bounds.aligned(pos, pos + len(word)) and valid_name(word):
+    if len(word) > surname and bounds.aligned(pos, pos + len(word)) and valid_name(word) \
+            and _surname_stands_alone(pos, surname, bounds):
         return word
     return None
 
@@ -219,7 +249,7 @@ def _name_before(text: str, end: int, bounds: _Boundaries) -> str | None:
         tail = text[start:end]
         surname = surname_length(tail)
         if surname and surname < length and _plausible_given(tail[surname:]) and valid_name(tail) \
-                and bounds.aligned(start, end):
+                and bounds.aligned(start, end) and _surname_stands_alone(start, surname, bounds):
             return tail
     return None
 
@@ -261,8 +291,9 @@ def _latin_names(text: str) -> list[Span]:
 def find_names(text: str, tokens: Sequence[Token]) -> list[Span]:
     """Every person name in ``text`` (see the module docstring); ``tokens`` come from the tagger."""
     bounds = _Boundaries(tokens)
-    spans = _tagger_names(text, tokens)
-    for m in _NAME_PREFIX_RE.finditer(text):
+    prefixes = list(_NAME_PREFIX_RE.finditer(text))
+    spans = _tagger_names(text, tokens, frozenset(m.end() for m in prefixes))
+    for m in prefixes:
         name = _name_after(text, m.end(), bounds)
         if name:
             spans.append(Span(m.end(), m.end() + len(name), "NAME", name))
