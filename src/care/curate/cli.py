@@ -70,7 +70,7 @@ def diversify_cmd(
     encoder: str = typer.Option("e5", "--encoder", "-e", help="Encoder spec (care.encoders.registry)."),
     role: str = typer.Option("document", "--role", help="query or document: picks the paper's defaults and the encoder role."),
     k: Optional[int] = typer.Option(None, "--k", help="Neighbours retrieved per text (paper: 5)."),
-    threshold: Optional[float] = typer.Option(None, "--threshold", "-t", help="Similarity threshold (paper: 0.85 queries, 0.78 documents)."),
+    threshold: Optional[str] = typer.Option(None, "--threshold", "-t", help="Similarity threshold, or 'auto' to calibrate the paper's for this encoder. Default: the paper's (0.85 queries, 0.78 documents), refused with the measured similarity distribution when the encoder's random pairs already exceed it."),
     max_similar: Optional[int] = typer.Option(None, "--max-similar", "-n", help="Drop a text when more than n neighbours exceed the threshold (paper: 1)."),
     seed_size: Optional[int] = typer.Option(None, "--seed-size", help="Texts inserted unfiltered to seed the index (paper: 5000)."),
     text_field: str = typer.Option("text", "--field", help="Field holding the text."),
@@ -85,7 +85,14 @@ def diversify_cmd(
     from care.errors import CareError
 
     config = DiversifyConfig.for_role(role)
-    overrides = {"k": k, "threshold": threshold, "max_similar": max_similar, "seed_size": seed_size}
+    if threshold is not None:
+        config.calibration = "auto" if threshold.strip().lower() == "auto" else "off"
+        if config.calibration == "off":
+            try:
+                config.threshold = float(threshold)
+            except ValueError:
+                raise CareError(f"--threshold must be a number (e.g. 0.9) or 'auto', got {threshold!r}") from None
+    overrides = {"k": k, "max_similar": max_similar, "seed_size": seed_size}
     for name, value in overrides.items():
         if value is not None:
             setattr(config, name, value)
