@@ -75,6 +75,8 @@ QUERY_PREFIX, PASSAGE_PREFIX = "query: ", "passage: "
 E5_OPTIONS = f"query_prefix={quote(QUERY_PREFIX)}&document_prefix={quote(PASSAGE_PREFIX)}&instructions=false"
 #: The peer's and the symmetric towers' settings (issue 15): 1 epoch, batch 32, lr 2e-5, 10 % warm-up.
 PEER = {"epochs": 1, "batch_size": 32, "lr": 2e-5, "warmup": 0.1, "scale": 50.0, "max_length": 192}
+#: Token budget of both towers in training (set by --max-length; configs/care_e5 say 192).
+LENGTH_OVERRIDES: list[str] = []
 #: Validation hold-out (care.data.splits): share of the training rows, fixed seed.
 VALIDATION_SHARE, VALIDATION_SEED = 0.1, 20261125
 #: Short answer sentences added to Stage I's query-side alignment texts (care.train.alignment). No
@@ -196,7 +198,7 @@ def train_care(prep: Prepared, e5: Path, cut: Path, out: Path, seed: int, varian
     paths = RecipePaths(str(cut), document or str(e5), str(prep.train_file), str(out / "recipe"),
                         str(prep.alignment_file), str(prep.corpus_file))
     results = run_recipe(paths, config_dir=CONFIGS, overrides=[f"seed={seed}", "runtime.progress_bar=false",
-                                                                *overrides], recipe=recipe)
+                                                                *LENGTH_OVERRIDES, *overrides], recipe=recipe)
     if document is not None:
         return {"symmetric small": results["init_query"].query_model, "CARE": results["stage2"].care_model}
     # Stage II straight from the initialised towers (the recipe with Stage I skipped, reusing its init stages)
@@ -229,7 +231,7 @@ def stage2_run(prep: Prepared, out: Path, seed: int, query_model: str, document_
         data = apply_overrides(load_config(CONFIGS / "stage2.yaml").to_dict(),
                                [f"seed={seed}", "runtime.progress_bar=false", f"output_dir={out}",
                                 f"model.query_model={query_model}", f"model.document_model={document_model}",
-                                f"data.train_file={train_file}", *settings])
+                                f"data.train_file={train_file}", *LENGTH_OVERRIDES, *settings])
         train(TrainConfig.from_dict(data), resume=True)
     return str(out / "model")
 
@@ -251,7 +253,7 @@ def train_student(prep: Prepared, e5: Path, cut: Path, out: Path, seed: int) -> 
         data = apply_overrides(load_config(CONFIGS / "stage1.yaml").to_dict(),
                                [f"stage={stage}", f"seed={seed}", f"output_dir={folder}", f"model.query_model={start}",
                                 f"data.train_file={file}", f"model.teacher.cache_dir={out / 'e5_teacher_cache'}",
-                                "runtime.progress_bar=false", *extra])
+                                "runtime.progress_bar=false", *LENGTH_OVERRIDES, *extra])
         train(TrainConfig.from_dict(data), resume=True)
     return str(sft / "query")
 
@@ -288,7 +290,7 @@ def diagnose(prep: Prepared, e5: Path, work: Path, seed: int, cache: EmbeddingCa
                 f"data.train_file={prep.train_file}", "model.teacher.kind=encoder", f"model.teacher.spec={docs}",
                 f"model.teacher.cache_dir={work / 'diagnosis' / 'teacher_cache'}", "model.document_model=null",
                 "data.n_negatives=0", "loss.temperature=0.02", "optim.lr=2e-5", "optim.epochs=1", "optim.batch_size=32",
-                "optim.warmup_ratio=0.1", "runtime.progress_bar=false", *extra])
+                "optim.warmup_ratio=0.1", "runtime.progress_bar=false", *LENGTH_OVERRIDES, *extra])
             data["model"]["query_prompt"] = prompt
             train(TrainConfig.from_dict(data), resume=True)
         query = (f"{folder / 'query'}?query_prefix={instruction}&instructions=false&dtype=float32" if prompt is None
@@ -411,6 +413,13 @@ def summarise(args) -> None:
         values = [runs[s].scores[label]["ndcg_at_10"] for s in sorted(runs) if label in runs[s].scores]
         rows[label] = {"per_seed": values, "mean": statistics.mean(values),
                        "std": statistics.stdev(values) if len(values) > 1 else 0.0}
+    travel: dict[str, dict[str, float]] = {}
+    for record in runs.values():
+        for task, scores in record.extra.get("travel", {}).items():
+            for label, value in scores.items():
+                travel.setdefault(task, {}).setdefault(label, []).append(value["ndcg_at_10"])
+    travel = {task: {label: statistics.mean(v) for label, v in scores.items()} for task, scores in travel.items()}
+    diagnosis = {k: v for k, v in records.items() if k.startswith(f"diagnosis_{name}_seed")}
     latency = query_latency(args) if args.latency else {}
     large = rows.get("symmetric large", {}).get("mean")
     small = rows.get("symmetric small", {}).get("mean")
@@ -422,7 +431,9 @@ def summarise(args) -> None:
     record = BenchmarkRecord(EXPERIMENT, name, config={"peer": PEER, "recipe": "configs/care_e5",
                                                         "devices": sorted({r.machine.get("gpu") or r.machine.get("cpu")
                                                                            for r in runs.values()})},
-                             seeds=sorted(runs), scores=rows, latencies=latency, extra={"checks": checks})
+                             seeds=sorted(runs), scores=rows, latencies=latency,
+                             extra={"checks": checks, "travel": travel,
+                                    "diagnosis": {k: r.scores for k, r in diagnosis.items()}})
     write_record(record, args.out)
     lines = [f"# CARE with real weights (multilingual-e5-small) — dev set, {name} split, seeds {sorted(runs)}", "",
              "| row | nDCG@10 mean | std | per seed |", "|---|---|---|---|"]
@@ -430,6 +441,17 @@ def summarise(args) -> None:
         lines.append(f"| {label} | {r['mean']:.4f} | {r['std']:.4f} | {', '.join(f'{v:.4f}' for v in r['per_seed'])} |")
     if checks:
         lines += ["", "| check | value |", "|---|---|", *(f"| {k} | {v:.4f} |" for k, v in checks.items())]
+    for task, scores in travel.items():
+        base = scores.get("e5 zero-shot")
+        lines += ["", f"Zero-shot on {task} (trained on the dev set only; mean over seeds):", "",
+                  "| row | nDCG@10 | vs e5 zero-shot |", "|---|---|---|"]
+        for label, value in scores.items():
+            flag = " (costs more than 2 %)" if base and value < 0.98 * base else ""
+            lines.append(f"| {label} | {value:.4f} | {value / base - 1:+.1%}{flag} |" if base else f"| {label} | {value:.4f} | – |")
+    for key, record in diagnosis.items():
+        lines += ["", f"Diagnosis ({key}): e5's 12 layers fine-tuned on the query side only against frozen e5 "
+                  "documents, one change at a time:", "", "| setting | nDCG@10 |", "|---|---|"]
+        lines += [f"| {label} | {value['ndcg_at_10']:.4f} |" for label, value in record.scores.items()]
     if latency:
         lines += ["", "Query latency (ms, batch 1, one thread, this machine, side by side):", "",
                   "| query tower | engine | p50 | p10 | p90 |", "|---|---|---|---|---|"]
@@ -498,6 +520,8 @@ def main() -> None:
                         help="instead of the table: the query-side fine-tune against frozen e5, one change at a time")
     parser.add_argument("--travel", type=Path, nargs="*", default=[DEMO_RETRIEVAL],
                         help="task folders every row is also scored on zero-shot (default: the embedded demo benchmark)")
+    parser.add_argument("--max-length", type=int, default=None,
+                        help="token budget of both towers and the peer in training (default: the configs' 192)")
     parser.add_argument("--dense-miner", action="store_true", help="Stage I negatives by e5 instead of BM25 (no jieba)")
     parser.add_argument("--max-train", type=int, default=None, help="use only the first N training rows (smoke tests)")
     parser.add_argument("--no-student", action="store_true", help="skip the student against frozen e5 documents")
@@ -511,6 +535,10 @@ def main() -> None:
     if args.summarise:
         summarise(args)
         return
+    if args.max_length:
+        PEER["max_length"] = args.max_length
+        LENGTH_OVERRIDES[:] = [f"model.query_max_seq_length={args.max_length}",
+                               f"model.document_max_seq_length={args.max_length}"]
     args.care_variant = chosen_variant(args.out) if args.care_from_validation else ("", [])
     e5 = ensure_e5(args)
     prep = prepare(args.data, args.work, args.validation, _e5_spec(e5, "float32"), args.max_train, args.dense_miner)
@@ -525,6 +553,7 @@ def main() -> None:
         result = run_seed(args, seed, prep, e5, cut)
         record = BenchmarkRecord(EXPERIMENT, f"{prep.name}_seed{seed}",
                                  config={"peer": PEER, "recipe": "configs/care_e5", "layers": args.layers,
+                                         "length_overrides": LENGTH_OVERRIDES,
                                          "variants": dict(args.variant), "max_train": args.max_train,
                                          "care_variant": {"name": args.care_variant[0],
                                                           "settings": args.care_variant[1]},
