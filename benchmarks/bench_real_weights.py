@@ -201,14 +201,17 @@ def train_care(prep: Prepared, e5: Path, cut: Path, out: Path, seed: int, varian
                                                                 *LENGTH_OVERRIDES, *overrides], recipe=recipe)
     if document is not None:
         return {"symmetric small": results["init_query"].query_model, "CARE": results["stage2"].care_model}
-    # Stage II straight from the initialised towers (the recipe with Stage I skipped, reusing its init stages)
-    no_stage1 = stage2_run(prep, out / "stage2_without_stage1", seed, results["init_query"].query_model,
-                           results["init_document"].document_model, overrides, mining)
     return {"symmetric small": results["init_query"].query_model,
             "symmetric large": results["init_document"].document_model,
             "CARE w/o Stage II": results["stage1"].care_model,
-            "CARE": results["stage2"].care_model,
-            "CARE w/o Stage I": no_stage1}
+            "CARE": results["stage2"].care_model}
+
+
+def train_without_stage1(prep: Prepared, out: Path, seed: int, trained: dict[str, str], variant: list[str]) -> str:
+    """The ablation: Stage II straight from the recipe's initialised towers (Stage I skipped)."""
+    overrides, mining = _variant_overrides(variant)
+    return stage2_run(prep, out / "stage2_without_stage1", seed, trained["symmetric small"],
+                      trained["symmetric large"], overrides, mining)
 
 
 def stage2_run(prep: Prepared, out: Path, seed: int, query_model: str, document_model: str, overrides: list[str],
@@ -350,6 +353,11 @@ def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, 
     t0 = time.perf_counter()
     specs["peer (sentence-transformers trainer)"] = f"{train_peer(e5, prep.train_file, work / 'peer', seed)}?{E5_OPTIONS}&dtype=float32"
     timings["peer"] = time.perf_counter() - t0
+    score_rows(specs, prep.task, work, cache)
+    t0 = time.perf_counter()
+    specs["CARE w/o Stage I"] = (f"{train_without_stage1(prep, work / 'care', seed, trained, args.care_variant[1])}"
+                                 f"?{E5_OPTIONS}&dtype=float32")
+    timings["care_without_stage1"] = time.perf_counter() - t0
     stage1_query = str(Path(trained["CARE w/o Stage II"]).parent / "query")
     for name, items in args.variant:  # other Stage II settings from the same Stage I model and document tower
         t0 = time.perf_counter()
