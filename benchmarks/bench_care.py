@@ -63,7 +63,11 @@ from care.train.trainer import read_result, train
 logger = logging.getLogger("bench_care")
 
 ROOT = Path(__file__).resolve().parents[1]
-TOYHOM = ROOT.parent / "shared" / "data" / "toyhom_neike_sample"
+#: The dev set: $CARE_DEV_DATA, else shared/data/ beside the checkout (or beside the folder of worktrees).
+TOYHOM = Path(os.environ.get("CARE_DEV_DATA") or next(
+    (p for p in (ROOT.parent / "shared" / "data" / "toyhom_neike_sample",
+                 ROOT.parents[1] / "shared" / "data" / "toyhom_neike_sample") if p.is_dir()),
+    ROOT.parent / "shared" / "data" / "toyhom_neike_sample"))
 TINY_CONFIGS = ROOT / "configs" / "care_tiny"
 RESULTS = ROOT / "benchmarks" / "results"
 
