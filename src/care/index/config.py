@@ -19,6 +19,11 @@ DEFAULT_PQ_M = 16
 DEFAULT_PQ_NBITS = 8
 #: Training points per IVF list that FAISS recommends (it warns below ~39).
 TRAIN_POINTS_PER_LIST = 40
+#: Re-ranking of IVF-PQ candidates with more exact vectors: none, the full float32 vectors ("flat"),
+#: or 8-bit scalar-quantised copies ("sq8": a quarter of flat's memory).
+REFINE_TYPES: tuple[str, ...] = ("none", "flat", "sq8")
+#: Candidates re-ranked per requested hit (k * refine_k_factor are scored by PQ, then re-ranked).
+DEFAULT_REFINE_K_FACTOR = 4
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,9 @@ class IndexConfig:
         pq_m: PQ sub-quantisers (must divide the dimension) for ``ivfpq``.
         pq_nbits: bits per PQ code.
         train_size: vectors sampled to train IVF quantisers (the first ``train_size`` added).
+        refine: ``ivfpq`` only: re-rank PQ's ``k * refine_k_factor`` best candidates with exact inner
+            products on stored ``flat`` (float32) or ``sq8`` (8-bit) copies of the vectors.
+        refine_k_factor: candidates re-ranked per requested hit.
     """
 
     type: str = "flat"
@@ -45,11 +53,18 @@ class IndexConfig:
     pq_m: int = DEFAULT_PQ_M
     pq_nbits: int = DEFAULT_PQ_NBITS
     train_size: int = 100_000
+    refine: str = "none"
+    refine_k_factor: int = DEFAULT_REFINE_K_FACTOR
 
     def __post_init__(self) -> None:
         if self.type not in INDEX_TYPES:
             raise CareError(f"unknown index type {self.type!r}; choose one of {', '.join(INDEX_TYPES)}")
-        for name in ("nlist", "nprobe", "hnsw_m", "ef_construction", "ef_search", "pq_m", "pq_nbits", "train_size"):
+        if self.refine not in REFINE_TYPES:
+            raise CareError(f"unknown refine {self.refine!r}; choose one of {', '.join(REFINE_TYPES)}")
+        if self.refine != "none" and self.type != "ivfpq":
+            raise CareError(f"refine={self.refine} re-ranks IVF-PQ candidates; use it with type=ivfpq, not {self.type}")
+        for name in ("nlist", "nprobe", "hnsw_m", "ef_construction", "ef_search", "pq_m", "pq_nbits", "train_size",
+                     "refine_k_factor"):
             if int(getattr(self, name)) < 1:
                 raise CareError(f"index option {name} must be >= 1, got {getattr(self, name)}")
 

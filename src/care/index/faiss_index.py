@@ -1,5 +1,6 @@
 """FAISS implementations of :class:`~care.index.base.SearchIndex` (inner product, i.e. cosine on
-L2-normalised vectors): exact ``IndexFlatIP``, ``IndexHNSWFlat``, ``IndexIVFFlat`` and ``IndexIVFPQ``.
+L2-normalised vectors): exact ``IndexFlatIP``, ``IndexHNSWFlat``, ``IndexIVFFlat`` and ``IndexIVFPQ`` (optionally
+wrapped in ``IndexRefine``: PQ proposes ``k * refine_k_factor`` candidates, exact or 8-bit copies re-rank them).
 
 IVF indexes must be trained before vectors are added. To let callers stream vectors batch by batch
 without a separate training pass, :class:`FaissIndex` buffers the first ``config.train_size``
@@ -44,6 +45,7 @@ class FaissIndex:
         self._dim = int(dim)
         self._pending: list[np.ndarray] = []
         self._quantizer: faiss.Index | None = None
+        self._parts: tuple[faiss.Index, ...] = ()
         self._n_pending = 0
         self._index: faiss.Index | None = None if self.config.is_trained_type else self._make_untrained(0)
 
@@ -69,7 +71,14 @@ class FaissIndex:
             index = faiss.IndexIVFPQ(quantizer, dim, nlist, cfg.pq_m, cfg.pq_nbits, faiss.METRIC_INNER_PRODUCT)
         index.nprobe = min(cfg.nprobe, nlist)
         self._quantizer = quantizer  # the IVF index does not own its quantizer: keep it alive
-        return index
+        if cfg.refine == "none":
+            return index
+        exact = (faiss.IndexFlatIP(dim) if cfg.refine == "flat"
+                 else faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT))
+        refined = faiss.IndexRefine(index, exact)
+        refined.k_factor = float(cfg.refine_k_factor)
+        self._parts = (index, exact)  # IndexRefine does not own the indexes it wraps: keep them alive
+        return refined
 
     def _flush_pending(self) -> None:
         """Train an IVF index on the buffered vectors and add them."""
@@ -79,7 +88,7 @@ class FaissIndex:
         self._pending, self._n_pending = [], 0
         if self._index is None:
             index = self._make_untrained(len(data))
-            min_points = getattr(index, "nlist", 1)
+            min_points = faiss.extract_index_ivf(index).nlist
             if len(data) < min_points:
                 raise CareError(f"IVF index needs at least {min_points} vectors to train, got {len(data)}")
             index.train(data[: self.config.train_size])
@@ -166,5 +175,7 @@ def load_index(folder: str | Path) -> FaissIndex:
         index.hnsw.efSearch = config.ef_search
     elif config.is_trained_type:
         faiss.extract_index_ivf(index).nprobe = min(config.nprobe, faiss.extract_index_ivf(index).nlist)
+        if config.refine != "none":
+            index.k_factor = float(config.refine_k_factor)
     obj._index = index
     return obj
