@@ -22,6 +22,8 @@ TRAIN_POINTS_PER_LIST = 40
 #: Re-ranking of IVF-PQ candidates with more exact vectors: none, the full float32 vectors ("flat"),
 #: or 8-bit scalar-quantised copies ("sq8": a quarter of flat's memory).
 REFINE_TYPES: tuple[str, ...] = ("none", "flat", "sq8")
+#: IVF-PQ with 4-bit codes uses FAISS's fast-scan kernels (codes compared with SIMD table lookups).
+FAST_SCAN_NBITS = 4
 #: Candidates re-ranked per requested hit (k * refine_k_factor are scored by PQ, then re-ranked).
 DEFAULT_REFINE_K_FACTOR = 4
 
@@ -37,7 +39,7 @@ class IndexConfig:
         hnsw_m: HNSW neighbours per node.
         ef_construction / ef_search: HNSW beam widths when building / searching.
         pq_m: PQ sub-quantisers (must divide the dimension) for ``ivfpq``.
-        pq_nbits: bits per PQ code.
+        pq_nbits: bits per PQ code (4: fast-scan, the fast choice with ``refine``; 8: finer codes).
         train_size: vectors sampled to train IVF quantisers (the first ``train_size`` added).
         refine: ``ivfpq`` only: re-rank PQ's ``k * refine_k_factor`` best candidates with exact inner
             products on stored ``flat`` (float32) or ``sq8`` (8-bit) copies of the vectors.

@@ -1,6 +1,7 @@
 """FAISS implementations of :class:`~care.index.base.SearchIndex` (inner product, i.e. cosine on
-L2-normalised vectors): exact ``IndexFlatIP``, ``IndexHNSWFlat``, ``IndexIVFFlat`` and ``IndexIVFPQ`` (optionally
-wrapped in ``IndexRefine``: PQ proposes ``k * refine_k_factor`` candidates, exact or 8-bit copies re-rank them).
+L2-normalised vectors): exact ``IndexFlatIP``, ``IndexHNSWFlat``, ``IndexIVFFlat`` and ``IndexIVFPQ`` (4-bit codes:
+``IndexIVFPQFastScan``; optionally wrapped in ``IndexRefine``: PQ proposes ``k * refine_k_factor`` candidates,
+exact or 8-bit copies re-rank them).
 
 IVF indexes must be trained before vectors are added. To let callers stream vectors batch by batch
 without a separate training pass, :class:`FaissIndex` buffers the first ``config.train_size``
@@ -18,7 +19,7 @@ import numpy as np
 
 from care.data.io import atomic_write, write_json
 from care.errors import CareError, DimensionMismatchError
-from care.index.config import TRAIN_POINTS_PER_LIST, IndexConfig
+from care.index.config import FAST_SCAN_NBITS, TRAIN_POINTS_PER_LIST, IndexConfig
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +69,10 @@ class FaissIndex:
         else:
             if dim % cfg.pq_m:
                 raise CareError(f"ivfpq: pq_m={cfg.pq_m} must divide the dimension {dim}")
-            index = faiss.IndexIVFPQ(quantizer, dim, nlist, cfg.pq_m, cfg.pq_nbits, faiss.METRIC_INNER_PRODUCT)
+            if cfg.pq_nbits == FAST_SCAN_NBITS:  # 4-bit codes scanned with SIMD lookups: many lists per query, cheaply
+                index = faiss.IndexIVFPQFastScan(quantizer, dim, nlist, cfg.pq_m, cfg.pq_nbits, faiss.METRIC_INNER_PRODUCT)
+            else:
+                index = faiss.IndexIVFPQ(quantizer, dim, nlist, cfg.pq_m, cfg.pq_nbits, faiss.METRIC_INNER_PRODUCT)
         index.nprobe = min(cfg.nprobe, nlist)
         self._quantizer = quantizer  # the IVF index does not own its quantizer: keep it alive
         if cfg.refine == "none":
