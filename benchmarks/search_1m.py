@@ -368,8 +368,10 @@ def write_report(folder: Path, dim: int, builds: dict[str, Any], rows: list[dict
         lines.append(f"| {r['index']} | {b.get('build_s', '–')} ({b.get('threads', '–')}) | {b.get('index_mib', '–')} | "
                      f"{r['setting']} | {r['recall@10']:.4f} | {r['p50_ms']:.3f} ({r['p10_ms']:.3f}–{r['p90_ms']:.3f}) | {ok} |")
     for name, b in builds.items():
-        if b is None:
+        if b is None and (folder / name / "progress.json").is_file():
             lines.append(f"| {name} | not finished within the {args.hnsw_budget_min:.0f}-min build budget | | | | | |")
+        elif b is None:
+            lines.append(f"| {name} | not built at this width (--indexes: {args.indexes}) | | | | | |")
     checks = sorted({(r["index"], r["self_check"]) for r in rows})
     lines += ["", *[f"- {name}: {text}" for name, text in checks], "",
               f"Best setting meeting both targets: {best['index']} {best['setting']} (p50 {best['p50_ms']} ms, "

@@ -129,3 +129,12 @@ def test_refine_is_only_for_ivfpq():
         IndexConfig(type="hnsw", refine="flat")
     with pytest.raises(CareError, match="unknown refine"):
         IndexConfig(type="ivfpq", refine="pq")
+
+
+def test_config_from_command_line_strings():
+    config = IndexConfig.from_options("ivfpq", {"pq_m": "192", "pq_nbits": "4", "refine": "flat", "nprobe": "96"})
+    assert config == IndexConfig(type="ivfpq", pq_m=192, pq_nbits=4, refine="flat", nprobe=96)
+    with pytest.raises(CareError, match="nprobe takes a whole number"):
+        IndexConfig.from_options("ivf", {"nprobe": "many"})
+    with pytest.raises(CareError, match="unknown index option"):
+        IndexConfig.from_options("ivf", {"probes": "4"})

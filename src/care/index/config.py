@@ -79,6 +79,25 @@ class IndexConfig:
         return asdict(self)
 
     @classmethod
+    def from_options(cls, index_type: str, options: dict[str, str]) -> IndexConfig:
+        """From ``--index-type`` and ``--index-option key=value`` strings (numbers converted by field).
+
+        Raises:
+            CareError: an unknown key, or a value that is not a whole number where one is needed.
+        """
+        numeric = {f.name for f in fields(cls) if isinstance(f.default, int)}
+        typed: dict[str, Any] = {}
+        for key, value in options.items():
+            if key in numeric:
+                try:
+                    typed[key] = int(value)
+                except ValueError:
+                    raise CareError(f"--index-option {key}={value}: {key} takes a whole number") from None
+            else:
+                typed[key] = value
+        return cls.from_dict({"type": index_type, **typed})
+
+    @classmethod
     def from_dict(cls, data: dict[str, Any]) -> IndexConfig:
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known

@@ -144,9 +144,8 @@ class FaissIndex:
         self._flush_pending()
         if self._index is None:
             raise CareError("cannot save an empty untrained index")
-        blob = faiss.serialize_index(self._index)
-        with atomic_write(folder / INDEX_FILE, "wb") as fh:
-            fh.write(blob.tobytes())
+        with atomic_write(folder / INDEX_FILE, "wb") as fh:  # streamed: no in-memory copy of a GB-sized index
+            faiss.write_index(self._index, faiss.PyCallbackIOWriter(fh.write))
         write_json(folder / META_FILE, {"dim": self._dim, "ntotal": int(self._index.ntotal), "config": self.config.to_dict()})
 
     @classmethod
@@ -171,8 +170,7 @@ def load_index(folder: str | Path) -> FaissIndex:
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     config = IndexConfig.from_dict(meta["config"])
     obj = FaissIndex(int(meta["dim"]), config)
-    raw = np.fromfile(index_path, dtype=np.uint8)
-    index = faiss.deserialize_index(raw)
+    index = faiss.read_index(str(index_path))  # read straight from the file (no second copy in memory)
     if index.d != obj.dim:
         raise DimensionMismatchError(f"{index_path}: stored index has dimension {index.d}, manifest says {obj.dim}")
     if config.type == "hnsw":
