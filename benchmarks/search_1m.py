@@ -320,7 +320,8 @@ def search_one(folder: Path, name: str, spec: dict[str, Any], truth: np.ndarray)
                      "p10_ms": round(m.p10_ms, 3), "p50_ms": round(m.p50_ms, 3), "p90_ms": round(m.p90_ms, 3),
                      "calls": m.calls, "stable": m.stable, "self_check": report.self_check.describe(),
                      "self_check_passed": report.self_check.passed,
-                     "load_average_1min": report.context["load_average_1min_after"]})
+                     "load_average_1min": report.context["load_average_1min_after"],
+                     "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
         logger.info("%s %s: %s", name, label, rows[-1])
     return rows
 
@@ -358,7 +359,8 @@ def write_report(folder: Path, dim: int, builds: dict[str, Any], rows: list[dict
              + (f", embedded 384 -> {dim} by a random orthonormal map + isotropic noise of norm {data['noise_1024']}" if dim != 384 else "")
              + f"; queries: e5 vectors of {data['queries']} real test questions. Search: batch 1, one thread, "
              f"p50 over {LATENCY_QUERIES}+ calls per setting (settings of one index interleaved in random order); recall@10 "
-             "against exact search. Build: every core of the machine (parallel), time and index file size as recorded. "
+             "against exact search. IVF lists: min(nlist, training vectors / 40). "
+             "Build: every core of the machine (parallel), time and index file size as recorded. "
              + faiss_build() + ".", "",
              "| index | build (s, threads) | index file (MiB) | setting | recall@10 | p50 ms (p10–p90) | meets p50 ≤ 2 ms & recall ≥ 0.95 |",
              "|---|---|---|---|---|---|---|"]
@@ -371,11 +373,13 @@ def write_report(folder: Path, dim: int, builds: dict[str, Any], rows: list[dict
         if b is None and (folder / name / "progress.json").is_file():
             lines.append(f"| {name} | not finished within the {args.hnsw_budget_min:.0f}-min build budget | | | | | |")
         elif b is None:
-            lines.append(f"| {name} | not built at this width (--indexes: {args.indexes}) | | | | | |")
+            lines.append(f"| {name} | not built in this run (--indexes {args.indexes}) | | | | | |")
     checks = sorted({(r["index"], r["self_check"]) for r in rows})
     lines += ["", *[f"- {name}: {text}" for name, text in checks], "",
               f"Best setting meeting both targets: {best['index']} {best['setting']} (p50 {best['p50_ms']} ms, "
               f"recall@10 {best['recall@10']})." if best else "No setting met both targets.", "",
+              "Each index is built and measured once and cached under `runs/search_1m/` (a rerun re-reports it, resumes "
+              "what is missing); every row of the record keeps the 1-minute load average of its own measurement.", "",
               f"Command: `{record.command}` (commit {record.commit}); record `{path.relative_to(ROOT)}`."]
     with atomic_write(path.with_suffix(".md")) as fh:
         fh.write("\n".join(lines) + "\n")
