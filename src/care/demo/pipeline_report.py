@@ -72,8 +72,8 @@ def step_report(ctx: DemoContext) -> dict[str, Any]:
     command = serve_command(ctx)
     figure = None
     task = RETRIEVAL_TASK if RETRIEVAL_TASK in ctx.config.tasks else ctx.config.tasks[0]
-    points = [(r["model"], r["scores"][task], r["qps_batch1"]) for r in rows
-              if task in r["scores"] and r["query_latency"] is not None]
+    points = [(f"{r['model']} [{r['query_latency'].get('engine') or '?'}]" if r["qps_batch1"] else r["model"],
+               r["scores"][task], r["qps_batch1"]) for r in rows if task in r["scores"] and r["query_latency"] is not None]
     if points:
         from care.bench.figure import QualityPoint, quality_speed_figure
 
