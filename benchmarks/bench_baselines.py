@@ -144,14 +144,12 @@ def _speed(model: Any, data: Path) -> dict[str, float]:
     model.encode_documents(docs, batch_size=32)
     docs_per_s = len(docs) / (time.perf_counter() - t0)
     queries = list(load_queries(data / "test_queries.jsonl").values())[:LATENCY_QUERIES]
-    model.encode_queries(queries[:1])  # warm-up
-    lat = []
-    for q in queries:
-        t0 = time.perf_counter()
-        model.encode_queries([q])
-        lat.append(time.perf_counter() - t0)
+    from care.bench.latency import measure_latency  # the project's latency routine (warm-up, stable median)
+
+    timed = measure_latency({"model": model}, queries).models["model"]
     return {"docs_per_s": round(docs_per_s, 2), "doc_sample": len(docs), "mean_doc_chars": round(float(np.mean([len(d) for d in docs])), 1),
-            "query_latency_median_ms": round(1000 * statistics.median(lat), 2), "latency_queries": len(queries)}
+            "query_latency_median_ms": round(timed.p50_ms, 2), "query_latency_p10_p90_ms": [round(timed.p10_ms, 2), round(timed.p90_ms, 2)],
+            "latency_queries": len(queries)}
 
 
 def _lexical_rerank_corpus_idf(model: Any, data: Path) -> float:

@@ -63,7 +63,6 @@ QUERY_PREFIX = "query: "
 QUERY_MAX_LENGTH = 64
 #: Latency: queries timed and rounds over them.
 LATENCY_QUERIES = 50
-LATENCY_ROUNDS = 3
 #: Training settings of both baselines (a pretrained model: the paper's lr; our batch and epochs).
 TRAIN_SETTINGS = {"lr": 1e-4, "batch_size": 32, "epochs": 1, "n_negatives": 3, "temperature": 0.02}
 
@@ -107,17 +106,11 @@ def _evaluate(models: dict[str, object], task: TaskMetadata, results_dir: Path, 
 
 
 def _latency(towers: dict[str, HFEncoder], task: TaskMetadata) -> dict[str, float]:
+    """Median single-query latency (ms) with the project's latency routine (randomised order, stable medians)."""
+    from care.bench.latency import measure_latency
+
     queries = list(load_queries(Path(task.path) / "test_queries.jsonl").values())[:LATENCY_QUERIES]
-    for tower in towers.values():
-        tower.encode_queries(queries[:2])
-    times: dict[str, list[float]] = {label: [] for label in towers}
-    for _ in range(LATENCY_ROUNDS):
-        for q in queries:
-            for label, tower in towers.items():
-                t0 = time.perf_counter()
-                tower.encode_queries([q], batch_size=1)
-                times[label].append((time.perf_counter() - t0) * 1e3)
-    return {label: statistics.median(t) for label, t in times.items()}
+    return measure_latency(towers, queries).medians()
 
 
 def main() -> None:

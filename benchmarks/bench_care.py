@@ -63,13 +63,16 @@ from care.train.trainer import read_result, train
 logger = logging.getLogger("bench_care")
 
 ROOT = Path(__file__).resolve().parents[1]
-TOYHOM = ROOT.parent / "shared" / "data" / "toyhom_neike_sample"
+#: The dev set: $CARE_DEV_DATA, else shared/data/ beside the checkout (or beside the folder of worktrees).
+TOYHOM = Path(os.environ.get("CARE_DEV_DATA") or next(
+    (p for p in (ROOT.parent / "shared" / "data" / "toyhom_neike_sample",
+                 ROOT.parents[1] / "shared" / "data" / "toyhom_neike_sample") if p.is_dir()),
+    ROOT.parent / "shared" / "data" / "toyhom_neike_sample"))
 TINY_CONFIGS = ROOT / "configs" / "care_tiny"
 RESULTS = ROOT / "benchmarks" / "results"
 
-#: Queries timed for latency, and rounds over them.
+#: Queries timed for latency (the latency routine passes over them until the medians are stable).
 LATENCY_QUERIES = 50
-LATENCY_ROUNDS = 3
 #: Documents are cut to this many tokens (characters): the dev set's answers average 155 characters.
 DOCUMENT_MAX_LENGTH = 192
 #: Default epochs per stage, by dataset size.
@@ -259,22 +262,27 @@ def latency_queries(ds: Dataset) -> list[str]:
     return queries[:LATENCY_QUERIES]
 
 
-def query_latencies(ds: Dataset, specs: dict[str, str]) -> dict[str, float]:
-    """Median single-query encoding time (ms) of each dense model's query side, interleaved per query."""
+def query_latencies(ds: Dataset, specs: dict[str, str]):  # noqa: ANN201 — care.bench.latency.LatencyReport
+    """Single-query encoding latency of each dense model's query side (the project's latency routine:
+    randomised order per query, stable medians, p10 / p90), self-checked with a second copy of the
+    int8 student (or of the first model)."""
     from care.bench.latency import measure_latency
 
     models = {v: load_model(s) for v, s in specs.items() if s != "bm25"}
-    return measure_latency(models, latency_queries(ds), LATENCY_ROUNDS, ds.task.instruction)
+    control = STUDENT_INT8 if STUDENT_INT8 in models else next(iter(models))
+    return measure_latency(models, latency_queries(ds), instruction=ds.task.instruction,
+                           control=(control, load_model(specs[control])))
 
 
-def summarise(name: str, per_seed: dict[int, dict[str, float]], latency: dict[str, float],
+def summarise(name: str, per_seed: dict[int, dict[str, float]], report=None,  # noqa: ANN001 — LatencyReport | None
               settings: dict | None = None) -> dict:
     variants = list(next(iter(per_seed.values())))
     rows = {}
     for v in variants:
         vals = [per_seed[s][v] for s in sorted(per_seed)]
+        timed = report.models.get(v) if report is not None else None
         rows[v] = {"ndcg_at_10": vals, "mean": float(np.mean(vals)), "std": float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0,
-                   "query_latency_ms": latency.get(v)}
+                   "query_latency_ms": timed.p50_ms if timed else None, "query_latency": timed.to_dict() if timed else None}
     mean = {v: r["mean"] for v, r in rows.items()}
     checks: dict[str, float | bool] = {
         "CARE beats symmetric small": mean["CARE (full)"] > mean["symmetric small"],
@@ -283,24 +291,32 @@ def summarise(name: str, per_seed: dict[int, dict[str, float]], latency: dict[st
     checks[f"{STUDENT} beats {E5_SYMMETRIC_SMALL}"] = mean[STUDENT] > mean[E5_SYMMETRIC_SMALL]
     for row in (STUDENT, STUDENT_ONNX, STUDENT_INT8):
         checks[f"{row} / e5 (nDCG@10)"] = mean[row] / mean["e5 (zero-shot)"]
-        if latency:
-            checks[f"e5 latency / {row} latency"] = latency["e5 (zero-shot)"] / latency[row]
-    if latency:
-        checks[f"{E5_INT8} latency / {STUDENT_INT8} latency"] = latency[E5_INT8] / latency[STUDENT_INT8]
-    return {"dataset": name, "seeds": sorted(per_seed), "variants": rows, "checks": checks, **(settings or {})}
+        if report is not None:  # None when the self-check failed or a model is overhead-dominated
+            checks[f"e5 latency / {row} latency"] = report.ratio("e5 (zero-shot)", row)
+    if report is not None:
+        checks[f"{E5_INT8} latency / {STUDENT_INT8} latency"] = report.ratio(E5_INT8, STUDENT_INT8)
+    latency = {"self_check": report.self_check.describe() if report and report.self_check else None,
+               "report": report.to_dict()} if report is not None else {}
+    return {"dataset": name, "seeds": sorted(per_seed), "variants": rows, "checks": checks, "latency": latency,
+            **(settings or {})}
 
 
 def to_markdown(summary: dict) -> str:
     lines = [f"## {summary['dataset']} — nDCG@10 over seeds {summary['seeds']}", "",
-             "| model | nDCG@10 mean | std | per seed | query latency (ms, median, batch 1) |", "|---|---|---|---|---|"]
+             "| model | nDCG@10 mean | std | per seed | query latency (ms, p50 (p10, p90), batch 1) |", "|---|---|---|---|---|"]
+    from care.bench.latency import ModelLatency, format_latency
+
     for v, r in summary["variants"].items():
-        lat = f"{r['query_latency_ms']:.2f}" if r["query_latency_ms"] is not None else "–"
+        lat = format_latency(ModelLatency(**r["query_latency"])) if r.get("query_latency") else "–"
         lines.append(f"| {v} | {r['mean']:.4f} | {r['std']:.4f} | {', '.join(f'{x:.4f}' for x in r['ndcg_at_10'])} | {lat} |")
     lines += ["", "| check | value |", "|---|---|"]
-    lines += [f"| {k} | {v if isinstance(v, bool) else f'{v:.3f}'} |" for k, v in summary["checks"].items()]
+    lines += [f"| {k} | {v if isinstance(v, bool) else ('– (see the self-check)' if v is None else f'{v:.3f}')} |"
+              for k, v in summary["checks"].items()]
+    if summary.get("latency", {}).get("self_check"):
+        lines += ["", summary["latency"]["self_check"] + "."]
     if "threads" in summary:
-        lines += ["", f"Latencies: the last seed's models, single queries interleaved across models "
-                      f"({LATENCY_QUERIES} queries x {LATENCY_ROUNDS} rounds), {summary['threads']} thread(s) per engine, "
+        lines += ["", f"Latencies: the last seed's models, single queries in random model order per query "
+                      f"({LATENCY_QUERIES} queries, passes until every median is stable), {summary['threads']} thread(s) per engine, "
                       f"1-minute load average {summary['load_average_1min_at_latency']:.1f} on {summary.get('cpu_count', '?')} shared cores. "
                       f"Training overrides: `{' '.join(summary.get('settings', []))}`."]
     return "\n".join(lines) + "\n"
@@ -352,7 +368,7 @@ def main() -> None:
         specs = train_variants(ds, seed_dir, seed, teacher, extra, args.threads)
         per_seed[seed] = evaluate_variants(ds, specs, seed_dir, cache)
         logger.info("seed %d done in %.0f s", seed, time.perf_counter() - started)
-        summary = summarise(ds.name, per_seed, {}, {"settings": extra})
+        summary = summarise(ds.name, per_seed, None, {"settings": extra})
         write_json(RESULTS / f"care_{ds.name}.partial.json", summary)
     latency = query_latencies(ds, specs)
     settings = {"settings": extra, "threads": args.threads or "default",

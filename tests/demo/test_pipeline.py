@@ -113,7 +113,9 @@ def test_run_folder_manifest_and_table(runs):
     assert len(rows) == label["train_rows"] == label["shipped_rows"] + label["labelled_rows_added"]
     assert all(len(r["neg"]) == 7 and not set(r["neg"]) & set(r["pos"]) for r in rows)
     # every model on every task, with latency for the dense ones
-    lines = report.table.strip().splitlines()
+    table, notes = report.table.strip().split("\n\n", 1)  # the table, then the latency self-check and notes
+    assert "latency self-check" in notes.lower()
+    lines = table.splitlines()
     assert lines[0].startswith("| model | CMedTEB-Demo-Retrieval (ndcg_at_10) | CMedTEB-Demo-STS (pearson) |")
     models = [line.split("|")[1].strip() for line in lines[2:]]
     assert models == ["BM25", "symmetric small", "symmetric large", "CARE w/o Stage II", "CARE"]

@@ -1,6 +1,7 @@
 """FAISS indexes: exactness of flat search, approximate types finding true neighbours, streaming
 adds into IVF, save/load round trip, clear errors."""
 
+import faiss
 import numpy as np
 import pytest
 
@@ -98,3 +99,42 @@ def test_k_larger_than_ntotal_is_capped():
     index.add(_unit(3, 0))
     scores, ids = index.search(_unit(2, 1), 10)
     assert ids.shape == (2, 3) and (ids >= 0).all()
+
+
+@pytest.mark.parametrize("refine,nbits", [("flat", 4), ("sq8", 4), ("flat", 8)])
+def test_refined_ivfpq_recovers_the_recall_pq_loses(refine, nbits, tmp_path):
+    """Coarse PQ (8 sub-quantisers of 4 bits) misses true neighbours; re-ranking its candidates with
+    exact (or 8-bit) vectors finds them, and the setting survives save / load."""
+    docs, queries = _unit(600, 7), _unit(40, 8)
+    truth = np.argsort(-(queries @ docs.T), axis=1)[:, :5]
+
+    def recall(index):
+        _, ids = index.search(queries, 5)
+        return float(np.mean([len(set(a) & set(b)) / 5 for a, b in zip(ids, truth)]))
+
+    base = dict(type="ivfpq", nlist=4, nprobe=4, pq_m=8 if nbits == 4 else 2, pq_nbits=nbits, train_size=600)
+    plain, refined = build_index(IndexConfig(**base), DIM), build_index(IndexConfig(**base, refine=refine, refine_k_factor=10), DIM)
+    for index in (plain, refined):
+        index.add(docs)
+    assert recall(plain) < 0.6 and recall(refined) >= 0.95
+    refined.save(tmp_path)
+    loaded = load_index(tmp_path)
+    assert loaded.config.refine == refine and recall(loaded) == recall(refined)
+    fast_scan = "FastScan" in type(faiss.downcast_index(faiss.extract_index_ivf(loaded._index))).__name__
+    assert fast_scan == (nbits == 4)
+
+
+def test_refine_is_only_for_ivfpq():
+    with pytest.raises(CareError, match="use it with type=ivfpq"):
+        IndexConfig(type="hnsw", refine="flat")
+    with pytest.raises(CareError, match="unknown refine"):
+        IndexConfig(type="ivfpq", refine="pq")
+
+
+def test_config_from_command_line_strings():
+    config = IndexConfig.from_options("ivfpq", {"pq_m": "192", "pq_nbits": "4", "refine": "flat", "nprobe": "96"})
+    assert config == IndexConfig(type="ivfpq", pq_m=192, pq_nbits=4, refine="flat", nprobe=96)
+    with pytest.raises(CareError, match="nprobe takes a whole number"):
+        IndexConfig.from_options("ivf", {"nprobe": "many"})
+    with pytest.raises(CareError, match="unknown index option"):
+        IndexConfig.from_options("ivf", {"probes": "4"})

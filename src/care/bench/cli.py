@@ -16,6 +16,9 @@ logger = logging.getLogger(__name__)
 
 #: Models run when ``care bench`` is called without ``--model``.
 REFERENCE_MODELS: tuple[str, ...] = ("bm25", "e5")
+#: Queries of the first task timed by ``--latency`` (passes over them until the medians are stable).
+LATENCY_QUERIES = 50
+LATENCY_FILE = "latency.json"
 
 
 def _demo_task_folders() -> list[Path]:
@@ -46,6 +49,9 @@ def bench(
     split: Optional[str] = typer.Option(None, "--split", help="Data split to evaluate (e.g. test -> test_qrels.tsv or BEIR's qrels/test.tsv, test_queries.jsonl when present); refused when a task has no file for it."),
     device: Optional[str] = typer.Option(None, "--device", help="Device for neural models (cpu, cuda, cuda:1, ...)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide progress bars."),
+    latency: bool = typer.Option(False, "--latency", help="Also time single-query encoding of the dense models side by side "
+                                 "(random order per query, stable median with p10/p90, self-check of a second copy of the "
+                                 "first model, overhead-dominated models flagged); printed and written to OUTPUT/latency.json."),
 ) -> None:
     """Evaluate encoders on CMedTEB / custom tasks; writes one JSON per (model, task) and results.md."""
     from dataclasses import replace
@@ -78,8 +84,29 @@ def bench(
     labels = [spec if names.count(name) > 1 else name for spec, name in zip(specs, names)]
     results = evaluate_many(models, tasks, options, output_dir=output, labels=labels)
     typer.echo(results_table(results))
+    if latency:
+        typer.echo(_latency(specs, labels, models, tasks, device, batch_size, output))
     if output is not None:
         logger.info("results written to %s", output)
+
+
+def _latency(specs: list[str], labels: list[str], models: list, tasks: list, device: str | None, batch_size: int,
+             output: Path | None) -> str:
+    """Time the dense models' query sides on the first task's queries; a second copy of the first is the self-check."""
+    from care.bench.latency import latency_table, measure_latency
+    from care.bench.task_queries import task_queries
+    from care.data.io import write_json
+    from care.encoders.base import Encoder
+
+    dense = {label: (spec, m) for spec, label, m in zip(specs, labels, models) if isinstance(m, Encoder)}
+    if not dense:
+        return "no dense model to time (lexical models have no query encoder)\n"
+    first, (spec, _) = next(iter(dense.items()))
+    report = measure_latency({label: m for label, (_, m) in dense.items()}, task_queries(tasks[0], LATENCY_QUERIES),
+                             instruction=tasks[0].instruction, control=(first, _load(spec, device, batch_size)))
+    if output is not None:
+        write_json(Path(output) / LATENCY_FILE, report.to_dict())
+    return latency_table(report)
 
 
 def _load(spec: str, device: str | None, batch_size: int):  # noqa: ANN202 — Encoder | LexicalRetriever

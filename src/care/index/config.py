@@ -19,6 +19,13 @@ DEFAULT_PQ_M = 16
 DEFAULT_PQ_NBITS = 8
 #: Training points per IVF list that FAISS recommends (it warns below ~39).
 TRAIN_POINTS_PER_LIST = 40
+#: Re-ranking of IVF-PQ candidates with more exact vectors: none, the full float32 vectors ("flat"),
+#: or 8-bit scalar-quantised copies ("sq8": a quarter of flat's memory).
+REFINE_TYPES: tuple[str, ...] = ("none", "flat", "sq8")
+#: IVF-PQ with 4-bit codes uses FAISS's fast-scan kernels (codes compared with SIMD table lookups).
+FAST_SCAN_NBITS = 4
+#: Candidates re-ranked per requested hit (k * refine_k_factor are scored by PQ, then re-ranked).
+DEFAULT_REFINE_K_FACTOR = 4
 
 
 @dataclass(frozen=True)
@@ -32,8 +39,11 @@ class IndexConfig:
         hnsw_m: HNSW neighbours per node.
         ef_construction / ef_search: HNSW beam widths when building / searching.
         pq_m: PQ sub-quantisers (must divide the dimension) for ``ivfpq``.
-        pq_nbits: bits per PQ code.
+        pq_nbits: bits per PQ code (4: fast-scan, the fast choice with ``refine``; 8: finer codes).
         train_size: vectors sampled to train IVF quantisers (the first ``train_size`` added).
+        refine: ``ivfpq`` only: re-rank PQ's ``k * refine_k_factor`` best candidates with exact inner
+            products on stored ``flat`` (float32) or ``sq8`` (8-bit) copies of the vectors.
+        refine_k_factor: candidates re-ranked per requested hit.
     """
 
     type: str = "flat"
@@ -45,11 +55,18 @@ class IndexConfig:
     pq_m: int = DEFAULT_PQ_M
     pq_nbits: int = DEFAULT_PQ_NBITS
     train_size: int = 100_000
+    refine: str = "none"
+    refine_k_factor: int = DEFAULT_REFINE_K_FACTOR
 
     def __post_init__(self) -> None:
         if self.type not in INDEX_TYPES:
             raise CareError(f"unknown index type {self.type!r}; choose one of {', '.join(INDEX_TYPES)}")
-        for name in ("nlist", "nprobe", "hnsw_m", "ef_construction", "ef_search", "pq_m", "pq_nbits", "train_size"):
+        if self.refine not in REFINE_TYPES:
+            raise CareError(f"unknown refine {self.refine!r}; choose one of {', '.join(REFINE_TYPES)}")
+        if self.refine != "none" and self.type != "ivfpq":
+            raise CareError(f"refine={self.refine} re-ranks IVF-PQ candidates; use it with type=ivfpq, not {self.type}")
+        for name in ("nlist", "nprobe", "hnsw_m", "ef_construction", "ef_search", "pq_m", "pq_nbits", "train_size",
+                     "refine_k_factor"):
             if int(getattr(self, name)) < 1:
                 raise CareError(f"index option {name} must be >= 1, got {getattr(self, name)}")
 
@@ -60,6 +77,25 @@ class IndexConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_options(cls, index_type: str, options: dict[str, str]) -> IndexConfig:
+        """From ``--index-type`` and ``--index-option key=value`` strings (numbers converted by field).
+
+        Raises:
+            CareError: an unknown key, or a value that is not a whole number where one is needed.
+        """
+        numeric = {f.name for f in fields(cls) if isinstance(f.default, int)}
+        typed: dict[str, Any] = {}
+        for key, value in options.items():
+            if key in numeric:
+                try:
+                    typed[key] = int(value)
+                except ValueError:
+                    raise CareError(f"--index-option {key}={value}: {key} takes a whole number") from None
+            else:
+                typed[key] = value
+        return cls.from_dict({"type": index_type, **typed})
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> IndexConfig:

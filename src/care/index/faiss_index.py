@@ -1,5 +1,7 @@
 """FAISS implementations of :class:`~care.index.base.SearchIndex` (inner product, i.e. cosine on
-L2-normalised vectors): exact ``IndexFlatIP``, ``IndexHNSWFlat``, ``IndexIVFFlat`` and ``IndexIVFPQ``.
+L2-normalised vectors): exact ``IndexFlatIP``, ``IndexHNSWFlat``, ``IndexIVFFlat`` and ``IndexIVFPQ`` (4-bit codes:
+``IndexIVFPQFastScan``; optionally wrapped in ``IndexRefine``: PQ proposes ``k * refine_k_factor`` candidates,
+exact or 8-bit copies re-rank them).
 
 IVF indexes must be trained before vectors are added. To let callers stream vectors batch by batch
 without a separate training pass, :class:`FaissIndex` buffers the first ``config.train_size``
@@ -17,7 +19,7 @@ import numpy as np
 
 from care.data.io import atomic_write, write_json
 from care.errors import CareError, DimensionMismatchError
-from care.index.config import TRAIN_POINTS_PER_LIST, IndexConfig
+from care.index.config import FAST_SCAN_NBITS, TRAIN_POINTS_PER_LIST, IndexConfig
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +46,7 @@ class FaissIndex:
         self._dim = int(dim)
         self._pending: list[np.ndarray] = []
         self._quantizer: faiss.Index | None = None
+        self._parts: tuple[faiss.Index, ...] = ()
         self._n_pending = 0
         self._index: faiss.Index | None = None if self.config.is_trained_type else self._make_untrained(0)
 
@@ -66,10 +69,20 @@ class FaissIndex:
         else:
             if dim % cfg.pq_m:
                 raise CareError(f"ivfpq: pq_m={cfg.pq_m} must divide the dimension {dim}")
-            index = faiss.IndexIVFPQ(quantizer, dim, nlist, cfg.pq_m, cfg.pq_nbits, faiss.METRIC_INNER_PRODUCT)
+            if cfg.pq_nbits == FAST_SCAN_NBITS:  # 4-bit codes scanned with SIMD lookups: many lists per query, cheaply
+                index = faiss.IndexIVFPQFastScan(quantizer, dim, nlist, cfg.pq_m, cfg.pq_nbits, faiss.METRIC_INNER_PRODUCT)
+            else:
+                index = faiss.IndexIVFPQ(quantizer, dim, nlist, cfg.pq_m, cfg.pq_nbits, faiss.METRIC_INNER_PRODUCT)
         index.nprobe = min(cfg.nprobe, nlist)
         self._quantizer = quantizer  # the IVF index does not own its quantizer: keep it alive
-        return index
+        if cfg.refine == "none":
+            return index
+        exact = (faiss.IndexFlatIP(dim) if cfg.refine == "flat"
+                 else faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT))
+        refined = faiss.IndexRefine(index, exact)
+        refined.k_factor = float(cfg.refine_k_factor)
+        self._parts = (index, exact)  # IndexRefine does not own the indexes it wraps: keep them alive
+        return refined
 
     def _flush_pending(self) -> None:
         """Train an IVF index on the buffered vectors and add them."""
@@ -79,7 +92,7 @@ class FaissIndex:
         self._pending, self._n_pending = [], 0
         if self._index is None:
             index = self._make_untrained(len(data))
-            min_points = getattr(index, "nlist", 1)
+            min_points = faiss.extract_index_ivf(index).nlist
             if len(data) < min_points:
                 raise CareError(f"IVF index needs at least {min_points} vectors to train, got {len(data)}")
             index.train(data[: self.config.train_size])
@@ -131,9 +144,8 @@ class FaissIndex:
         self._flush_pending()
         if self._index is None:
             raise CareError("cannot save an empty untrained index")
-        blob = faiss.serialize_index(self._index)
-        with atomic_write(folder / INDEX_FILE, "wb") as fh:
-            fh.write(blob.tobytes())
+        with atomic_write(folder / INDEX_FILE, "wb") as fh:  # streamed: no in-memory copy of a GB-sized index
+            faiss.write_index(self._index, faiss.PyCallbackIOWriter(fh.write))
         write_json(folder / META_FILE, {"dim": self._dim, "ntotal": int(self._index.ntotal), "config": self.config.to_dict()})
 
     @classmethod
@@ -158,13 +170,14 @@ def load_index(folder: str | Path) -> FaissIndex:
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     config = IndexConfig.from_dict(meta["config"])
     obj = FaissIndex(int(meta["dim"]), config)
-    raw = np.fromfile(index_path, dtype=np.uint8)
-    index = faiss.deserialize_index(raw)
+    index = faiss.read_index(str(index_path))  # read straight from the file (no second copy in memory)
     if index.d != obj.dim:
         raise DimensionMismatchError(f"{index_path}: stored index has dimension {index.d}, manifest says {obj.dim}")
     if config.type == "hnsw":
         index.hnsw.efSearch = config.ef_search
     elif config.is_trained_type:
         faiss.extract_index_ivf(index).nprobe = min(config.nprobe, faiss.extract_index_ivf(index).nlist)
+        if config.refine != "none":
+            index.k_factor = float(config.refine_k_factor)
     obj._index = index
     return obj

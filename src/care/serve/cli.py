@@ -54,8 +54,7 @@ def index_build(
     if model is None or corpus is None:
         plan = BuildPlan.load(output)
         model, corpus = model or plan.model, corpus or Path(plan.corpus)
-    options = {k: int(v) for k, v in parse_option_flags(index_option or []).items()}
-    config = IndexConfig.from_dict({"type": index_type, **options})
+    config = IndexConfig.from_options(index_type, parse_option_flags(index_option or []))
     build_options = BuildOptions(model=model, corpus=corpus, output=output, num_shards=num_shards, index=config,
                                  backend=backend, milvus_uri=milvus_uri, milvus_collection=milvus_collection,
                                  instruction=instruction, batch_size=batch_size, chunk_size=chunk_size, device=device, dtype=dtype)

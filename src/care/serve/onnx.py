@@ -4,14 +4,16 @@
 Transformer, Pooling (CLS / mean / last token), optional Dense, Normalize — with
 ``torch.onnx.export`` into ``model.onnx`` (dynamic batch and sequence axes), saves the tokenizer
 beside it, and optionally writes ``model.int8.onnx`` with onnxruntime's dynamic int8 quantisation
-(``quantize_dynamic``: int8 weights with one scale per output channel, activations quantised on
-the fly). ``onnx_config.json`` records
+(``quantize_dynamic``: 7-bit int8 weights with one scale per output channel, activations quantised on
+the fly; the 7-bit range keeps the result identical on CPUs with and without VNNI, see
+:data:`INT8_OPTIONS` and :mod:`care.serve.int8_portability`). ``onnx_config.json`` records
 how texts become model inputs (prompts, instruction template, max length) so that
 :class:`OnnxQueryEncoder` gives the same vectors as the PyTorch encoder.
 
 Measured agreement (``tests/serve/test_onnx.py``): fp32 ONNX vs PyTorch cosine >= 1 - 1e-4 per row;
-int8 vs PyTorch cosine >= INT8_MIN_COSINE (0.95) per row on the tiny random test model — real
-trained encoders usually agree better (>= 0.99), check yours with ``care export-onnx --check``.
+int8 vs PyTorch cosine >= INT8_MIN_COSINE (0.95) per row on the tiny random test model, on this CPU and
+under emulated AVX2 arithmetic (``tests/serve/test_int8_portability.py``) — real trained encoders
+usually agree better (>= 0.99), check yours with ``care export-onnx --check``.
 
 Install with ``pip install 'care-retrieval[onnx]'`` (onnx, onnxruntime, onnxscript).
 """
@@ -176,31 +178,43 @@ def export_query_encoder(
                       else _effective_query_prompt(st_model)),
         instruction_template=encoder.config.instruction_template,
         instructions=encoder.config.instructions,
-        quantized=quantize, opset=opset,
+        quantized=quantize, opset=opset, extra={"int8_options": dict(INT8_OPTIONS)} if quantize else {},
     )
     write_json(output / CONFIG_FILE, config.to_dict())
     logger.info("exported the query encoder of %s to %s (%d-d%s)", spec, output, config.dim, ", + int8" if quantize else "")
     return config
 
 
-#: Options of ``quantize_dynamic``. Per-channel weight scales (one per output column) keep retrieval
-#: quality: multilingual-e5-small's 12 layers on the dev set (``benchmarks/quantization.py``) score
-#: nDCG@10 0.2612 in fp32, 0.2599 in int8 per channel and 0.2499 with onnxruntime's default single
-#: scale per tensor, at the same file size and speed.
-INT8_OPTIONS: dict[str, Any] = {"per_channel": True}
+#: Options of ``quantize_dynamic``, chosen on multilingual-e5-small's 12 layers over the dev set
+#: (``benchmarks/quantization.py`` -> ``benchmarks/results/quantization/``):
+#:
+#: * per-channel weight scales (one per output column) keep retrieval quality: nDCG@10 0.2599 against
+#:   0.2499 with onnxruntime's single scale per tensor (fp32: 0.2612);
+#: * 7-bit weights (``reduce_range``) make the result the same on every x86 CPU: on CPUs without VNNI
+#:   (AVX2, AVX-512 without VNNI) onnxruntime adds pairs of u8 x s8 products in a saturating int16, which
+#:   full 8-bit weights overflow (issue 18: the tiny test model's cosine to PyTorch fell to 0.867 on an
+#:   AMD EPYC with AVX2 only; e5's minimum fell from 0.9955 to 0.9826 under emulated AVX2 arithmetic,
+#:   ``care.serve.int8_portability``). It costs nDCG@10 0.2575 vs 0.2599 at unchanged speed.
+#:   Unsigned weights (U8U8, ``weight_type="QUInt8"``) are portable too and scored 0.2624, but ran 22 %
+#:   slower than s8 here and use 16-bit multiply-adds on AVX2: the speed is the point of int8, so 7-bit.
+INT8_OPTIONS: dict[str, Any] = {"per_channel": True, "reduce_range": True}
 
 
 def quantize_int8(source: Path, target: Path, **options: Any) -> None:
     """Dynamic int8 quantisation of the weights (``onnxruntime.quantization.quantize_dynamic``).
 
-    ``options`` override :data:`INT8_OPTIONS` (e.g. ``per_channel=False``, ``op_types_to_quantize=["MatMul"]``).
+    ``options`` override :data:`INT8_OPTIONS` (e.g. ``per_channel=False``, ``op_types_to_quantize=["MatMul"]``,
+    ``weight_type="QUInt8"``).
     """
     try:
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise CareError("int8 quantisation needs onnxruntime: pip install 'care-retrieval[onnx]'") from exc
     tmp = target.with_name(f".{target.name}.tmp")
-    quantize_dynamic(str(source), str(tmp), weight_type=QuantType.QInt8, **{**INT8_OPTIONS, **options})
+    settings = {"weight_type": QuantType.QInt8, **INT8_OPTIONS, **options}
+    if isinstance(settings["weight_type"], str):  # "QInt8" / "QUInt8" from a JSON config
+        settings["weight_type"] = QuantType[settings["weight_type"]]
+    quantize_dynamic(str(source), str(tmp), **settings)
     os.replace(tmp, target)
 
 
@@ -259,11 +273,26 @@ class OnnxQueryEncoder:
             self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types for corrupt files
             raise CareError(f"{model_path} cannot be loaded by onnxruntime ({exc}); re-export it") from None
+        if int8 and self.config.extra.get("int8_options", {}).get("reduce_range") is not True:
+            self._warn_if_not_portable(model_path)
         self._tokenizer = AutoTokenizer.from_pretrained(str(self.folder / TOKENIZER_DIR))
         self.int8 = int8
+        self.threads = threads
         self.batch_size = batch_size
         self.name = f"{Path(self.config.source).name}[onnx{'-int8' if int8 else ''}]"
         self._fingerprint = digest({"kind": "onnx", "model": file_identity(model_path), "config": self.config.to_dict()})
+
+    @staticmethod
+    def _warn_if_not_portable(model_path: Path) -> None:
+        """Log a warning for an int8 file whose weights can saturate AVX2's int16 pair sums (an export
+        made before issue 18): its vectors then depend on the CPU."""
+        from care.serve.int8_portability import MAX_PORTABLE_INT8, int8_weight_violations
+
+        violations = int8_weight_violations(model_path)
+        if violations:
+            logger.warning("%s: %d int8 weight tensors exceed +-%d; on x86 CPUs without VNNI their products saturate "
+                           "and the vectors differ from this machine's -- re-export with 'care export-onnx'",
+                           model_path, len(violations), MAX_PORTABLE_INT8)
 
     @property
     def fingerprint(self) -> str:
@@ -295,13 +324,15 @@ class OnnxQueryEncoder:
             instruction = None
         prepared = [prompt + t for t in texts] if prompt is not None and not instruction else self._prepare(texts, instruction)
         size = batch_size or self.batch_size
-        out = []
-        for start in range(0, len(prepared), size):
-            batch = self._tokenizer(prepared[start : start + size], padding=True, truncation=True,
-                                    max_length=self.config.max_seq_length, return_tensors="np")
-            feeds = {name: np.asarray(batch[name], dtype=np.int64) for name in self.config.input_names}
-            out.append(self._session.run(None, feeds)[0])
+        out = [self._session.run(None, self.feeds(prepared[start : start + size]))[0]
+               for start in range(0, len(prepared), size)]
         return truncate_and_normalize(np.concatenate(out).astype(np.float32), None)
+
+    def feeds(self, prepared: list[str]) -> dict[str, np.ndarray]:
+        """The graph's inputs for texts that already carry their prompt / instruction (one padded batch)."""
+        batch = self._tokenizer(prepared, padding=True, truncation=True, max_length=self.config.max_seq_length,
+                                return_tensors="np")
+        return {name: np.asarray(batch[name], dtype=np.int64) for name in self.config.input_names}
 
     def encode_documents(self, texts: Sequence[str], *, batch_size: int | None = None, show_progress: bool = False) -> np.ndarray:
         raise CareError("an ONNX export holds only the query encoder; encode documents with the PyTorch model")
