@@ -144,7 +144,7 @@ def main() -> None:
     from bench_baselines import E5_CORPUS, _seed_e5
 
     logger.info(_seed_e5(cache, e5, TOYHOM, E5_CORPUS))
-    from care.demo.pipeline_encoders import MemoEncoder
+    from care.encoders.memo import MemoEncoder
 
     teacher = MemoEncoder(e5)  # passages e5 already encoded for the harness are not encoded again
     teacher.table.update({("document", t): v for t, v in _e5_table(ds, cache, e5).items()})

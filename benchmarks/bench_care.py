@@ -52,8 +52,8 @@ from care.bench.runner import evaluate
 from care.bench.task import TaskMetadata
 from care.data.io import atomic_write, iter_jsonl, write_json, write_jsonl
 from care.data.retrieval import load_corpus, load_queries
-from care.demo.pipeline_encoders import MemoEncoder
-from care.demo.pipeline_mining import N_MINED_NEGATIVES, mine_negatives
+from care.encoders.memo import MemoEncoder
+from care.train.mining import N_MINED_NEGATIVES, mine_negatives
 from care.encoders.cache import EmbeddingCache
 from care.encoders.registry import load_model
 from care.train.config import TrainConfig, apply_overrides, load_config
@@ -223,7 +223,8 @@ def e5_onnx(work: Path) -> Path:
     """multilingual-e5-small itself exported like the student (ONNX + int8, e5's query prefix), once."""
     from bench_e5_student import _student_base
 
-    from care.serve.onnx import CONFIG_FILE, export_query_encoder
+    from care.encoders.onnx import CONFIG_FILE
+    from care.models.onnx_export import export_query_encoder
 
     out = work / "e5_onnx"
     if not (out / CONFIG_FILE).is_file():

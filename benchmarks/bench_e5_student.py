@@ -60,7 +60,7 @@ from care.bench.options import RunOptions
 from care.bench.latency import measure_latency
 from care.bench.runner import evaluate
 from care.data.io import atomic_write, write_json
-from care.demo.pipeline_encoders import MemoEncoder
+from care.encoders.memo import MemoEncoder
 from care.encoders.cache import EmbeddingCache
 from care.encoders.registry import load_model
 from care.data.io import iter_jsonl, write_jsonl
@@ -318,7 +318,8 @@ def train_symmetric_student(settings: StudentSettings, seed: int, ds: "bc.Datase
 
 def export_student_onnx(run: StudentRun) -> Path:
     """The fine-tuned student exported to ONNX (fp32 + int8; once, then reused)."""
-    from care.serve.onnx import CONFIG_FILE, export_query_encoder
+    from care.encoders.onnx import CONFIG_FILE
+    from care.models.onnx_export import export_query_encoder
 
     import json
 
@@ -392,7 +393,7 @@ def main() -> None:
     final = run.final
     if args.onnx:
         from care.encoders.asymmetric import AsymmetricEncoder
-        from care.serve.onnx import OnnxQueryEncoder
+        from care.encoders.onnx import OnnxQueryEncoder
 
         onnx_dir = export_student_onnx(run)
         timed[f"{final}, ONNX fp32"] = OnnxQueryEncoder(onnx_dir, threads=args.threads or 0)

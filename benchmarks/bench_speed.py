@@ -104,9 +104,10 @@ def bench_model_dir(work: Path, queries: list[str]) -> Path:
 def bench_encoders(work: Path, repeats: int, llm_layers: int) -> dict[str, Any]:
     import torch
 
-    from care.index.sides import load_side
+    from care.encoders.sides import load_side
     from care.models.presets import QWEN3_4B, QWEN3_8B, build_random_model, count_parameters
-    from care.serve.onnx import OnnxQueryEncoder, cosine_agreement, export_query_encoder
+    from care.encoders.onnx import OnnxQueryEncoder, cosine_agreement
+    from care.models.onnx_export import export_query_encoder
 
     queries = load_queries(LATENCY_QUERIES + THROUGHPUT_BATCH)
     model_dir = bench_model_dir(work, queries)
@@ -251,7 +252,7 @@ def bench_service(work: Path, repeats: int, clients: int, load_seconds: float) -
     model_dir = bench_model_dir(work, queries)
     onnx_dir = work / "onnx"
     if not (onnx_dir / "model.int8.onnx").is_file():
-        from care.serve.onnx import export_query_encoder
+        from care.models.onnx_export import export_query_encoder
 
         export_query_encoder(str(model_dir), onnx_dir, quantize=True)
     corpus = DEV_DIR / "corpus.jsonl"

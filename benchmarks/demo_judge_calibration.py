@@ -26,7 +26,7 @@ import numpy as np
 from care.data.io import write_json
 from care.demo.build import build_demo
 from care.demo.pipeline_config import E5_JUDGE_THRESHOLDS, HASHING_JUDGE_THRESHOLDS
-from care.demo.pipeline_encoders import HashingCharEncoder
+from care.encoders.hashing import HashingCharEncoder
 
 RESULTS = Path(__file__).resolve().parent / "results" / "demo_judge_calibration.json"
 DEPTH = 50

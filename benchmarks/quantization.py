@@ -31,7 +31,8 @@ from care.data.io import atomic_write, write_json
 from care.encoders.asymmetric import AsymmetricEncoder
 from care.encoders.cache import EmbeddingCache
 from care.encoders.registry import load_model
-from care.serve.onnx import CONFIG_FILE, ONNX_FILE, OnnxQueryEncoder, export_query_encoder, quantize_int8
+from care.encoders.onnx import CONFIG_FILE, ONNX_FILE, OnnxQueryEncoder
+from care.models.onnx_export import export_query_encoder, quantize_int8
 
 logger = logging.getLogger("quantization")
 

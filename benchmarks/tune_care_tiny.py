@@ -44,7 +44,7 @@ from care.bench.registry import infer_task
 from care.bench.task import TaskMetadata
 from care.data.io import atomic_write, iter_jsonl, write_json, write_jsonl
 from care.data.retrieval import load_corpus
-from care.demo.pipeline_mining import N_MINED_NEGATIVES, mine_negatives
+from care.train.mining import N_MINED_NEGATIVES, mine_negatives
 from care.encoders.cache import EmbeddingCache
 from care.models.instructions import instruction_for_task
 from care.train.recipe import RecipePaths, run_recipe

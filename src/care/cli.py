@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from pathlib import Path
 
 import typer
 
@@ -42,8 +43,18 @@ def _root(
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
 
 
+def _demo_task_folders() -> list[Path]:
+    """The embedded demo benchmark's task folders (``care bench`` without ``--task``)."""
+    from care.demo import demo_task_folders
+
+    return demo_task_folders()
+
+
+#: Keyword arguments of an area's ``register`` (this file composes the areas; they do not import each other).
+REGISTER_OPTIONS: dict[str, dict[str, object]] = {"care.bench.cli": {"default_tasks": _demo_task_folders}}
+
 for _module in COMMAND_MODULES:
-    importlib.import_module(_module).register(app)
+    importlib.import_module(_module).register(app, **REGISTER_OPTIONS.get(_module, {}))
 
 
 def main() -> None:

@@ -12,8 +12,9 @@ from typer.testing import CliRunner
 from care.demo import pipeline
 from care.demo.pipeline import run_demo
 from care.demo.pipeline_config import DEMO_STEPS, DemoRunConfig
-from care.demo.pipeline_encoders import HashingCharEncoder, MemoEncoder
-from care.demo.pipeline_mining import mine_negatives
+from care.encoders.hashing import HashingCharEncoder
+from care.encoders.memo import MemoEncoder
+from care.train.mining import mine_negatives
 from care.errors import CareError
 from care.train.alignment import char_overlap
 

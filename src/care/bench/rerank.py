@@ -11,8 +11,7 @@ import numpy as np
 from care.bench.encoding import DOCUMENT, QUERY, check_same_dim, encode_collection
 from care.bench.metrics import ranking_metrics
 from care.bench.options import RunOptions
-from care.bench.registry import RERANK_FILE
-from care.bench.task import TaskMetadata
+from care.bench.task import RERANK_FILE, TaskMetadata
 from care.bench.timing import PhaseTimer
 from care.data.pairs import RerankExample, load_rerank
 from care.encoders.base import Encoder, LexicalRetriever

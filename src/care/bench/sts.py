@@ -12,8 +12,7 @@ import numpy as np
 from care.bench.encoding import DOCUMENT, QUERY, encode_collection
 from care.bench.metrics import correlation_metrics
 from care.bench.options import RunOptions
-from care.bench.registry import STS_FILE
-from care.bench.task import TaskMetadata
+from care.bench.task import STS_FILE, TaskMetadata
 from care.bench.timing import PhaseTimer
 from care.data.pairs import load_sts
 from care.encoders.base import Encoder, LexicalRetriever

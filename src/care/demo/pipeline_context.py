@@ -18,7 +18,8 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from care.demo.pipeline_config import HASHING_JUDGE_THRESHOLDS, E5_JUDGE_THRESHOLDS, DemoRunConfig
-from care.demo.pipeline_encoders import HashingCharEncoder, MemoEncoder
+from care.encoders.hashing import HashingCharEncoder
+from care.encoders.memo import MemoEncoder
 from care.encoders.base import Encoder
 from care.errors import CareError
 

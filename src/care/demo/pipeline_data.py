@@ -8,7 +8,7 @@ and diversified with the paper's dynamic-index filter (:func:`care.curate.divers
 (:func:`care.curate.train_data.build_train`: unanimous positives / negatives, a judged-relevant
 answer is never a negative) — by the offline embedding judge, or by the LLM judges of a judges config
 (``--judges``). Rows with fewer than ``n_negatives`` judged negatives are topped up with BM25 hard
-negatives (:func:`care.demo.pipeline_mining.mine_negatives`). The labelled rows are merged with the
+negatives (:func:`care.train.mining.mine_negatives`). The labelled rows are merged with the
 shipped demo training file (its clean, generator-labelled rows; a labelled question that is already
 there is dropped) and shuffled (seeded) into ``label/train.jsonl``, so a cap on training rows draws
 from both.
@@ -24,7 +24,7 @@ from typing import Any
 from care.data.io import iter_jsonl, write_json, write_jsonl
 from care.demo import demo_tasks_root, demo_train_file
 from care.demo.pipeline_context import DemoContext
-from care.demo.pipeline_mining import mine_negatives
+from care.train.mining import mine_negatives
 from care.demo.tasks import RAW_QUERIES_FILE, TRAIN_FOLDER
 from care.errors import CareError
 

@@ -154,7 +154,7 @@ def _build(kind: str, base: str, options: dict[str, Any], runtime: Mapping[str, 
         fields = _merge({"model": model, **options}, {"batch_size": runtime.get("batch_size")})
         return OpenAIEncoder(OpenAIEncoderConfig.from_dict(fields, source=source))
     if kind == "onnx":
-        from care.serve.onnx import load_onnx_spec
+        from care.encoders.onnx import load_onnx_spec
 
         fields = _merge(options, {"batch_size": runtime.get("batch_size")})
         return load_onnx_spec(base[len(ONNX_PREFIX) :], fields, source=source)

@@ -64,7 +64,7 @@ class BuildPlan:
 
     Attributes:
         model: the model spec given to ``--model``.
-        model_identity: :func:`care.index.sides.model_identity` of the model.
+        model_identity: :func:`care.encoders.sides.model_identity` of the model.
         encoder_fingerprint: fingerprint of the document encoder (weights + encoding settings).
         corpus: path of the corpus JSONL as given.
         corpus_sha256: sha256 of the corpus file's bytes.

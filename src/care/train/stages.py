@@ -208,7 +208,7 @@ class StageSpec:
         row), with query-side rows' texts as query keys when :attr:`query_side_as_queries`."""
         if not self.query_side_as_queries:
             return texts
-        from care.train.data import QUERY_ALIGN
+        from care.data.training import QUERY_ALIGN
 
         per_row = max(len(texts) // max(len(types), 1), 1)
         return [teacher_query_key(t, prompts[i // per_row], types[i // per_row]) if types[i // per_row] == QUERY_ALIGN

@@ -1,4 +1,4 @@
-"""BM25 hard negatives for training rows (moved here from ``benchmarks/bench_care.py``, which imports it).
+"""BM25 hard negatives for training rows (used by ``care run``'s label step and the dev-set benchmarks).
 
 :func:`mine_negatives` turns ``{"query", "pos"}`` rows into ``{"query", "pos", "neg"}`` rows with
 ``n`` hard negatives each: BM25's top candidates for the query among ``corpus_texts``, skipping a

