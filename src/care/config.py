@@ -29,7 +29,7 @@ import types
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import yaml
 
@@ -171,9 +171,9 @@ def build(cls: type[T], data: Any, *, source: str | None = None, strings: bool =
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise _field_error(f"{prefix}{unknown[0]}",
-                           f"unknown {noun}{'s ' + str(unknown) if len(unknown) > 1 else ''}; valid {noun}s are: "
-                           f"{', '.join(sorted(fields))}", source, noun)
+        named = ", ".join(f"'{prefix}{key}'" for key in unknown)
+        raise ConfigError(f"{_where(source)}unknown {noun}{'s' if len(unknown) > 1 else ''} {named}; valid {noun}s are: "
+                          f"{', '.join(sorted(fields))}")
     missing = [n for n, f in fields.items() if n not in data and f.default is dataclasses.MISSING
                and f.default_factory is dataclasses.MISSING]
     if missing:
@@ -188,6 +188,17 @@ def build(cls: type[T], data: Any, *, source: str | None = None, strings: bool =
         raise
     except CareError as exc:
         raise ConfigError(f"{_where(source)}{exc}") from None
+
+
+def plain(value: Any) -> Any:
+    """``value`` with tuples turned into lists and paths into strings, recursively (for JSON / YAML)."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
 
 
 def read_config_file(path: str | Path, what: str = "config file") -> dict[str, Any]:
@@ -242,14 +253,19 @@ class Config:
     names the field.
     """
 
+    #: Convert text values to the field types (``"512"`` -> 512): set for configs read from model-spec options.
+    PARSE_STRINGS: ClassVar[bool] = False
+    #: What a key is called in error messages (``"option"`` for model-spec options).
+    KEY_NOUN: ClassVar[str] = "field"
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain nested dict (JSON / YAML ready)."""
-        return dataclasses.asdict(self)  # type: ignore[call-overload]
+        """Plain nested dict (JSON / YAML ready: tuples become lists, paths strings)."""
+        return plain(dataclasses.asdict(self))  # type: ignore[call-overload]
 
     @classmethod
-    def from_dict(cls: type[C], data: Mapping[str, Any], *, source: str | None = None, strings: bool = False) -> C:
+    def from_dict(cls: type[C], data: Mapping[str, Any], *, source: str | None = None) -> C:
         """Build, type-check and validate from a nested mapping (unknown keys are refused, naming them)."""
-        config = build(cls, data, source=source, strings=strings)
+        config = build(cls, data, source=source, strings=cls.PARSE_STRINGS, noun=cls.KEY_NOUN)
         try:
             config.validate()
         except ConfigError as exc:

@@ -89,7 +89,7 @@ def test_errors(tmp_path):
 def test_config_round_trip():
     config = IndexConfig(type="hnsw", ef_search=10)
     assert IndexConfig.from_dict(config.to_dict()) == config
-    with pytest.raises(CareError, match="unknown index option"):
+    with pytest.raises(CareError, match="unknown field 'colour'"):
         IndexConfig.from_dict({"type": "flat", "colour": 1})
 
 

@@ -11,10 +11,10 @@ with different settings (other than :data:`RESUME_FREE_FIELDS`) is refused unles
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from care.dataclass_dict import dataclass_from_dict
+from care.config import Config
 from care.demo import DEMO_TASK_NAMES
 from care.errors import CareError
 
@@ -37,7 +37,7 @@ HASHING_JUDGE_THRESHOLDS = {"S": 0.55, "A": 0.50, "B": 0.35, "C": 0.25}
 
 
 @dataclass
-class DemoRunConfig:
+class DemoRunConfig(Config):
     """Everything ``care demo`` does, as data.
 
     Attributes:
@@ -125,13 +125,6 @@ class DemoRunConfig:
     def selected_steps(self) -> list[str]:
         """The requested steps in pipeline order, minus those that need e5 when ``skip_e5``."""
         return [s for s in DEMO_STEPS if s in self.steps and not (self.skip_e5 and s in E5_STEPS)]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> DemoRunConfig:
-        return dataclass_from_dict(cls, dict(data), "demo config")
 
     def resume_key(self) -> dict[str, Any]:
         """The settings a resumed run must share with the run it continues."""

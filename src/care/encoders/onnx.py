@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from care.config import Config, build
 from care.encoders.base import format_instruction
 from care.encoders.fingerprint import digest, file_identity
 from care.encoders.hf import DEFAULT_INSTRUCTION_TEMPLATE
@@ -77,18 +78,15 @@ class OnnxExportConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = CONFIG_FILE) -> OnnxExportConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        if set(data) - known:
-            raise CareError(f"{source}: unknown field(s) {sorted(set(data) - known)}")
-        try:
-            return cls(**data)
-        except TypeError as exc:
-            raise CareError(f"{source}: incomplete ONNX config ({exc}); re-export with 'care export-onnx'") from None
+        return build(cls, data, source=source, hint="re-export with 'care export-onnx'")
 
 
 @dataclass
-class OnnxSpecOptions:
+class OnnxSpecOptions(Config):
     """Options of an ``onnx:FOLDER`` model spec (see :class:`OnnxQueryEncoder`)."""
+
+    PARSE_STRINGS = True
+    KEY_NOUN = "option"
 
     int8: bool = False
     threads: int = 0
@@ -97,9 +95,7 @@ class OnnxSpecOptions:
 
 def load_onnx_spec(folder: str, options: dict[str, Any], *, source: str) -> OnnxQueryEncoder:
     """The encoder an ``onnx:FOLDER?int8=true&threads=1`` spec names (options converted and checked)."""
-    from care.encoders.options import config_from_options
-
-    settings = config_from_options(OnnxSpecOptions, options, source=source)
+    settings = OnnxSpecOptions.from_dict(options, source=source)
     return OnnxQueryEncoder(folder, int8=settings.int8, threads=settings.threads, batch_size=settings.batch_size)
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
+from care.config import Config
 from care.errors import CareError
 
 #: Supported index types: exact inner product, HNSW graph, IVF with flat lists, IVF with product quantisation.
@@ -22,8 +22,8 @@ TRAIN_POINTS_PER_LIST = 40
 
 
 @dataclass(frozen=True)
-class IndexConfig:
-    """How to build a :class:`~care.index.faiss_index.FaissIndex`.
+class IndexConfig(Config):
+    """How to build a :class:`~care.index.faiss_index.FaissIndex` (its fields are the CLI's index options).
 
     Attributes:
         type: one of :data:`INDEX_TYPES`.
@@ -58,13 +58,3 @@ class IndexConfig:
         """True for index types that need a training pass (IVF variants)."""
         return self.type in ("ivf", "ivfpq")
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> IndexConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise CareError(f"unknown index option(s) {sorted(unknown)}; known: {sorted(known)}")
-        return cls(**data)

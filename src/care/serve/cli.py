@@ -94,7 +94,7 @@ def serve(
 
         torch.set_num_threads(threads)
     settings = json.loads(config_file.read_text(encoding="utf-8")) if config_file else {}
-    config = ServeConfig.from_dict(settings)
+    config = ServeConfig.from_dict(settings, source=str(config_file) if config_file else None)
     if api_key_env:
         config = dataclasses.replace(config, api_key_env=api_key_env)
     engine = load_engine(index, model, config=config, onnx_dir=onnx, int8=int8, document_model=document_model,

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
+from care.config import Config
 from care.errors import CareError
 
 DEFAULT_HOST = "127.0.0.1"
@@ -13,7 +12,7 @@ DEFAULT_PORT = 8000
 
 
 @dataclass(frozen=True)
-class ServeConfig:
+class ServeConfig(Config):
     """Limits and tuning of the search service.
 
     Attributes:
@@ -52,13 +51,3 @@ class ServeConfig:
             raise CareError(f"serve option max_wait_ms must be >= 0, got {self.max_wait_ms}")
         if self.default_k > self.max_k:
             raise CareError(f"default_k ({self.default_k}) is larger than max_k ({self.max_k})")
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ServeConfig:
-        known = {f.name for f in dataclasses.fields(cls)}
-        if set(data) - known:
-            raise CareError(f"unknown serve option(s) {sorted(set(data) - known)}; known: {sorted(known)}")
-        return cls(**data)
