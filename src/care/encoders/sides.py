@@ -3,7 +3,9 @@
 A CARE folder (a sentence-transformers folder whose first module is a ``Router`` with ``query`` and
 ``document`` routes) holds both towers; indexing needs only the (large) document tower and serving
 only the (small) query tower, so :func:`load_side` builds a ``SentenceTransformer`` from the modules
-of the requested route alone — the other tower's weights are never read from disk. Any other spec
+of the requested route alone — the other tower's weights are never read from disk. A folder whose
+``care_encoder.yaml`` pairs a query spec with a document spec (a student and its teacher, from
+``care train student``) loads the requested entry alone. Any other spec
 (plain Hugging Face folder, symmetric sentence-transformers folder, ``e5``, ``openai:...``,
 ``asym:Q|D``) goes through :func:`care.encoders.registry.load_model` unchanged.
 
@@ -134,6 +136,27 @@ def model_identity(spec: str) -> str:
     return digest({"files": files})
 
 
+def _load_spec_folder_side(spec_file: Path, side: Side, *, device: str | None, batch_size: int | None,
+                           dtype: str) -> Encoder:
+    """One side of a folder whose ``care_encoder.yaml`` pairs two specs (a student and its teacher)."""
+    from care.encoders.registry import load_model, load_sub_spec, read_spec_file, sub_spec
+
+    fields = read_spec_file(spec_file)
+    if side not in fields:  # not a pair: the whole model encodes both sides
+        return _dense(load_model(str(spec_file.parent), device=device, batch_size=batch_size), str(spec_file.parent))
+    entry = sub_spec(fields[side], spec_file.parent)
+    if isinstance(entry, str):
+        return load_side(entry, side, device=device, batch_size=batch_size, dtype=dtype)
+    model = load_sub_spec(entry, spec_file.parent, device=device, batch_size=batch_size, source=f"{spec_file}: {side}")
+    return _dense(model, f"{spec_file}: {side}")
+
+
+def _dense(model: Any, spec: str) -> Encoder:
+    if not isinstance(model, Encoder):
+        raise CareError(f"model '{spec}' is lexical ({model.name}); index build and serve need a dense encoder")
+    return model
+
+
 #: Spec options (``FOLDER?key=value``) that apply to one route of a saved routed folder.
 ROUTE_OPTIONS: frozenset[str] = frozenset({"query_prefix", "document_prefix", "instruction_template", "dim",
                                            "max_length", "batch_size", "name", "instructions"})
@@ -154,9 +177,12 @@ def load_side(
     """
     if side not in SIDES:
         raise CareError(f"side must be one of {SIDES}, got {side!r}")
-    from care.encoders.registry import split_options
+    from care.encoders.registry import split_options, spec_file_in_folder
 
     folder, options = split_options(spec)
+    spec_file = spec_file_in_folder(folder)
+    if spec_file is not None:
+        return _load_spec_folder_side(spec_file, side, device=device, batch_size=batch_size, dtype=dtype)
     if is_routed_folder(folder):
         from care.encoders.hf import DEFAULT_BATCH_SIZE, HFEncoder, HFEncoderConfig, locate_model
 
@@ -175,7 +201,4 @@ def load_side(
         return HFEncoder(config, model, locate_model(folder), settings)
     from care.encoders.registry import load_model
 
-    model = load_model(spec, device=device, batch_size=batch_size)
-    if not isinstance(model, Encoder):
-        raise CareError(f"model '{spec}' is lexical ({model.name}); index build and serve need a dense encoder")
-    return model
+    return _dense(load_model(spec, device=device, batch_size=batch_size), spec)
