@@ -3,7 +3,7 @@
 The demo generator knows which (condition, aspect) cell every raw question and every training answer
 belongs to, so a judged positive can be checked: it is right when the answer is of the question's
 cell. For each encoder (e5 and the hashing fallback) this script retrieves each raw question's
-top-``depth`` training answers, applies the judge thresholds of ``care.demo.pipeline_config`` (and a
+top-``depth`` training answers, applies the judge thresholds of ``care.pipeline.config`` (and a
 sweep of the A threshold), and reports precision of the positives (grade >= A), rows with a
 positive, negatives (grade < C) and false negatives among them (same-cell answers graded < C), plus
 the nearest-neighbour similarity quantiles that set the diversify thresholds.
@@ -25,7 +25,7 @@ import numpy as np
 
 from care.data.io import write_json
 from care.demo.build import build_demo
-from care.demo.pipeline_config import E5_JUDGE_THRESHOLDS, HASHING_JUDGE_THRESHOLDS
+from care.pipeline.config import E5_JUDGE_THRESHOLDS, HASHING_JUDGE_THRESHOLDS
 from care.encoders.hashing import HashingCharEncoder
 
 RESULTS = Path(__file__).resolve().parent / "results" / "demo_judge_calibration.json"

@@ -30,7 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "care.pretrain.cli",
     "care.serve.cli",
     "care.doctor.cli",
-    "care.demo.cli",
+    "care.pipeline.cli",
 )
 
 

@@ -396,8 +396,8 @@ class HFEncoder:
         if native is not None:
             query_dim = document_dim = int(native)
         else:  # routes may end in different modules: measure each by encoding one short text
-            query_dim = int(self.model.encode_query([PROBE_TEXT], convert_to_numpy=True).shape[1])
-            document_dim = int(self.model.encode_document([PROBE_TEXT], convert_to_numpy=True).shape[1])
+            query_dim = int(self.model.encode_query([PROBE_TEXT], convert_to_numpy=True, show_progress_bar=False).shape[1])
+            document_dim = int(self.model.encode_document([PROBE_TEXT], convert_to_numpy=True, show_progress_bar=False).shape[1])
         target = self.config.dim
         if target is None and query_dim != document_dim:
             raise DimensionMismatchError(

@@ -30,14 +30,13 @@ through the student) take that folder directly. Every setting lives in :class:`S
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from care.config import Config, ConfigError
-from care.data.io import atomic_write, iter_jsonl, write_jsonl
+from care.data.io import atomic_write, iter_jsonl, link_tree, write_jsonl
 from care.encoders.base import Encoder
 from care.encoders.registry import E5_NAMES, SPEC_FILE_IN_FOLDER
 from care.train.config import (
@@ -320,21 +319,6 @@ def _record_settings(config: StudentConfig, paths: StudentPaths, out: Path) -> N
     record_run_settings(out / SETTINGS_FILE, settings, "student", "give each student its own output folder")
 
 
-def _link_tree(source: Path, target: Path) -> None:
-    """``target`` as a copy of ``source`` made of hard links (no extra disk), or of copies across file systems."""
-    def link(src: str, dst: str) -> None:
-        try:
-            os.link(src, dst)
-        except OSError:
-            shutil.copy2(src, dst)
-
-    tmp = target.with_name(f".{target.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(source, tmp, copy_function=link)
-    shutil.rmtree(target, ignore_errors=True)
-    os.replace(tmp, target)
-
-
 def tower_spec(config: StudentConfig) -> dict[str, Any]:
     """How the trained tower (``query/``) reads queries: with the prefix and no task instruction when
     ``query_prefix`` is set (the teacher's own convention, e.g. e5's ``query: ``)."""
@@ -373,7 +357,7 @@ def write_model_folder(config: StudentConfig, tower: Path, model: Path, spec: di
     import yaml
 
     model.mkdir(parents=True, exist_ok=True)
-    _link_tree(tower, model / QUERY_FOLDER)
+    link_tree(tower, model / QUERY_FOLDER)
     with atomic_write(model / SETTINGS_FILE) as fh:
         fh.write(config.to_json() + "\n")
     text = f"# written by `care train student`: {what}\n" + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)

@@ -58,7 +58,7 @@ class StepRecord:
 
 @dataclass
 class RunManifest:
-    """What a demo run did so far. Saved to ``<folder>/manifest.json`` after every change."""
+    """What a run did so far. Saved to ``<folder>/manifest.json`` after every change."""
 
     folder: Path
     config: dict[str, Any]
@@ -86,7 +86,7 @@ class RunManifest:
             steps = {k: StepRecord(**v) for k, v in data["steps"].items()}
             return cls(Path(folder), data["config"], data["versions"], steps, data["created"])
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise CareError(f"{path} is not a demo manifest ({exc}); rerun with --fresh to start over") from None
+            raise CareError(f"{path} is not a run manifest ({exc}); rerun with --fresh to start over") from None
 
     def is_done(self, step: str) -> bool:
         record = self.steps.get(step)
