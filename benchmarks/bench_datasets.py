@@ -13,6 +13,7 @@ Public helpers only, so no script imports another script's private names:
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,8 +32,10 @@ logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-#: The dev set (read-only, outside the repository; scripts that need it stop when it is absent).
-TOYHOM = ROOT.parent / "shared" / "data" / "toyhom_neike_sample"
+#: The dev set (read-only, outside the repository; scripts that need it stop when it is absent):
+#: ``$CARE_DEV_SET``, else ``../shared/data/toyhom_neike_sample`` next to the repository.
+DEV_SET_ENV = "CARE_DEV_SET"
+TOYHOM = Path(os.environ.get(DEV_SET_ENV) or ROOT.parent / "shared" / "data" / "toyhom_neike_sample")
 #: Where the scripts keep their training runs, caches and exports (ignored by git).
 RUNS = ROOT / "runs"
 #: Queries timed for latency, and rounds over them.
@@ -58,7 +61,7 @@ class Dataset:
 def prepare_toyhom(work: Path) -> Dataset:
     """The dev set: training rows with BM25-mined negatives; the test split as a task over the full corpus."""
     if not TOYHOM.is_dir():
-        raise SystemExit(f"dev set not found at {TOYHOM}")
+        raise SystemExit(f"dev set not found at {TOYHOM}; set ${DEV_SET_ENV} to its folder")
     from care.models.instructions import instruction_for_task
 
     corpus = load_corpus(TOYHOM / "corpus.jsonl")

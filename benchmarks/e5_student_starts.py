@@ -1,10 +1,10 @@
 """Where an e5 student starts: e5's own query vectors vs the same queries embedded as passages, and
 untrained 6-layer cuts of e5 (first six layers vs strided 0, 2, ..., 10) against e5's documents.
 
-These are the numbers behind two choices of ``bench_e5_student.py``: Stage I targets the teacher's
+These are the numbers behind two choices of the student recipe (``configs/student/e5.yaml``): Stage I targets the teacher's
 *query* vectors (``model.teacher.query_side_as_queries``), and the student is cut with
 ``care model prune --keep strided``. Evaluated on the dev set's test split over the full corpus
-(nDCG@10); writes ``benchmarks/results/e5_student_starts.json`` and ``.md``.
+(nDCG@10); writes ``benchmarks/results/e5_student_starts/toyhom.json`` and ``.md``.
 
 Usage::
 
@@ -19,12 +19,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from bench_datasets import RESULTS, ROOT, e5_cut, prepare_toyhom
+from bench_datasets import ROOT, e5_cut, prepare_toyhom
+from bench_results import save
 
 from care.bench.options import RunOptions
 from care.bench.runner import evaluate
 from care.encoders.asymmetric import AsymmetricEncoder
-from care.data.io import atomic_write, write_json
 from care.encoders.cache import EmbeddingCache
 from care.encoders.registry import load_model
 
@@ -70,12 +70,11 @@ def main() -> None:
         result = evaluate(model, plain, RunOptions(cache=cache, show_progress=False), label=name)
         scores[name] = result.scores["ndcg_at_10"]
         logger.info("%s: nDCG@10 %.4f", name, scores[name])
-    write_json(RESULTS / "e5_student_starts.json", {"dataset": "toyhom", "split": "test", "ndcg_at_10": scores})
     lines = ["# Where an e5 student starts (toyhom test, documents: e5 passages)", "",
              "| query side | nDCG@10 |", "|---|---|", *(f"| {k} | {v:.4f} |" for k, v in scores.items()), "",
              "Command: `python benchmarks/e5_student_starts.py`"]
-    with atomic_write(RESULTS / "e5_student_starts.md") as fh:
-        fh.write("\n".join(lines) + "\n")
+    save("e5_student_starts", "toyhom", config={"dataset": "toyhom", "split": "test", "layers": LAYERS},
+         scores={k: {"ndcg_at_10": v} for k, v in scores.items()}, markdown="\n".join(lines))
     print("\n".join(lines))  # noqa: T201 — the script's report
 
 

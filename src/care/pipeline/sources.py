@@ -19,13 +19,12 @@ def tasks(ctx: RunContext) -> dict[str, TaskMetadata]:
     out = {}
     for name in inputs.tasks:
         task = get_task(name, data_root=inputs.data_root)
-        out[name] = replace(task, split=inputs.split) if inputs.split is not None else task
+        if inputs.split is not None:
+            task = replace(task, split=inputs.split)
+        if task.instruction is None and inputs.instruction is not None:
+            task = replace(task, instruction=inputs.instruction)
+        out[name] = task
     return out
-
-
-def task_label(name: str) -> str:
-    """How a configured task is shown: a folder by its name, a registered task by itself."""
-    return Path(name).name if "/" in name else name
 
 
 def main_task(ctx: RunContext) -> TaskMetadata:

@@ -76,7 +76,7 @@ def care_overrides(ctx: RunContext) -> list[str]:
                 f"init_document:data.n_negatives={recipe.init_negatives}"]
     if recipe.stage2_negatives is not None:
         out.append(f"stage2:data.n_negatives={recipe.stage2_negatives}")
-    if config.models.document == TINY:  # a tiny tower is cut and MRL-trained at its own small widths
+    if config.models.document == TINY and recipe.tiny_document_dims:  # MRL-trained at its own small widths
         out += ["init_document:model.truncate_to_query_width=false",
                 f"init_document:loss.matryoshka_dims={list(recipe.tiny_document_dims)}"]
     if recipe.full_fine_tune_document:
@@ -137,7 +137,7 @@ def step_train_student(ctx: RunContext) -> dict[str, Any]:
     config = student_config(ctx)
     out = ctx.model_dir(STUDENT_FOLDER)
     corpus = str(corpus_file(ctx)) if config.stage1.sentence_source == "corpus" else None
-    paths = StudentPaths(str(ctx.require(ctx.train_file, "label")), str(out), corpus)
+    paths = StudentPaths(str(ctx.require(ctx.train_file, "label")), str(out), corpus, str(ctx.cache_dir("teacher")))
     models: dict[str, str] = {}
     summary: dict[str, Any] = {}
     if recipe.enabled:
