@@ -8,9 +8,16 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 from pathlib import Path
 
 import typer
+
+from care.data.errors import DataFormatError
+from care.errors import CareError
+
+#: What the user can fix: printed as one line, exit status 2 (not a traceback).
+USER_ERRORS: tuple[type[BaseException], ...] = (CareError, DataFormatError, FileNotFoundError)
 
 app = typer.Typer(
     name="care",
@@ -57,10 +64,18 @@ for _module in COMMAND_MODULES:
     importlib.import_module(_module).register(app, **REGISTER_OPTIONS.get(_module, {}))
 
 
+def run_cli(typer_app: typer.Typer) -> None:
+    """Run a typer app; print user errors (:data:`USER_ERRORS`) as ``error: ...`` and exit with status 2."""
+    try:
+        typer_app()
+    except USER_ERRORS as exc:
+        logging.getLogger(__name__).debug("user error", exc_info=True)
+        sys.stderr.write(f"error: {exc}\n")
+        sys.exit(2)
+
+
 def main() -> None:
     """Console-script entry point; user errors become one clear line and exit code 2."""
-    from care.errors import run_cli
-
     run_cli(app)
 
 

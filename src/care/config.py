@@ -45,7 +45,14 @@ _YAML_SUFFIXES = (".yaml", ".yml")
 
 
 class ConfigError(CareError):
-    """A configuration value that cannot be used; the message names the field (and the file)."""
+    """A configuration value that cannot be used; the message names the field (and the file).
+
+    Attributes:
+        field / problem: the dotted field and what is wrong with it, when one field is to blame.
+    """
+
+    field: str | None = None
+    problem: str | None = None
 
 
 def _where(source: str | None) -> str:
@@ -54,7 +61,9 @@ def _where(source: str | None) -> str:
 
 def _field_error(name: str, problem: str, source: str | None, noun: str) -> ConfigError:
     label = "config field" if noun == "field" else noun
-    return ConfigError(f"{_where(source)}{label} '{name}': {problem}")
+    error = ConfigError(f"{_where(source)}{label} '{name}': {problem}")
+    error.field, error.problem = name, problem
+    return error
 
 
 def _type_name(hint: Any) -> str:
@@ -199,6 +208,23 @@ def plain(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     return value
+
+
+def check_field_types(cls: type, data: Mapping[str, Any], source: str) -> None:
+    """Refuse values whose type does not fit the dataclass field (through :func:`coerce`), for loaders that
+    build the dataclass themselves; the error reads ``"{source}, field 'timeout_s': expected a number, got '60s'"``.
+
+    Raises:
+        CareError: the first value of the wrong type.
+    """
+    hints = typing.get_type_hints(cls)
+    for name, value in data.items():
+        if name in hints:
+            try:
+                coerce(value, hints[name], name)
+            except ConfigError as exc:
+                raise CareError(f"{source}, field '{exc.field or name}': {exc.problem or exc} "
+                                f"({type(value).__name__})") from None
 
 
 def read_config_file(path: str | Path, what: str = "config file") -> dict[str, Any]:

@@ -94,3 +94,66 @@ def test_registered_in_top_level_cli():
     from care.cli import COMMAND_MODULES
 
     assert "care.bench.cli" in COMMAND_MODULES
+
+
+def _beir_folder(root):
+    """A folder exactly as BEIR publishes one: _id, title, text, metadata; qrels/<split>.tsv with a header."""
+    folder = root / "beir-mini"
+    (folder / "qrels").mkdir(parents=True)
+    docs = [{"_id": "d1", "title": "高血压", "text": "高血压患者应该低盐饮食并按时服药", "metadata": {}},
+            {"_id": "d2", "title": "糖尿病", "text": "糖尿病需要控制血糖和饮食", "metadata": {"url": "x"}},
+            {"_id": "d3", "title": "感冒发烧多喝水注意休息", "text": ""}]  # BEIR has title-only documents
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
+    queries = [{"_id": "q1", "text": "高血压吃什么药", "metadata": {}}, {"_id": "q2", "text": "糖尿病饮食", "metadata": {}},
+               {"_id": "q3", "text": "发烧怎么办", "metadata": {}}]
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in queries), encoding="utf-8")
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq3\td3\t1\n", encoding="utf-8")
+    (folder / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq2\td2\t1\n", encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("split", [None, "test", "train"])
+def test_a_beir_folder_loads_as_published(app, tmp_path, split):
+    folder = _beir_folder(tmp_path)
+    out = tmp_path / "o"
+    args = ["bench", "-m", "hash", "-t", str(folder), "--no-cache", "--no-progress", "-o", str(out)]
+    result = CliRunner().invoke(app, args + (["--split", split] if split else []))
+    assert result.exit_code == 0, result.output
+    saved = json.loads((out / "hash__beir-mini.json").read_text(encoding="utf-8"))
+    assert saved["split"] == (split or "test")  # without --split, BEIR's evaluation split, recorded
+    assert saved["stats"]["n_queries"] == (1 if split == "train" else 2)
+
+
+@pytest.mark.parametrize("kind", ["retrieval", "beir", "rerank"])
+def test_a_split_the_folder_does_not_have_is_refused(app, tmp_path, retrieval_folder, rerank_folder, kind):
+    folder = {"retrieval": retrieval_folder, "beir": _beir_folder(tmp_path), "rerank": rerank_folder}[kind]
+    out = tmp_path / "o"
+    result = CliRunner().invoke(app, ["bench", "-m", "hash", "-t", str(folder), "--split", "dev", "--no-cache",
+                                      "--no-progress", "-o", str(out)])
+    assert isinstance(result.exception, CareError), result.output
+    message = str(result.exception)
+    assert "'dev'" in message and ("splits are: test, train" if kind == "beir" else "only the default") in message
+    assert app.loaded == []  # refused before any model was loaded
+    assert not list(out.glob("*.json"))
+
+
+def test_output_that_is_a_file_is_a_clear_error(app, retrieval_folder, tmp_path):
+    target = tmp_path / "results.json"
+    target.write_text("{}", encoding="utf-8")
+    result = CliRunner().invoke(app, ["bench", "-m", "hash", "-t", str(retrieval_folder), "--no-cache", "-o", str(target)])
+    assert isinstance(result.exception, CareError)
+    assert "is an existing file, not a folder" in str(result.exception) and app.loaded == []
+    assert target.read_text(encoding="utf-8") == "{}"
+
+
+def test_a_failing_task_still_leaves_results_md_for_the_finished_ones(app, retrieval_folder, sts_folder, tmp_path):
+    broken = tmp_path / "broken-sts"
+    broken.mkdir()
+    (broken / "sts.jsonl").write_text('{"sentence1": "头痛", "sentence2": "头疼", "score": 1}\n{"sentence1": \n',
+                                      encoding="utf-8")
+    out = tmp_path / "o"
+    result = CliRunner().invoke(app, ["bench", "-m", "hash", "-t", str(retrieval_folder), "-t", str(broken),
+                                      "--no-cache", "--no-progress", "-o", str(out)])
+    assert result.exit_code != 0 and "line 2" in str(result.exception)
+    table = (out / "results.md").read_text(encoding="utf-8")
+    assert "| tiny-retrieval | retrieval | ndcg_at_10 |" in table and "broken-sts" not in table

@@ -16,6 +16,7 @@ from care.curate.judges.config import JudgeConfig
 from care.curate.judges.openai_judge import OpenAIChatJudge
 from care.curate.judges.testing import FakeChatServer
 from care.curate.train_data import TrainDataConfig, build_alignment, build_train
+from care.data.errors import DataFormatError
 from care.data.pairs import load_rerank
 from care.data.retrieval import load_retrieval_folder
 from care.data.training import iter_training_file
@@ -171,3 +172,18 @@ def test_cli_build_train_with_alignment_sentences(world):
     # the training queries plus two sentences cut from corpus passages (split at "，" is not a sentence end)
     assert len(queries_side) == len(set(queries_side)) == 3 + 2
     assert sum(q in corpus_texts for q in queries_side) == 2
+
+
+@pytest.mark.parametrize("builder", ["benchmark", "train"])
+def test_a_corpus_with_a_repeated_id_is_refused_before_any_work(world, builder):
+    tmp, corpus, queries, judges, server = world
+    rows = _corpus_rows()
+    rows.insert(5, {"id": rows[1]["id"], "text": "另一段文字"})  # line 6 repeats line 2's id
+    corpus.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"corpus.jsonl, line 6, field 'id': duplicate id '0-good2' \(first seen on line 2\)"):
+        if builder == "benchmark":
+            build_benchmark(corpus, queries, [CharEncoder()], judges, tmp / "bench", show_progress=False)
+        else:
+            build_train(corpus, queries, CharEncoder(), judges, tmp / "train.jsonl", show_progress=False)
+    assert not server.requests  # nothing was judged (or paid) before the refusal
+    assert not (tmp / "bench" / "work").exists() and not (tmp / "train.jsonl.work").exists()

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from care.curate.calibration import SimilarityProfile, calibrated_threshold
 from care.curate.diversify import DiversifyConfig, DynamicIndexFilter, diversify_file
 from care.errors import CareError
 
@@ -89,3 +90,85 @@ def test_paper_defaults_and_bad_settings():
         DiversifyConfig(k=1, max_similar=1)
     with pytest.raises(CareError):
         DiversifyConfig.for_role("passage")
+
+
+class AnisotropicEncoder:
+    """Like e5: every vector shares a large common direction, so unrelated texts sit at cosine ~0.9."""
+
+    name = "anisotropic-test"
+    COMMON_WEIGHT = 3.0
+
+    def __init__(self, base):
+        self.base = base
+        self.dim = base.dim
+        rng = np.random.default_rng(0)
+        common = rng.normal(size=self.dim)
+        self.common = (common / np.linalg.norm(common)).astype(np.float32)
+
+    @property
+    def fingerprint(self) -> str:
+        return "anisotropic-test-v1"
+
+    def _encode(self, texts):
+        vecs = self.base.encode_documents(texts) + self.COMMON_WEIGHT * self.common
+        return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+    def encode_queries(self, texts, *, instruction=None, batch_size=32, show_progress=False):
+        return self._encode(texts)
+
+    def encode_documents(self, texts, *, batch_size=32, show_progress=False):
+        return self._encode(texts)
+
+
+DISTINCT = ["胃痛反酸烧心", "头晕眼花耳鸣", "失眠多梦易醒", "咳嗽有黄痰", "腰椎间盘突出", "皮肤瘙痒起疹子", "血糖偏高口渴",
+            "膝盖关节肿胀", "月经推迟腹痛", "小儿发烧抽搐", "牙龈出血口臭", "视力模糊干涩", "便秘腹胀排气", "心慌胸闷气短",
+            "尿频尿急尿痛", "脱发头皮油腻"]
+
+
+def _write_texts(path, texts):
+    path.write_text("".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in enumerate(texts)),
+                    encoding="utf-8")
+    return path
+
+
+def test_paper_threshold_is_refused_for_an_encoder_whose_random_pairs_exceed_it(tmp_path, char_encoder):
+    src = _write_texts(tmp_path / "in.jsonl", DISTINCT)
+    encoder = AnisotropicEncoder(char_encoder)
+    config = DiversifyConfig.for_role("query")
+    config.seed_size = 2
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(CareError, match=r"threshold 0\.85 does not suit encoder anisotropic-test: \d+% of random pairs.*"
+                                        r"p50 0\.9\d\d.*nearest neighbours.*--threshold auto \(calibrated for this encoder: 0\.9\d+\)"):
+        diversify_file(src, out, encoder, config, show_progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]  # nothing half-made, so a rerun starts clean
+    # what the check prevents: at 0.85 the filter keeps the seed and drops every distinct text after it
+    config.calibration = "off"
+    assert diversify_file(src, out, encoder, config, show_progress=False)["kept"] == 2
+
+
+def test_auto_calibration_keeps_distinct_texts_and_drops_repeats(tmp_path, char_encoder):
+    texts = DISTINCT + [DISTINCT[3], DISTINCT[7] + "。", DISTINCT[11]]
+    src = _write_texts(tmp_path / "in.jsonl", texts)
+    config = DiversifyConfig.for_role("query")
+    config.seed_size, config.max_similar, config.calibration = 2, 0, "auto"
+    report = diversify_file(src, tmp_path / "out.jsonl", AnisotropicEncoder(char_encoder), config, show_progress=False)
+    assert report["threshold"] == calibrated_threshold(0.85, SimilarityProfile(**report["similarity_profile"]))
+    assert report["threshold"] > 0.95 and report["similarity_profile"]["pairs_p50"] > 0.85
+    kept = [json.loads(line)["text"] for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert kept == DISTINCT  # every distinct text kept, the repeats dropped
+
+
+def test_paper_threshold_passes_the_check_for_a_spread_encoder(tmp_path, char_encoder):
+    src = _write_texts(tmp_path / "in.jsonl", DISTINCT + [DISTINCT[0]])
+    config = DiversifyConfig.for_role("query")
+    config.seed_size, config.max_similar = 2, 0
+    report = diversify_file(src, tmp_path / "out.jsonl", char_encoder, config, show_progress=False)
+    assert report["threshold"] == 0.85 and report["kept"] == len(DISTINCT)
+
+
+def test_calibrated_threshold_formula():
+    profile = SimilarityProfile(texts=60, pairs_p50=0.8, pairs_p95=0.87, pairs_p99=0.9, nearest_p5=0.9,
+                                nearest_p50=0.95, nearest_p95=0.98)
+    assert calibrated_threshold(0.85, profile) == pytest.approx(0.97)
+    isotropic = SimilarityProfile(60, -0.02, 0.2, 0.3, 0.4, 0.5, 0.7)
+    assert calibrated_threshold(0.85, isotropic) == 0.85  # an encoder with spread-out cosines keeps the paper's value

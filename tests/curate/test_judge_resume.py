@@ -97,3 +97,36 @@ def test_killed_run_resumes_without_rejudging(tmp_path):
     assert out.read_text(encoding="utf-8") == reference
     graded = server.answered
     assert len(graded) == len(set(graded)) == 2 * N_QUERIES * N_DOCS  # every pair once per judge, never twice
+
+
+def test_killed_run_costs_are_counted_across_resumes(tmp_path):
+    """Usage is on disk per request: after a kill -9 and a resume the report's totals cover both runs,
+    and the requests in flight at the kill (paid by an API, answers lost) are counted, not forgotten."""
+    with FakeChatServer() as server:
+        pairs, config = _write_inputs(tmp_path, server.base_url, "cache.sqlite")
+        out, cache_path = tmp_path / "out.jsonl", tmp_path / "cache.sqlite"
+        server.stall_after(STALL_AFTER_CALLS)
+        proc = subprocess.Popen(_cli(pairs, out, config), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.time() + WAIT_S
+        while time.time() < deadline and server.stalled < 2:  # judge-a runs 2 requests at a time
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        assert server.stalled == 2, "the run never reached the stall point"  # each counted as sent before it left
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=WAIT_S)
+        with JudgmentCache(cache_path) as cache:
+            killed = cache.usage("judge-a")
+        assert killed.calls == STALL_AFTER_CALLS and killed.sent == STALL_AFTER_CALLS + 2 and killed.unrecorded == 2
+        server.release()
+        server._stall_after = None
+        done = subprocess.run(_cli(pairs, out, config), capture_output=True, timeout=WAIT_S)
+        assert done.returncode == 0, done.stderr.decode()
+        assert "sent but their replies never recorded" in done.stderr.decode()
+    report = json.loads((tmp_path / "out.jsonl.report.json").read_text(encoding="utf-8"))
+    answered = {m: sum(1 for r in server.requests if r.get("model") == m) for m in ("model-a", "model-b")}
+    total_a, run_a = report["usage_total"]["judge-a"], report["usage"]["judge-a"]
+    assert total_a["calls"] == answered["model-a"] == STALL_AFTER_CALLS + run_a["calls"]  # both runs, not the last
+    assert total_a["sent"] == answered["model-a"] + 2 and total_a["unrecorded"] == 2
+    assert total_a["prompt_tokens"] > run_a["prompt_tokens"]
+    assert report["usage_total"]["judge-b"]["calls"] == answered["model-b"] == report["usage"]["judge-b"]["calls"]
+    assert report["usage_total"]["judge-b"]["unrecorded"] == 0

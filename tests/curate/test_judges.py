@@ -176,7 +176,97 @@ def test_judges_config_round_trip_and_errors(tmp_path):
     assert config.judges[0].price_input_per_million == 1.5 and config.judges[1].thresholds == {"S": 0.9}
     assert config.voting.positive_grades == ("S",)
     assert JudgesConfig.from_dict(config.to_dict()).to_dict() == config.to_dict()
-    with pytest.raises(CareError, match="unknown fields"):
+    with pytest.raises(CareError, match="unknown field"):
         JudgesConfig.from_dict({"judges": [{"id": "a", "base_url": "u", "model": "m", "modle": "x"}]})
     with pytest.raises(CareError, match="base_url and model"):
         JudgesConfig.from_dict({"judges": [{"id": "a"}]})
+
+
+# --- partial answers, usage as it happens, clear errors ------------------------------------------------
+
+def test_a_partial_answer_keeps_the_grades_that_came_back(chat_server, tmp_path):
+    judge = make_judge(chat_server, max_reasks=1, max_concurrency=1)
+    pairs = [JudgePair("q", QUERY, f"d{i}", p) for i, p in enumerate(PASSAGES)]
+    chat_server.add_faults("missing", "missing")  # the last passage is left out, and again when re-asked alone
+    with pytest.raises(JudgeError) as err:
+        judge.judge(QUERY, PASSAGES)
+    assert err.value.grades == [*expected()[:-1], None]
+    chat_server.add_faults("missing", "missing")
+    with JudgmentCache(tmp_path / "c.sqlite") as cache:
+        first = judge_pairs(judge, pairs, cache, show_progress=False, raise_on_failure=False)
+        assert first.failed == [("q", "d3")] and first.judged == 3 and cache.count("j1") == 3
+        asked_before = len(chat_server.requests)
+        rerun = judge_pairs(judge, pairs, cache, show_progress=False)
+        assert rerun.cached == 3 and rerun.judged == 1
+        assert [r["passages"] for r in chat_server.requests[asked_before:]] == [[PASSAGES[-1]]]  # only the missing one
+        assert rerun.grades[("q", "d3")] == expected()[-1]
+
+
+def test_usage_is_on_disk_as_each_request_returns(chat_server, tmp_path):
+    judge = make_judge(chat_server, passages_per_call=1, max_concurrency=1, price_input_per_million=1.0)
+    pairs = [JudgePair("q", QUERY, f"d{i}", p) for i, p in enumerate(PASSAGES)]
+    seen_on_disk: list[tuple[int, int]] = []
+    with JudgmentCache(tmp_path / "c.sqlite") as cache:
+        real = judge.judge
+
+        def spying(query, passages):  # what a kill -9 right after this reply would leave on disk
+            grades = real(query, passages)
+            with JudgmentCache(tmp_path / "c.sqlite") as other:
+                u = other.usage("j1")
+            seen_on_disk.append((u.sent, u.calls))
+            return grades
+
+        judge.judge = spying
+        chat_server.add_faults("500")
+        judge_pairs(judge, pairs, cache, show_progress=False)
+        total = cache.usage("j1")
+    # the reply of the n-th call is recorded before the call hands its grades back
+    assert seen_on_disk == [(2, 1), (3, 2), (4, 3), (5, 4)]  # the first call needed a retry after a 500
+    assert total.sent == 5 and total.calls == 4 and total.retries == 1 and total.unrecorded == 0
+    assert total.cost_usd == pytest.approx(total.prompt_tokens / 1e6)
+
+
+def test_refused_connection_names_the_url():
+    from care.serve.server import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    judge = OpenAIChatJudge(JudgeConfig(id="j1", base_url=url, model="m1", max_retries=0, timeout_s=2))
+    with pytest.raises(JudgeError, match=f"APIConnectionError.*{url}.*check base_url"):
+        judge.judge(QUERY, PASSAGES)
+    assert judge.usage().sent == 1 and judge.usage().errors == 1 and judge.usage().unrecorded == 0
+
+
+@pytest.mark.parametrize(("name", "text", "message"), [
+    ("judges.yaml", "judges:\n  - id: a\n    model: [m\n", r"judges.yaml: not valid YAML at line \d+, column \d+"),
+    ("judges.json", '{"judges": [{"id": "a",}]}', r"judges.json: not valid JSON at line 1, column \d+"),
+    ("judges.yaml", "judges:\n  - {id: a, base_url: 'http://x/v1', model: m, passages_per_call: five}\n",
+     r"judges.yaml, judges\[0\] \(id 'a'\), field 'passages_per_call': expected an integer, got 'five'"),
+    ("judges.yaml", "judges:\n  - {id: a, base_url: 'http://x/v1', model: m, timeout_s: '60s'}\n",
+     r"judges.yaml, judges\[0\] \(id 'a'\), field 'timeout_s': expected a number, got '60s'"),
+    ("judges.yaml", "judges:\n  - {id: a, base_url: 'http://x/v1', model: m, modle: x}\n",
+     r"judges.yaml, judges\[0\] \(id 'a'\): unknown field\(s\) \['modle'\]"),
+    ("judges.yaml", "judges:\n  - {id: a, base_url: 'http://x/v1', model: m}\nvoting: {positive: [S]}\n",
+     r"judges.yaml, voting: unknown field\(s\) \['positive'\]"),
+    ("judges.yaml", "judges:\n  - {id: a}\n", r"judges.yaml: judge 'a': an openai judge needs base_url and model"),
+    ("judges.yaml", "- a\n- b\n", r"judges.yaml: expected a mapping of judges config fields"),
+])
+def test_judges_config_errors_name_the_file_and_field(tmp_path, name, text, message):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(CareError, match=message):
+        JudgesConfig.load(path)
+
+
+def test_cli_prints_a_config_error_as_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"query_id": "q", "query": "头痛", "doc_id": "d", "passage": "休息"}\n', encoding="utf-8")
+    config = tmp_path / "judges.yaml"
+    config.write_text("judges:\n  - {id: a, base_url: 'http://x/v1', model: m, passages_per_call: five}\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "care.cli", "-q", "curate", "judge", str(pairs), str(tmp_path / "o.jsonl"),
+                           "--judges", str(config), "--no-progress"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().startswith("error: ") and "passages_per_call" in done.stderr and str(config) in done.stderr

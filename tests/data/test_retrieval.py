@@ -90,3 +90,28 @@ def test_missing_folder_and_no_judged_query(tmp_path):
     write_retrieval_folder(folder, [Document("d1", "a")], {"q1": "b"}, {})
     with pytest.raises(DataFormatError, match="no query has a qrels row"):
         load_retrieval_folder(folder)
+
+
+def test_beir_rows_and_splits(tmp_path):
+    folder = tmp_path / "beir"
+    (folder / "qrels").mkdir(parents=True)
+    _write(folder / "corpus.jsonl", '{"_id": "d1", "title": "", "text": "高血压", "metadata": {}}\n'
+                                    '{"_id": "d2", "title": "只有标题", "text": ""}\n')
+    _write(folder / "queries.jsonl", '{"_id": "q1", "text": "血压高", "metadata": {}}\n{"_id": "q2", "text": "标题"}\n')
+    _write(folder / "qrels" / "test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t2\n")
+    _write(folder / "qrels" / "dev.tsv", "query-id\tcorpus-id\tscore\nq2\td2\t1\n")
+    data = load_retrieval_folder(folder)  # no qrels.tsv: BEIR's test split
+    assert data.qrels == {"q1": {"d1": 1}, "q2": {"d2": 2}} and data.corpus["d2"].full_text == "只有标题"
+    assert load_retrieval_folder(folder, split="dev").qrels == {"q2": {"d2": 1}}
+    with pytest.raises(DataFormatError, match=r"no qrels for split 'train'.*its splits are: dev, test"):
+        load_retrieval_folder(folder, split="train")
+    _write(folder / "queries.jsonl", '{"id": "q1", "_id": "q9", "text": "血压高"}\n')
+    with pytest.raises(DataFormatError, match="line 1, field 'id': 'id' 'q1' and '_id' 'q9' differ"):
+        load_queries(folder / "queries.jsonl")
+
+
+def test_a_missing_split_is_refused_not_replaced(tmp_path):
+    folder = tmp_path / "task"
+    write_retrieval_folder(folder, [Document("d1", "高血压")], {"q1": "血压高"}, {"q1": {"d1": 1}})
+    with pytest.raises(DataFormatError, match="no qrels for split 'dev'.*only the default qrels.tsv"):
+        load_retrieval_folder(folder, split="dev")

@@ -92,3 +92,39 @@ def test_spec_file_types_and_errors(tmp_path):
     unknown.write_text("type: splade\n", encoding="utf-8")
     with pytest.raises(CareError, match="unknown type 'splade'"):
         load_model(str(unknown))
+
+
+@pytest.mark.parametrize(("spec", "suggestion"), [("bm26", "'bm25'"), ("e6", "'e5'"), ("openia:text-embedding-3-small",
+                                                  "'openai:text-embedding-3-small'"), ("bm25:chars", "'bm25:char'")])
+def test_a_mistyped_spec_suggests_close_names_without_asking_the_hub(spec, suggestion, monkeypatch):
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda *a, **k: pytest.fail("the Hub was asked"))
+    with pytest.raises(CareError, match=f"unknown model spec .*did you mean {suggestion}"):
+        load_model(spec)
+
+
+def test_an_uncached_hub_id_fails_fast_when_the_hub_cannot_be_reached(monkeypatch):
+    import socket
+    import time
+
+    import huggingface_hub
+
+    from care.encoders import hf
+
+    asked_online: list[bool] = []
+
+    def download(*args, local_files_only=False, **kwargs):
+        asked_online.append(not local_files_only)
+        raise huggingface_hub.errors.LocalEntryNotFoundError("not cached")
+
+    def unreachable(*args, **kwargs):
+        raise OSError("Name or service not known")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    monkeypatch.setattr(socket, "create_connection", unreachable)
+    monkeypatch.setattr("urllib.request.getproxies", lambda: {})
+    started = time.perf_counter()
+    with pytest.raises(CareError, match=r"not in the local Hugging Face cache.*cannot be reached from this machine"):
+        load_model("someorg/some-model")
+    assert time.perf_counter() - started < hf.HUB_PROBE_TIMEOUT_S and asked_online == [False, False]

@@ -179,3 +179,64 @@ def test_cli_builds_an_index(tiny_care, corpus, tmp_path):
     result = CliRunner().invoke(app, args[:-1] + ["1/2"])
     assert result.exit_code == 0 and "index ready" in result.output
     assert open_index_folder(output).manifest.n_docs == len(SAMPLE_DOCS)
+
+
+def _crash_at_the_final_rename(monkeypatch, shard_file: str, *, after: bool) -> None:
+    """Make the rename that finishes ``shard_file`` the last thing the process does (KeyboardInterrupt)."""
+    import os
+
+    real = os.replace
+
+    def replace(src, dst):
+        if str(dst).endswith(shard_file):
+            if after:
+                real(src, dst)
+            raise KeyboardInterrupt("killed at the final rename")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+
+
+@pytest.mark.parametrize("after", [True, False], ids=["right-after-the-rename", "right-before-the-rename"])
+def test_kill_at_a_shards_final_rename_neither_re_encodes_nor_leaves_temp_files(tiny_care, corpus, tmp_path, monkeypatch,
+                                                                                after):
+    from care.index import build as build_module
+
+    output = tmp_path / "idx"
+    encoder = load_side(str(tiny_care), "document")
+    encoded: list[str] = []
+    original = encoder.encode_documents
+    monkeypatch.setattr(encoder, "encode_documents", lambda texts, **kw: (encoded.extend(texts), original(texts, **kw))[1])
+    monkeypatch.setattr(build_module, "_load_encoder", lambda options: encoder)
+    with monkeypatch.context() as crash:
+        _crash_at_the_final_rename(crash, "shard-00000-of-00001.npy", after=after)
+        with pytest.raises(KeyboardInterrupt):
+            build(_options(tiny_care, corpus, output))
+    assert len(encoded) == len(SAMPLE_DOCS)
+    shards = output / "shards"
+    (shards / ".shard-00000-of-00001.progress.json.k1ll3d.tmp").write_text("{", encoding="utf-8")  # as kill -9 leaves one
+    manifest = build(_options(tiny_care, corpus, output))
+    assert len(encoded) == len(SAMPLE_DOCS)  # nothing encoded again
+    assert manifest is not None and manifest.n_docs == len(SAMPLE_DOCS)
+    assert sorted(p.name for p in shards.iterdir()) == ["shard-00000-of-00001.json", "shard-00000-of-00001.npy"]
+    assert not list(output.rglob("*.tmp"))
+
+
+def test_a_finished_shard_file_without_its_record_is_not_encoded_again(tiny_care, corpus, tmp_path, monkeypatch):
+    from care.index import build as build_module
+
+    output = tmp_path / "idx"
+    build(_options(tiny_care, corpus, output, num_shards=2))
+    record = json.loads((output / "shards" / "shard-00001-of-00002.json").read_text())
+    (output / "shards" / "shard-00001-of-00002.json").unlink()  # what a crash of the old order (rename, then record) left
+    (output / "manifest.json").unlink()
+
+    def no_model(options):
+        raise AssertionError("a finished shard file is its own record: nothing to encode")
+
+    monkeypatch.setattr(build_module, "_load_encoder", no_model)
+    manifest = build(_options(tiny_care, corpus, output, num_shards=2))
+    assert manifest is not None and manifest.n_docs == len(SAMPLE_DOCS)
+    rebuilt = json.loads((output / "shards" / "shard-00001-of-00002.json").read_text())
+    assert {k: rebuilt[k] for k in ("start", "end", "dim", "encoder_fingerprint")} == \
+        {k: record[k] for k in ("start", "end", "dim", "encoder_fingerprint")}

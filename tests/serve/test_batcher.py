@@ -94,3 +94,27 @@ def test_a_full_queue_rejects_new_work():
             await batcher.stop()
 
     assert _run(main()) == [1, 2]
+
+
+def test_a_failing_request_is_isolated_and_the_others_succeed():
+    calls: list[list[str]] = []
+
+    def process(key, items):  # like a tokenizer that chokes on one input
+        calls.append(list(items))
+        if "bad" in items:
+            raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
+        return [item.upper() for item in items]
+
+    async def main():
+        batcher = MicroBatcher(process, max_batch_size=8, max_wait_s=0.05, max_queue=100)
+        await batcher.start()
+        try:
+            return await asyncio.gather(batcher.submit("k", ["a"]), batcher.submit("k", ["bad"]),
+                                        batcher.submit("k", ["b", "c"]), return_exceptions=True)
+        finally:
+            await batcher.stop()
+
+    first, second, third = _run(main())
+    assert first == ["A"] and third == ["B", "C"]
+    assert isinstance(second, UnicodeEncodeError)
+    assert calls == [["a", "bad", "b", "c"], ["a"], ["bad"], ["b", "c"]]  # the batch, then each request alone

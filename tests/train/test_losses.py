@@ -180,3 +180,20 @@ def test_low_precision_inputs_give_float32_loss() -> None:
     half = InfoNCELoss(0.02)(q.bfloat16(), p.bfloat16(), n.bfloat16())
     assert half.dtype == torch.float32
     assert half.item() == pytest.approx(full.item(), rel=0.05)
+
+
+def test_infonce_masks_in_batch_copies_of_the_positive() -> None:
+    """Rows 0 and 1 share one answer: each would otherwise push the other's copy of its own positive away.
+
+    τ = 0.5, q = [e1, e1, e2], p = [e1, e1, e2]. Unmasked, q0 scores [2, 2, 0] and pays log(2 + e^-2);
+    with the copy masked it scores [2, -inf, 0] and pays log(1 + e^-2); q2 is unaffected (log(1 + 2e^-2)).
+    """
+    q = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    plain = InfoNCELoss(temperature=0.5)(q, q).item()
+    masked = InfoNCELoss(temperature=0.5, duplicate_threshold=0.99)(q, q).item()
+    assert plain == pytest.approx((2 * math.log(2 + math.exp(-2)) + math.log(1 + 2 * math.exp(-2))) / 3, rel=1e-6)
+    assert masked == pytest.approx((2 * math.log(1 + math.exp(-2)) + math.log(1 + 2 * math.exp(-2))) / 3, rel=1e-6)
+    # each row's hard negative is a copy of its own positive: masked too; the others' (shared) negatives stay
+    with_negatives = InfoNCELoss(temperature=0.5, duplicate_threshold=0.99)(q, q, q.unsqueeze(1)).item()
+    assert with_negatives == pytest.approx((2 * math.log(1 + 2 * math.exp(-2)) + math.log(1 + 4 * math.exp(-2))) / 3,
+                                           rel=1e-6)

@@ -46,7 +46,7 @@ def bench(
     ef_search: Optional[int] = typer.Option(None, "--ef-search", help="HNSW search beam width."),
     top_k: int = typer.Option(100, "--top-k", help="Documents retrieved per query."),
     data_root: Optional[Path] = typer.Option(None, "--data-root", help="Folder with one subfolder per registered task (or $CMEDTEB_DATA)."),
-    split: Optional[str] = typer.Option(None, "--split", help="Data split to evaluate (e.g. test -> test_queries.jsonl / test_qrels.tsv)."),
+    split: Optional[str] = typer.Option(None, "--split", help="Data split to evaluate (e.g. test -> test_qrels.tsv or BEIR's qrels/test.tsv, test_queries.jsonl when present); refused when a task has no file for it."),
     device: Optional[str] = typer.Option(None, "--device", help="Device for neural models (cpu, cuda, cuda:1, ...)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide progress bars."),
 ) -> None:
@@ -54,12 +54,14 @@ def bench(
     from dataclasses import replace
 
     from care.bench.options import RunOptions
-    from care.bench.registry import get_task, infer_task
+    from care.bench.registry import get_task, infer_task, split_files_of
     from care.bench.report import results_table
-    from care.bench.runner import evaluate_many
+    from care.bench.runner import check_output_dir, evaluate_many
     from care.encoders.cache import EmbeddingCache, default_cache_dir
     from care.index.config import IndexConfig
 
+    if output is not None:
+        check_output_dir(output)
     index_kwargs = {k: v for k, v in {"nlist": nlist, "nprobe": nprobe, "ef_search": ef_search}.items() if v is not None}
     index_config = IndexConfig(type=index, **index_kwargs)
     specs = list(model) if model else list(REFERENCE_MODELS)
@@ -69,6 +71,8 @@ def bench(
         tasks = [infer_task(folder) for folder in _default_task_folders()]
     if split is not None:
         tasks = [replace(t, split=split) for t in tasks]
+    for t in tasks:  # a split a folder does not have is refused here, before any model loads
+        split_files_of(t)
     cache = None if no_cache else EmbeddingCache(cache_dir or default_cache_dir(), dtype=cache_dtype)
     options = RunOptions(cache=cache, index=index_config, batch_size=batch_size, top_k=top_k, show_progress=not no_progress)
     models = [_load(spec, device, batch_size) for spec in specs]

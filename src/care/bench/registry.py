@@ -3,8 +3,10 @@
 ``get_task(name_or_folder)`` resolves, in order:
 
 1. a folder path: ``task.json`` inside it is the metadata; without one the type is inferred from
-   the files (``corpus.jsonl`` + ``queries.jsonl`` + ``qrels.tsv`` -> retrieval, ``rerank.jsonl`` ->
-   rerank, ``sts.jsonl`` -> sts) and the folder name is the task name;
+   the files (``corpus.jsonl`` + ``queries.jsonl`` + qrels -> retrieval, ``rerank.jsonl`` ->
+   rerank, ``sts.jsonl`` -> sts) and the folder name is the task name. Qrels are ``qrels.tsv``,
+   ``{split}_qrels.tsv`` or BEIR's ``qrels/{split}.tsv``; a folder without ``qrels.tsv`` evaluates
+   ``test`` (BEIR's evaluation split) or its only split;
 2. a registered name: its data folder is ``<data_root>/<name>`` (``data_root`` defaults to
    ``$CMEDTEB_DATA``);
 3. otherwise a :class:`CareError` with close matches.
@@ -19,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from care.bench.task import RERANK_FILE, RETRIEVAL_FILES, STS_FILE, TASK_FILE, TaskMetadata
+from care.data.retrieval import available_splits, default_split
 from care.errors import CareError
 
 #: Environment variable naming the folder that holds one subfolder per registered task.
@@ -89,6 +92,12 @@ def infer_task(folder: str | Path) -> TaskMetadata:
     name = folder.resolve().name
     if all((folder / f).is_file() for f in RETRIEVAL_FILES):
         return TaskMetadata(name=name, type="retrieval", path=folder)
+    if all((folder / f).is_file() for f in RETRIEVAL_FILES[:2]) and available_splits(folder):
+        split = default_split(folder)
+        if split is None:
+            raise CareError(f"{folder}: a retrieval folder without {RETRIEVAL_FILES[2]} and with several splits "
+                            f"({', '.join(available_splits(folder))}); choose one with --split")
+        return TaskMetadata(name=name, type="retrieval", path=folder, split=split)
     if (folder / RERANK_FILE).is_file():
         return TaskMetadata(name=name, type="rerank", path=folder)
     if (folder / STS_FILE).is_file():
@@ -96,8 +105,37 @@ def infer_task(folder: str | Path) -> TaskMetadata:
     present = sorted(p.name for p in folder.iterdir())[:10]
     raise CareError(
         f"{folder}: not a task folder (found {present or 'nothing'}); a task folder holds {TASK_FILE}, or "
-        f"{' + '.join(RETRIEVAL_FILES)} (retrieval), or {RERANK_FILE} (rerank), or {STS_FILE} (sts)"
+        f"{' + '.join(RETRIEVAL_FILES)} (retrieval; or qrels/<split>.tsv as BEIR publishes it), or {RERANK_FILE} "
+        f"(rerank), or {STS_FILE} (sts)"
     )
+
+
+def split_files_of(task: TaskMetadata) -> list[Path]:
+    """The files ``task`` reads for its split (so that a missing split is refused before any model loads).
+
+    Raises:
+        CareError: the task names a split its folder has no file for (the message lists the splits it has).
+    """
+    from care.data.errors import DataFormatError
+    from care.data.retrieval import split_files
+
+    if task.path is None:
+        return []
+    if task.type == "retrieval":
+        try:
+            return list(split_files(task.path, task.split))
+        except DataFormatError as exc:
+            raise CareError(f"task {task.name!r}: {exc}") from None
+    base = RERANK_FILE if task.type == "rerank" else STS_FILE
+    if not task.split:
+        return [task.path / base]
+    candidate = task.path / f"{task.split}_{base}"
+    if not candidate.is_file():
+        others = sorted(p.name[: -len("_" + base)] for p in task.path.glob(f"*_{base}"))
+        has = f"its splits are: {', '.join(others)}" if others else f"it has only the default {base}"
+        raise CareError(f"task {task.name!r}: no {candidate.name} in {task.path} for split {task.split!r}; "
+                        f"{has} — pick one of those or leave --split out")
+    return [candidate]
 
 
 def resolve_data_root(data_root: str | Path | None) -> Path | None:

@@ -11,7 +11,8 @@ import numpy as np
 from care.bench.encoding import DOCUMENT, QUERY, check_same_dim, encode_collection
 from care.bench.metrics import ranking_metrics
 from care.bench.options import RunOptions
-from care.bench.task import RERANK_FILE, TaskMetadata
+from care.bench.registry import split_files_of
+from care.bench.task import TaskMetadata
 from care.bench.timing import PhaseTimer
 from care.data.pairs import RerankExample, load_rerank
 from care.encoders.base import Encoder, LexicalRetriever
@@ -19,12 +20,8 @@ from care.encoders.cache import EmbeddingCache
 
 
 def rerank_file(task: TaskMetadata) -> Path:
-    """``{split}_rerank.jsonl`` when the task has a split and that file exists, else ``rerank.jsonl``."""
-    if task.split:
-        candidate = task.path / f"{task.split}_{RERANK_FILE}"
-        if candidate.is_file():
-            return candidate
-    return task.path / RERANK_FILE
+    """``{split}_rerank.jsonl`` when the task has a split (refused when that file is missing), else ``rerank.jsonl``."""
+    return split_files_of(task)[0]
 
 
 def candidate_texts(examples: list[RerankExample]) -> list[str]:

@@ -59,6 +59,23 @@ def evaluate(
     return result
 
 
+def check_output_dir(output_dir: str | Path) -> Path:
+    """The results folder, created if missing.
+
+    Raises:
+        CareError: the path exists and is not a folder, or cannot be created.
+    """
+    folder = Path(output_dir)
+    if folder.exists() and not folder.is_dir():
+        raise CareError(f"--output {folder} is an existing file, not a folder; give a folder for the result files "
+                        f"(it is created if missing), e.g. {folder.with_suffix('')}_results/")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CareError(f"--output {folder}: cannot create the results folder ({exc.strerror})") from None
+    return folder
+
+
 def evaluate_many(
     models: Sequence[Encoder | LexicalRetriever],
     tasks: Sequence[TaskMetadata],
@@ -68,6 +85,9 @@ def evaluate_many(
 ) -> list[TaskResult]:
     """Run every model on every task; with ``output_dir`` write each result JSON and ``results.md``.
 
+    ``results.md`` is rewritten after every finished (model, task), so when a later task fails (bad
+    data, a crash) the table of the finished ones is there.
+
     ``labels`` (one per model) name the models in results; they must be distinct.
     """
     labels = list(labels) if labels is not None else [m.name for m in models]
@@ -75,6 +95,8 @@ def evaluate_many(
         raise CareError(f"{len(labels)} labels for {len(models)} models")
     if len(set(labels)) != len(labels):
         raise CareError(f"two models share a name ({labels}); give distinct labels so their result files do not collide")
+    if output_dir is not None:
+        check_output_dir(output_dir)
     results = []
     for model, label in zip(models, labels):
         for task in tasks:
@@ -82,7 +104,6 @@ def evaluate_many(
             results.append(result)
             if output_dir is not None:
                 result.save(output_dir)
-    if output_dir is not None:
-        with atomic_write(Path(output_dir) / RESULTS_TABLE_FILE) as fh:
-            fh.write(results_table(results))
+                with atomic_write(Path(output_dir) / RESULTS_TABLE_FILE) as fh:
+                    fh.write(results_table(results))
     return results

@@ -12,7 +12,8 @@ import numpy as np
 from care.bench.encoding import DOCUMENT, QUERY, encode_collection
 from care.bench.metrics import correlation_metrics
 from care.bench.options import RunOptions
-from care.bench.task import STS_FILE, TaskMetadata
+from care.bench.registry import split_files_of
+from care.bench.task import TaskMetadata
 from care.bench.timing import PhaseTimer
 from care.data.pairs import load_sts
 from care.encoders.base import Encoder, LexicalRetriever
@@ -20,11 +21,8 @@ from care.encoders.cache import EmbeddingCache
 
 
 def sts_file(task: TaskMetadata) -> Path:
-    if task.split:
-        candidate = task.path / f"{task.split}_{STS_FILE}"
-        if candidate.is_file():
-            return candidate
-    return task.path / STS_FILE
+    """``{split}_sts.jsonl`` when the task has a split (refused when that file is missing), else ``sts.jsonl``."""
+    return split_files_of(task)[0]
 
 
 def run_sts(

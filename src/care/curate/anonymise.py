@@ -2,7 +2,14 @@
 
 ``Anonymiser(config).anonymise("患者张伟，电话13812345678")`` -> ``"患者[NAME]，电话[PHONE]"``.
 :func:`anonymise_file` streams a JSONL file chunk by chunk, resumably, and returns a report of how
-many items of each type were removed. Recognisers live in :mod:`care.curate.pii_rules`.
+many items of each type were removed.
+
+Recognisers: structured identifiers by shape and checksum (:mod:`~care.curate.pii_rules`) or after
+a label (:mod:`~care.curate.pii_labels`), birth dates (:mod:`~care.curate.pii_birth_dates`), licence
+plates (:mod:`~care.curate.pii_plates`); names (:mod:`~care.curate.pii_names`) and addresses
+(:mod:`~care.curate.pii_address`) from a Chinese lexical tagger (:mod:`~care.curate.pii_lexical`,
+LAC by default) plus context rules. Everything runs on :func:`~care.curate.pii_rules.normalise_width`
+of the text (full-width digits and letters read as half-width).
 """
 
 from __future__ import annotations
@@ -18,7 +25,13 @@ from tqdm import tqdm
 
 from care.curate import pii_rules
 from care.curate.checkpoint import StreamCheckpoint
-from care.curate.pii_rules import PII_TYPES, TYPE_PRIORITY, Span
+from care.curate.pii_address import find_addresses
+from care.curate.pii_birth_dates import find_birth_dates
+from care.curate.pii_labels import find_labelled
+from care.curate.pii_lexical import DEFAULT_TAGGER, TAGGERS, LexicalTagger, Token, load_tagger
+from care.curate.pii_names import find_names
+from care.curate.pii_plates import find_plates
+from care.curate.pii_rules import PII_TYPES, TYPE_PRIORITY, Span, normalise_width
 from care.data.errors import DataFormatError
 from care.data.io import iter_jsonl, write_json
 
@@ -36,19 +49,24 @@ class AnonymiserConfig:
         types: PII types to detect (subset of :data:`~care.curate.pii_rules.PII_TYPES`).
         placeholder: format of the replacement; ``{type}`` is the type name (``[PHONE]``).
         old_ids: also remove 15-digit pre-1999 resident IDs (validated by birth date only).
+        tagger: the lexical tagger that marks names and places (``lac``, ``jieba`` or ``thulac``,
+            see :mod:`care.curate.pii_lexical`); ``lac`` measured best (``benchmarks/bench_pii.py``).
     """
 
     types: tuple[str, ...] = PII_TYPES
     placeholder: str = "[{type}]"
     old_ids: bool = True
+    tagger: str = DEFAULT_TAGGER
 
     def __post_init__(self) -> None:
+        from care.errors import CareError
+
         self.types = tuple(self.types)
         unknown = set(self.types) - set(PII_TYPES)
         if unknown:
-            from care.errors import CareError
-
             raise CareError(f"unknown PII types {sorted(unknown)}; choose from {', '.join(PII_TYPES)}")
+        if self.tagger not in TAGGERS:
+            raise CareError(f"unknown lexical tagger {self.tagger!r}; choose from {', '.join(TAGGERS)}")
 
 
 def resolve_overlaps(spans: Iterable[Span]) -> list[Span]:
@@ -61,29 +79,40 @@ def resolve_overlaps(spans: Iterable[Span]) -> list[Span]:
     return sorted(chosen)
 
 
+#: Types found from the lexical tagger's tokens; the tagger runs only when one of them is asked for.
+LEXICAL_TYPES = frozenset({"NAME", "ADDRESS"})
+
+
 class Anonymiser:
     """Finds and replaces personal information; stateless and thread-safe."""
 
-    def __init__(self, config: AnonymiserConfig | None = None) -> None:
+    def __init__(self, config: AnonymiserConfig | None = None, *, tagger: LexicalTagger | None = None) -> None:
+        """``tagger`` overrides the one named by ``config.tagger`` (an already loaded or custom tagger)."""
         self.config = config or AnonymiserConfig()
-        finders: dict[str, Callable[[str], list[Span]]] = {
-            "EMAIL": pii_rules.find_emails,
-            "URL": pii_rules.find_urls,
-            "ID": lambda t: pii_rules.find_resident_ids(t, old_ids=self.config.old_ids),
-            "BANK_CARD": pii_rules.find_bank_cards,
-            "MRN": pii_rules.find_record_numbers,
-            "PHONE": pii_rules.find_phones,
-            "ADDRESS": pii_rules.find_addresses,
-            "NAME": pii_rules.find_names,
-        }
-        self._finders = [finders[t] for t in TYPE_PRIORITY if t in self.config.types]
+        self._types = frozenset(self.config.types)
+        self._tagger = tagger
+        if self._tagger is None and self._types & LEXICAL_TYPES:
+            self._tagger = load_tagger(self.config.tagger)
+        self._rules: list[Callable[[str], list[Span]]] = [
+            pii_rules.find_emails, pii_rules.find_urls, pii_rules.find_phones, pii_rules.find_bank_cards,
+            lambda t: pii_rules.find_resident_ids(t, old_ids=self.config.old_ids),
+            find_labelled, find_birth_dates, find_plates,
+        ]
 
     def find(self, text: str) -> list[Span]:
-        """All non-overlapping PII spans in ``text``, in order."""
+        """All non-overlapping PII spans in ``text``, in order (``span.text`` is the original text)."""
+        norm = normalise_width(text)
         spans: list[Span] = []
-        for finder in self._finders:
-            spans.extend(finder(text))
-        return resolve_overlaps(spans)
+        for rule in self._rules:
+            spans.extend(rule(norm))
+        if self._tagger is not None:
+            tokens: list[Token] = self._tagger.tag([norm])[0]
+            if "NAME" in self._types:
+                spans.extend(find_names(norm, tokens))
+            if "ADDRESS" in self._types:
+                spans.extend(find_addresses(norm, tokens))
+        chosen = resolve_overlaps(s for s in spans if s.type in self._types)
+        return [Span(s.start, s.end, s.type, text[s.start:s.end]) for s in chosen]
 
     def anonymise(self, text: str) -> tuple[str, list[Span]]:
         """Return ``text`` with every span replaced by its placeholder, and the spans removed."""

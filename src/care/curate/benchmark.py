@@ -28,7 +28,7 @@ from care.curate.labelling import label_pairs
 from care.curate.pooling import iter_corpus, load_texts, pool_candidates, write_pool
 from care.curate.voting import NEGATIVE, POSITIVE, VotingConfig
 from care.data.io import atomic_write, write_json, write_jsonl
-from care.data.retrieval import QRELS_HEADER, load_queries
+from care.data.retrieval import QRELS_HEADER, check_corpus, load_queries
 from care.encoders.base import Encoder, LexicalRetriever
 from care.errors import CareError
 
@@ -62,6 +62,7 @@ def build_benchmark(
     if not retrievers or not judges:
         raise CareError("build-benchmark needs at least one retriever and one judge")
     out_dir = Path(out_dir)
+    check_corpus(corpus_path)  # a bad corpus (e.g. a repeated id) is refused before any retrieval or judging
     queries = load_queries(queries_path)
     pool = pool_candidates(retrievers, corpus_path, queries, config.depth, work_dir=out_dir / "work",
                            instruction=config.instruction, show_progress=show_progress)

@@ -90,6 +90,11 @@ class StreamCheckpoint:
         os.replace(self.partial_path, self.out_path)
         self.progress_path.unlink(missing_ok=True)
 
+    def discard(self) -> None:
+        """Remove the partial output and the progress (a run refused before it produced anything)."""
+        self.partial_path.unlink(missing_ok=True)
+        self.progress_path.unlink(missing_ok=True)
+
     def _write_progress(self) -> None:
         write_json(self.progress_path, {
             "settings": self.settings,

@@ -46,17 +46,18 @@ def anonymise_cmd(
     input: Path = typer.Argument(..., help="JSONL file to anonymise."),
     output: Path = typer.Argument(..., help="Anonymised JSONL (same rows, texts with [TYPE] placeholders)."),
     field: Optional[list[str]] = typer.Option(None, "--field", "-f", help="Text field(s) to clean; repeatable. Default: text, title, query, pos, neg, positive, negative."),
-    types: Optional[list[str]] = typer.Option(None, "--type", help="PII types to remove (PHONE ID EMAIL URL BANK_CARD MRN NAME ADDRESS); repeatable. Default: all."),
+    types: Optional[list[str]] = typer.Option(None, "--type", help="PII types to remove (PHONE ID EMAIL URL BANK_CARD MRN PASSPORT WECHAT QQ PLATE BIRTH_DATE NAME ADDRESS); repeatable. Default: all."),
     no_old_ids: bool = typer.Option(False, "--no-old-ids", help="Do not remove 15-digit pre-1999 resident IDs."),
+    tagger: str = typer.Option("lac", "--tagger", help="Lexical tagger for names and places: lac (best, default), jieba (about 3x faster, lower recall) or thulac (if installed)."),
     report: Optional[Path] = typer.Option(None, "--report", help="Write the removal report (counts by type) here."),
     chunk_size: int = typer.Option(1000, "--chunk-size", help="Rows per checkpointed chunk."),
     no_progress: bool = typer.Option(False, "--no-progress"),
 ) -> None:
-    """Replace phone numbers, resident IDs, emails, URLs, bank cards, record numbers, names and addresses by typed placeholders."""
+    """Replace phone numbers, IDs, emails, URLs, bank cards, record numbers, passports, WeChat / QQ ids, plates, birth dates, names and addresses by typed placeholders."""
     from care.curate.anonymise import DEFAULT_FIELDS, AnonymiserConfig, anonymise_file
     from care.curate.pii_rules import PII_TYPES
 
-    config = AnonymiserConfig(types=tuple(types) if types else PII_TYPES, old_ids=not no_old_ids)
+    config = AnonymiserConfig(types=tuple(types) if types else PII_TYPES, old_ids=not no_old_ids, tagger=tagger)
     result = anonymise_file(input, output, fields=field or DEFAULT_FIELDS, config=config, chunk_size=chunk_size,
                             report_path=report, show_progress=not no_progress)
     _print(result.to_dict())
@@ -69,7 +70,7 @@ def diversify_cmd(
     encoder: str = typer.Option("e5", "--encoder", "-e", help="Encoder spec (care.encoders.registry)."),
     role: str = typer.Option("document", "--role", help="query or document: picks the paper's defaults and the encoder role."),
     k: Optional[int] = typer.Option(None, "--k", help="Neighbours retrieved per text (paper: 5)."),
-    threshold: Optional[float] = typer.Option(None, "--threshold", "-t", help="Similarity threshold (paper: 0.85 queries, 0.78 documents)."),
+    threshold: Optional[str] = typer.Option(None, "--threshold", "-t", help="Similarity threshold, or 'auto' to calibrate the paper's for this encoder. Default: the paper's (0.85 queries, 0.78 documents), refused with the measured similarity distribution when the encoder's random pairs already exceed it."),
     max_similar: Optional[int] = typer.Option(None, "--max-similar", "-n", help="Drop a text when more than n neighbours exceed the threshold (paper: 1)."),
     seed_size: Optional[int] = typer.Option(None, "--seed-size", help="Texts inserted unfiltered to seed the index (paper: 5000)."),
     text_field: str = typer.Option("text", "--field", help="Field holding the text."),
@@ -84,7 +85,14 @@ def diversify_cmd(
     from care.errors import CareError
 
     config = DiversifyConfig.for_role(role)
-    overrides = {"k": k, "threshold": threshold, "max_similar": max_similar, "seed_size": seed_size}
+    if threshold is not None:
+        config.calibration = "auto" if threshold.strip().lower() == "auto" else "off"
+        if config.calibration == "off":
+            try:
+                config.threshold = float(threshold)
+            except ValueError:
+                raise CareError(f"--threshold must be a number (e.g. 0.9) or 'auto', got {threshold!r}") from None
+    overrides = {"k": k, "max_similar": max_similar, "seed_size": seed_size}
     for name, value in overrides.items():
         if value is not None:
             setattr(config, name, value)

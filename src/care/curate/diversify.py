@@ -18,13 +18,20 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm import tqdm
 
+from care.curate.calibration import (
+    CALIBRATION_MODES,
+    MIN_PROFILE_TEXTS,
+    calibrated_threshold,
+    check_threshold,
+    similarity_profile,
+)
 from care.curate.checkpoint import StreamCheckpoint
 from care.data.errors import DataFormatError
 from care.data.fields import require_text
@@ -38,9 +45,20 @@ MAX_EXAMPLES = 20
 FLOAT_BYTES = 4
 
 
+#: The paper's similarity thresholds, set for the paper's encoder (see :mod:`care.curate.calibration`).
+PAPER_THRESHOLDS = {"query": 0.85, "document": 0.78}
+
+
 @dataclass
 class DiversifyConfig:
-    """Filter settings (see the module docstring); ``role`` picks the encoder role."""
+    """Filter settings (see the module docstring); ``role`` picks the encoder role.
+
+    ``calibration`` says how ``threshold`` meets the encoder (:mod:`care.curate.calibration`):
+    ``"off"`` uses it as given; ``"check"`` (what :meth:`for_role` sets, i.e. the paper's defaults)
+    refuses, before anything is written, a threshold that random pairs of the first texts already
+    exceed, printing their similarity distribution and a calibrated threshold; ``"auto"`` replaces
+    it by that calibrated threshold.
+    """
 
     k: int = 5
     threshold: float = 0.78
@@ -50,19 +68,20 @@ class DiversifyConfig:
     chunk_size: int = 512
     batch_size: int = 32
     instruction: str | None = None
+    calibration: str = "off"
 
     @classmethod
     def for_role(cls, role: str) -> DiversifyConfig:
-        """The paper's settings for ``"query"`` (t=0.85) or ``"document"`` (t=0.78)."""
-        if role == "query":
-            return cls(threshold=0.85, role="query")
-        if role == "document":
-            return cls(threshold=0.78, role="document")
-        raise CareError(f"diversify role must be 'query' or 'document', got {role!r}")
+        """The paper's settings for ``"query"`` (t=0.85) or ``"document"`` (t=0.78), checked against the encoder."""
+        if role not in PAPER_THRESHOLDS:
+            raise CareError(f"diversify role must be 'query' or 'document', got {role!r}")
+        return cls(threshold=PAPER_THRESHOLDS[role], role=role, calibration="check")
 
     def __post_init__(self) -> None:
         if self.k < 1 or self.max_similar < 0 or self.seed_size < 0 or self.chunk_size < 1:
             raise CareError("diversify: need k >= 1, max_similar >= 0, seed_size >= 0, chunk_size >= 1")
+        if self.calibration not in CALIBRATION_MODES:
+            raise CareError(f"diversify: calibration must be one of {', '.join(CALIBRATION_MODES)}, got {self.calibration!r}")
         if self.max_similar >= self.k:
             raise CareError(f"diversify: max_similar ({self.max_similar}) must be below k ({self.k}), "
                             "or nothing could ever be dropped")
@@ -138,6 +157,23 @@ def _chunks(path: Path, text_field: str, start_line: int, size: int) -> Iterator
         yield chunk
 
 
+def _resolve_threshold(config: DiversifyConfig, vectors: np.ndarray, encoder_name: str) -> dict[str, Any]:
+    """The threshold this run uses, and the similarity profile it was judged on (for the report)."""
+    if config.calibration == "off" or len(vectors) < MIN_PROFILE_TEXTS:
+        if config.calibration != "off":
+            logger.warning("diversify: only %d texts in the first chunk; threshold %s used as given",
+                           len(vectors), config.threshold)
+        return {"threshold": config.threshold}
+    profile = similarity_profile(vectors)
+    logger.info("diversify: %s", profile.describe())
+    if config.calibration == "check":
+        check_threshold(config.threshold, vectors, profile, encoder=encoder_name, role=config.role)
+        return {"threshold": config.threshold, "similarity_profile": profile.to_dict()}
+    threshold = calibrated_threshold(config.threshold, profile)
+    logger.info("diversify: threshold %s calibrated to %s for %s", config.threshold, threshold, encoder_name)
+    return {"threshold": threshold, "similarity_profile": profile.to_dict()}
+
+
 def diversify_file(
     input_path: str | Path,
     output_path: str | Path,
@@ -150,8 +186,13 @@ def diversify_file(
 ) -> dict[str, Any]:
     """Keep the rows of ``input_path`` that pass the filter; write them (unchanged) to ``output_path``.
 
-    Returns the report ``{"seen", "kept", "dropped", "kept_ratio", "encoder", "config", "examples"}``
-    where examples show dropped texts with their most similar kept text.
+    Returns the report ``{"seen", "kept", "dropped", "kept_ratio", "threshold", "similarity_profile"?,
+    "encoder", "config", "examples"}`` where ``threshold`` is the one applied (calibrated when
+    ``config.calibration == "auto"``) and examples show dropped texts with their most similar kept text.
+
+    Raises:
+        CareError: with ``calibration="check"``, a threshold the encoder's random pairs already exceed
+            (nothing is written; the message gives the measured distribution and a suggested threshold).
     """
     config = config or DiversifyConfig()
     input_path = Path(input_path)
@@ -171,7 +212,8 @@ def diversify_file(
         initial = raw.reshape(-1, dim)
     with open(vectors_path, "r+b" if progress.lines_done else "wb") as fh:
         fh.truncate(state["kept"] * dim * FLOAT_BYTES)
-    filt = DynamicIndexFilter(dim, config, initial, seen=state["seen"])
+    filt = DynamicIndexFilter(dim, replace(config, threshold=state.get("threshold", config.threshold)), initial,
+                              seen=state["seen"])
     kept_texts: dict[int, str] = {}  # index position -> text, only for report examples of this run
     bar = tqdm(desc="diversify", unit="text", initial=state["seen"], disable=not show_progress)
     for chunk in _chunks(input_path, text_field, progress.lines_done, config.chunk_size):
@@ -182,6 +224,15 @@ def diversify_file(
             vecs = encoder.encode_documents(texts, batch_size=config.batch_size)
         if vecs.shape[1] != dim:
             raise CareError(f"encoder {encoder.name} returned {vecs.shape[1]}-d vectors, expected {dim}")
+        if "threshold" not in state:  # the first chunk of a fresh run: fit the threshold to the encoder
+            try:
+                state.update(_resolve_threshold(config, vecs, encoder.name))
+            except CareError:
+                bar.close()
+                checkpoint.discard()
+                vectors_path.unlink(missing_ok=True)
+                raise
+            filt.config = replace(config, threshold=state["threshold"])
         base = filt.size
         keep, nearest = filt.offer(vecs)
         position = base

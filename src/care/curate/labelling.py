@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from care.curate.agreement import agreement_report
-from care.curate.judges.base import Judge, JudgePair
+from care.curate.judges.base import Judge, JudgePair, Usage
 from care.curate.judges.cache import JudgmentCache
 from care.curate.judges.runner import judge_pairs
 from care.curate.voting import NEGATIVE, POSITIVE, VotingConfig, unanimous_label
@@ -29,6 +29,7 @@ class LabelResult:
     grades: dict[str, dict[tuple[str, str], str]] = field(default_factory=dict)
     labels: dict[tuple[str, str], tuple[str | None, int]] = field(default_factory=dict)
     usage: dict[str, dict[str, float | int]] = field(default_factory=dict)
+    usage_total: dict[str, dict[str, float | int]] = field(default_factory=dict)
     cached: dict[str, int] = field(default_factory=dict)
 
     def count(self, label: str | None) -> int:
@@ -44,8 +45,17 @@ class LabelResult:
             "discarded_disagreement": self.count(None),
             "agreement": agreement,
             "usage": self.usage,
+            "usage_total": self.usage_total,
             "cached_pairs": self.cached,
         }
+
+
+def total_usage_report(total: Usage) -> dict[str, float | int]:
+    """A judge's usage over every run of a cache, with the requests whose replies were never recorded
+    (``unrecorded``) and their likely cost (``unrecorded_cost_estimate``: the mean cost of a recorded
+    reply times their number)."""
+    per_call = total.cost_usd / total.calls if total.calls else 0.0
+    return {**total.as_dict(), "unrecorded": total.unrecorded, "unrecorded_cost_estimate": total.unrecorded * per_call}
 
 
 def label_pairs(judges: Sequence[Judge], pairs: Sequence[JudgePair], cache: JudgmentCache | None,
@@ -58,6 +68,13 @@ def label_pairs(judges: Sequence[Judge], pairs: Sequence[JudgePair], cache: Judg
         result.usage[judge.id] = run.usage.as_dict()
         result.cached[judge.id] = run.cached
         logger.info("judge %s: %d judged, %d from cache, cost %.4f", judge.id, run.judged, run.cached, run.usage.cost_usd)
+        if cache is not None:
+            result.usage_total[judge.id] = total_usage_report(cache.usage(judge.id))
+            lost = result.usage_total[judge.id]["unrecorded"]
+            if lost:
+                logger.warning("judge %s: %d request(s) of earlier runs were sent but their replies never recorded "
+                               "(a killed run); a paid API has probably charged them (about %.4f)", judge.id, lost,
+                               result.usage_total[judge.id]["unrecorded_cost_estimate"])
     for p in pairs:
         key = (p.query_id, p.doc_id)
         if key in result.labels:

@@ -17,9 +17,9 @@ import numpy as np
 from tqdm import tqdm
 
 from care.data.errors import DataFormatError
-from care.data.fields import require_id, require_text
+from care.data.fields import require_id
 from care.data.io import iter_jsonl, write_jsonl
-from care.data.retrieval import Document
+from care.data.retrieval import Document, iter_documents
 from care.encoders.base import Encoder, LexicalRetriever
 
 logger = logging.getLogger(__name__)
@@ -30,13 +30,9 @@ Run = dict[str, list[tuple[str, float]]]
 
 
 def iter_corpus(path: str | Path) -> Iterator[Document]:
-    """Stream ``corpus.jsonl`` as :class:`Document` s (validated line by line)."""
-    path = Path(path)
-    for line, obj in iter_jsonl(path):
-        title = obj.get("title") or ""
-        if not isinstance(title, str):
-            raise DataFormatError(path, "title must be a string", line=line, field="title")
-        yield Document(require_id(obj, "id", path, line), require_text(obj, "text", path, line), title)
+    """Stream ``corpus.jsonl`` as :class:`Document` s (validated line by line; a repeated id is refused
+    naming both lines — :func:`care.data.retrieval.iter_documents`)."""
+    return iter_documents(path)
 
 
 def load_texts(path: str | Path, ids: Iterable[str]) -> dict[str, str]:

@@ -27,7 +27,7 @@ import sqlite3
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -36,11 +36,12 @@ from typing import Any
 import yaml
 from tqdm import tqdm
 
-from care.curate.judges.config import JudgeConfig
+from care.curate.judges.config import JudgeConfig, read_config_mapping
 from care.curate.judges.openai_judge import ChatClient
 from care.data.errors import DataFormatError
 from care.data.io import iter_text_lines, write_json, write_jsonl
 from care.data.retrieval import load_queries
+from care.config import check_field_types
 from care.errors import CareError
 
 logger = logging.getLogger(__name__)
@@ -94,13 +95,15 @@ def load_synonyms(path: str | Path) -> dict[str, list[str]]:
 def load_llm_config(path: str | Path) -> JudgeConfig:
     """An LLM connection (the :class:`JudgeConfig` fields of an ``openai`` judge) from YAML/JSON."""
     path = Path(path)
-    if not path.is_file():
-        raise CareError(f"LLM config {path} not found")
-    text = path.read_text(encoding="utf-8")
-    data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    if not isinstance(data, dict):
-        raise CareError(f"LLM config {path}: expected a mapping with id, base_url, model, api_key_env")
-    return JudgeConfig(**{"kind": "openai", **data})
+    data = read_config_mapping(path, "LLM config")
+    known = {f.name for f in fields(JudgeConfig)}
+    if set(data) - known:
+        raise CareError(f"{path}: unknown field(s) {sorted(set(data) - known)}; known: {sorted(known)}")
+    check_field_types(JudgeConfig, data, str(path))
+    try:
+        return JudgeConfig(**{"kind": "openai", **data})
+    except TypeError as exc:
+        raise CareError(f"{path}: {exc}; the LLM config needs id, base_url and model") from None
 
 
 def find_term(query: str, synonyms: dict[str, list[str]]) -> str | None:

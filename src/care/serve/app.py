@@ -2,15 +2,16 @@
 
 Build it with :func:`create_app` from a loaded :class:`~care.serve.engine.SearchEngine` (start-up
 checks happen there); run it with uvicorn (``care serve``). Every error is JSON
-``{"detail": "<what is wrong and how to fix it>"}``: 401 bad or missing API key, 422 invalid input
-(empty or over-long text, k out of range, malformed JSON), 503 overloaded (retry), 400 a side that
-is not loaded.
+``{"detail": "<what is wrong and how to fix it>"}``: 401 bad or missing API key (checked before the
+body is read), 413 a body over ``max_body_bytes``, 422 invalid input (a body that is not UTF-8 or
+not complete JSON, empty, invisible or over-long text, a lone surrogate or NUL, k out of range, an
+over-long instruction or filter), 503 overloaded (retry), 400 a side that is not loaded. A request
+that still makes the model fail is answered alone (500) and never fails the requests batched with it.
 """
 
 from __future__ import annotations
 
 import base64
-import hmac
 import logging
 import os
 import time
@@ -19,7 +20,7 @@ from importlib import resources
 from typing import Any
 
 import numpy as np
-from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -27,6 +28,7 @@ from fastapi.staticfiles import StaticFiles
 from care.errors import CareError
 from care.serve.batcher import MicroBatcher, QueueFullError
 from care.serve.engine import EMBED, SEARCH, SearchEngine, usage_tokens
+from care.serve.guard import RequestGuard
 from care.serve.metrics import ServiceMetrics
 from care.serve.schemas import (
     EmbedRequest,
@@ -43,6 +45,8 @@ from care.serve.schemas import (
 logger = logging.getLogger(__name__)
 
 DOCUMENT_MODEL_SUFFIX = ":document"
+#: The JSON endpoints: API key, body size and body encoding are checked before they read anything.
+GUARDED_PATHS = ("/search", "/embed", "/v1/embeddings")
 
 
 def _static_dir() -> str:
@@ -99,14 +103,8 @@ def create_app(engine: SearchEngine) -> FastAPI:
     )
     app.state.engine, app.state.metrics, app.state.batcher = engine, metrics, batcher
 
-    async def require_key(request: Request) -> None:
-        if api_key is None:
-            return
-        header = request.headers.get("authorization", "")
-        given = header[7:] if header.lower().startswith("bearer ") else request.headers.get("x-api-key", "")
-        if not given or not hmac.compare_digest(given.encode(), api_key.encode()):
-            raise HTTPException(401, "missing or wrong API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
-                                headers={"WWW-Authenticate": "Bearer"})
+    # inside the request counter below (middleware added later wraps the earlier), so its answers are counted
+    app.add_middleware(RequestGuard, paths=GUARDED_PATHS, api_key=api_key, max_body_bytes=config.max_body_bytes)
 
     @app.middleware("http")
     async def count_requests(request: Request, call_next):
@@ -141,8 +139,12 @@ def create_app(engine: SearchEngine) -> FastAPI:
             raise
         except CareError as exc:
             raise HTTPException(400, str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - only this request failed (the batcher isolates it)
+            logger.exception("the encoder failed on one request")
+            raise HTTPException(500, f"the encoder failed on this request ({type(exc).__name__}: {exc}); "
+                                     "other requests are not affected") from None
 
-    @app.post("/search", response_model=SearchResponse, dependencies=[Depends(require_key)],
+    @app.post("/search", response_model=SearchResponse,
               summary="Search the index with one query")
     async def search(body: SearchRequest) -> SearchResponse:
         started = time.perf_counter()
@@ -155,7 +157,7 @@ def create_app(engine: SearchEngine) -> FastAPI:
         hits = engine.hits(found, k, body.filters)
         return SearchResponse(hits=hits, k=k, took_ms=round((time.perf_counter() - started) * 1000, 3))
 
-    @app.post("/embed", response_model=EmbedResponse, dependencies=[Depends(require_key)],
+    @app.post("/embed", response_model=EmbedResponse,
               summary="Embed texts on the query or document side")
     async def embed(body: EmbedRequest) -> EmbedResponse:
         texts = _texts(body.inputs, "inputs", engine)
@@ -164,7 +166,7 @@ def create_app(engine: SearchEngine) -> FastAPI:
         rows = await run((EMBED, body.side, body.instruction, False), texts)
         return EmbedResponse(embeddings=[np.asarray(r).tolist() for r in rows], dim=engine.dim, side=body.side)
 
-    @app.post("/v1/embeddings", response_model=OpenAIEmbeddingResponse, dependencies=[Depends(require_key)],
+    @app.post("/v1/embeddings", response_model=OpenAIEmbeddingResponse,
               summary="OpenAI-compatible embeddings")
     async def openai_embeddings(body: OpenAIEmbeddingRequest) -> OpenAIEmbeddingResponse:
         texts = _texts(body.input, "input", engine)

@@ -7,6 +7,10 @@ worker takes the first waiting request, keeps collecting for at most ``max_wait`
 group in a single worker thread (so the event loop stays free and the model is never called from
 two threads at once). While the model works, new requests queue up and form the next batch, so
 the batch size adapts to the load: 1 when idle, up to ``max_batch_size`` under load.
+
+One bad request never fails the others: when ``process`` raises on a batch of several requests,
+each request is processed again alone, so only the request that fails on its own gets the error
+(and the others their results, a little later).
 """
 
 from __future__ import annotations
@@ -110,8 +114,36 @@ class MicroBatcher:
             size += len(request.items)
         return batch
 
-    async def _run(self) -> None:
+    async def _call(self, key: Hashable, items: list[Any]) -> list[Any]:
+        """``process(key, items)`` in the worker thread; a result count that does not match is an error."""
         loop = asyncio.get_running_loop()
+        started = loop.time()
+        results = await loop.run_in_executor(self._executor, self._process, key, items)
+        if len(results) != len(items):
+            raise CareError(f"the encoder returned {len(results)} results for {len(items)} inputs")
+        if self._on_batch is not None:
+            self._on_batch(key, len(items), loop.time() - started)
+        return list(results)
+
+    async def _isolate(self, key: Hashable, requests: list[_Request], error: Exception) -> None:
+        """The batch failed: process each request alone, so only the one that fails by itself gets an error."""
+        failed = 0
+        for request in requests:
+            if request.future.done():
+                continue
+            try:
+                results = await self._call(key, request.items)
+            except Exception as exc:  # noqa: BLE001 - this request's own error goes to this request only
+                failed += 1
+                if not request.future.done():
+                    request.future.set_exception(exc)
+                continue
+            if not request.future.done():
+                request.future.set_result(results)
+        logger.warning("a batch of %d requests failed (%s: %s); each retried alone, %d failed again",
+                       len(requests), type(error).__name__, error, failed)
+
+    async def _run(self) -> None:
         while True:
             batch = await self._collect()
             groups: dict[Hashable, list[_Request]] = {}
@@ -120,19 +152,17 @@ class MicroBatcher:
                     groups.setdefault(request.key, []).append(request)
             for key, requests in groups.items():
                 items = [item for request in requests for item in request.items]
-                started = loop.time()
                 try:
-                    results = await loop.run_in_executor(self._executor, self._process, key, items)
-                except Exception as exc:  # hand the error to every waiting request
-                    for request in requests:
-                        if not request.future.done():
-                            request.future.set_exception(exc)
+                    results = await self._call(key, items)
+                except Exception as exc:  # noqa: BLE001
+                    if len(requests) > 1:
+                        await self._isolate(key, requests, exc)
+                    elif not requests[0].future.done():
+                        requests[0].future.set_exception(exc)
                     continue
-                if self._on_batch is not None:
-                    self._on_batch(key, len(items), loop.time() - started)
                 offset = 0
                 for request in requests:
                     n = len(request.items)
                     if not request.future.done():
-                        request.future.set_result(list(results[offset : offset + n]))
+                        request.future.set_result(results[offset : offset + n])
                     offset += n

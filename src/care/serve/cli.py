@@ -8,7 +8,6 @@ Multi-GPU encoding (one process per GPU, shard = rank / world size)::
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Optional
@@ -93,8 +92,7 @@ def serve(
         import torch
 
         torch.set_num_threads(threads)
-    settings = json.loads(config_file.read_text(encoding="utf-8")) if config_file else {}
-    config = ServeConfig.from_dict(settings, source=str(config_file) if config_file else None)
+    config = ServeConfig.load(config_file) if config_file else ServeConfig()
     if api_key_env:
         config = dataclasses.replace(config, api_key_env=api_key_env)
     engine = load_engine(index, model, config=config, onnx_dir=onnx, int8=int8, document_model=document_model,

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from care.config import Config
+from care.config import Config, check_field_types
 from care.errors import CareError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+#: Largest request body (bytes). The largest valid request is max_inputs (256) texts of max_query_chars
+#: (2048) characters; at 3 UTF-8 bytes per Chinese character that is 1.5 MiB (a client that escapes
+#: every character as \uXXXX sends 6 bytes each: 3 MiB). 4 MiB takes both; a larger body is refused
+#: with 413 before it is read or parsed.
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -28,6 +37,7 @@ class ServeConfig(Config):
         max_candidates: cap on searched candidates when filtering.
         api_key_env: environment variable holding the API key; None = no authentication.
         model_name: name reported by ``/v1/embeddings`` (``model`` field).
+        max_body_bytes: largest request body; larger -> 413 (checked after the API key, before reading).
     """
 
     max_query_chars: int = 2048
@@ -41,13 +51,48 @@ class ServeConfig(Config):
     max_candidates: int = 1000
     api_key_env: str | None = None
     model_name: str = "care"
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
     def __post_init__(self) -> None:
         for name in ("max_query_chars", "max_inputs", "max_k", "default_k", "max_batch_size", "max_queue",
-                     "filter_overfetch", "max_candidates"):
+                     "filter_overfetch", "max_candidates", "max_body_bytes"):
             if int(getattr(self, name)) < 1:
                 raise CareError(f"serve option {name} must be >= 1, got {getattr(self, name)}")
         if self.max_wait_ms < 0:
             raise CareError(f"serve option max_wait_ms must be >= 0, got {self.max_wait_ms}")
         if self.default_k > self.max_k:
             raise CareError(f"default_k ({self.default_k}) is larger than max_k ({self.max_k})")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "serve config") -> ServeConfig:
+        """Build from parsed JSON; unknown fields and values of the wrong type are refused naming ``source``."""
+        if not isinstance(data, dict):
+            raise CareError(f"{source}: expected a JSON object of ServeConfig fields (max_k, max_query_chars, ...), "
+                            f"got {type(data).__name__}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        if set(data) - known:
+            raise CareError(f"{source}: unknown serve option(s) {sorted(set(data) - known)}; known: {sorted(known)}")
+        check_field_types(cls, data, source)
+        try:
+            return cls(**data)
+        except CareError as exc:
+            raise CareError(f"{source}: {exc}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> ServeConfig:
+        """Read a JSON file of fields (``care serve --config``).
+
+        Raises:
+            CareError: a missing or unreadable file, malformed JSON (line and column named), an unknown
+                field or a value of the wrong type — each naming the file.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise CareError(f"serve config {path} not found")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise CareError(f"{path}: not UTF-8 text (byte {exc.start}); save the serve config as UTF-8") from None
+        except json.JSONDecodeError as exc:
+            raise CareError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        return cls.from_dict(data, source=str(path))

@@ -1,8 +1,9 @@
 """Request and response bodies of the search service (pydantic models; they make ``/openapi.json``).
 
-Static rules live here (non-empty text, k >= 1, known sides); limits that depend on the
-:class:`~care.serve.config.ServeConfig` (longest query, largest k, most inputs) are checked by the
-handlers, which answer 422 with a message naming the limit.
+Static rules live here (text the encoder can take — :mod:`care.serve.validation` —, k >= 1, known
+sides, and a bound on every field: instruction length, filter fields / values, names); limits that
+depend on the :class:`~care.serve.config.ServeConfig` (longest query, largest k, most inputs) are
+checked by the handlers, which answer 422 with a message naming the limit.
 """
 
 from __future__ import annotations
@@ -11,6 +12,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from care.serve.validation import (
+    MAX_FILTER_FIELDS,
+    MAX_FILTER_TEXT_CHARS,
+    MAX_FILTER_VALUES,
+    MAX_INSTRUCTION_CHARS,
+    MAX_NAME_CHARS,
+    check_plain,
+    check_text,
+)
+
 Side = Literal["query", "document"]
 FilterValue = str | int | float | bool | list[str | int | float | bool]
 
@@ -18,6 +29,48 @@ FilterValue = str | int | float | bool | list[str | int | float | bool]
 def _not_blank(value: str, what: str) -> str:
     if not value.strip():
         raise ValueError(f"{what} is empty; send some text")
+    return check_text(value, what)
+
+
+def _texts(value: str | list[str], what: str) -> str | list[str]:
+    if isinstance(value, str):
+        return check_text(value, what)
+    for i, text in enumerate(value):
+        check_text(text, f"{what}[{i}]")
+    return value
+
+
+def _bounded(value: str | None, what: str, limit: int) -> str | None:
+    """No lone surrogate or NUL, at most ``limit`` characters. (Checked here rather than with Field's
+    ``max_length``: pydantic refuses a surrogate there with a message nobody understands.)"""
+    if value is None:
+        return None
+    if len(value) > limit:
+        raise ValueError(f"{what} has {len(value)} characters; at most {limit}")
+    return check_plain(value, what)
+
+
+def _instruction(value: str | None) -> str | None:
+    return _bounded(value, "instruction", MAX_INSTRUCTION_CHARS)
+
+
+def _check_filters(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if len(value) > MAX_FILTER_FIELDS:
+        raise ValueError(f"filters has {len(value)} fields; at most {MAX_FILTER_FIELDS}")
+    for key, item in value.items():
+        if len(key) > MAX_FILTER_TEXT_CHARS:
+            raise ValueError(f"filter field name of {len(key)} characters; at most {MAX_FILTER_TEXT_CHARS}")
+        check_plain(key, "a filter field name")
+        values = item if isinstance(item, list) else [item]
+        if len(values) > MAX_FILTER_VALUES:
+            raise ValueError(f"filters.{key} lists {len(values)} values; at most {MAX_FILTER_VALUES}")
+        for v in values:
+            if isinstance(v, str):
+                if len(v) > MAX_FILTER_TEXT_CHARS:
+                    raise ValueError(f"a filters.{key} value has {len(v)} characters; at most {MAX_FILTER_TEXT_CHARS}")
+                check_plain(v, f"a filters.{key} value")
     return value
 
 
@@ -30,12 +83,23 @@ class SearchRequest(BaseModel):
     k: int | None = Field(None, ge=1, description="Number of documents to return (default and maximum set by the server).")
     filters: dict[str, FilterValue] | None = Field(
         None, description="Metadata equality filters, e.g. {\"department\": \"cardiology\"}; a list means any of.")
-    instruction: str | None = Field(None, description="Task instruction for the query (default: the index's).")
+    instruction: str | None = Field(None, description="Task instruction for the query (default: the index's).",
+                                    json_schema_extra={"maxLength": MAX_INSTRUCTION_CHARS})
 
     @field_validator("query")
     @classmethod
     def _query(cls, value: str) -> str:
         return _not_blank(value, "query")
+
+    @field_validator("filters")
+    @classmethod
+    def _filters(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return _check_filters(value)
+
+    @field_validator("instruction")
+    @classmethod
+    def _instruction(cls, value: str | None) -> str | None:
+        return _instruction(value)
 
 
 class Hit(BaseModel):
@@ -59,7 +123,18 @@ class EmbedRequest(BaseModel):
 
     inputs: str | list[str] = Field(..., description="One text or a list of texts.")
     side: Side = Field("query", description="'query' (the small query encoder) or 'document' (only if loaded).")
-    instruction: str | None = Field(None, description="Task instruction for queries (default: the index's).")
+    instruction: str | None = Field(None, description="Task instruction for queries (default: the index's).",
+                                    json_schema_extra={"maxLength": MAX_INSTRUCTION_CHARS})
+
+    @field_validator("inputs")
+    @classmethod
+    def _inputs(cls, value: str | list[str]) -> str | list[str]:
+        return _texts(value, "inputs")
+
+    @field_validator("instruction")
+    @classmethod
+    def _instruction(cls, value: str | None) -> str | None:
+        return _instruction(value)
 
 
 class EmbedResponse(BaseModel):
@@ -80,12 +155,29 @@ class OpenAIEmbeddingRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     input: str | list[str] = Field(..., description="Text or list of texts (token arrays are not accepted).")
-    model: str = Field("care", description="Any name; a ':document' suffix selects the document side.")
+    model: str = Field("care", description="Any name; a ':document' suffix selects the document side.",
+                       json_schema_extra={"maxLength": MAX_NAME_CHARS})
     encoding_format: Literal["float", "base64"] = "float"
     dimensions: int | None = Field(None, ge=1, description="Matryoshka width: keep the first N coordinates, re-normalised.")
     input_type: Side | None = Field(None, description="'query' or 'document' (overrides the model-name suffix).")
-    instruction: str | None = Field(None, description="Optional task instruction applied to query inputs.")
-    user: str | None = None
+    instruction: str | None = Field(None, description="Optional task instruction applied to query inputs.",
+                                    json_schema_extra={"maxLength": MAX_INSTRUCTION_CHARS})
+    user: str | None = Field(None, json_schema_extra={"maxLength": MAX_NAME_CHARS})
+
+    @field_validator("input")
+    @classmethod
+    def _input(cls, value: str | list[str]) -> str | list[str]:
+        return _texts(value, "input")
+
+    @field_validator("instruction")
+    @classmethod
+    def _instruction(cls, value: str | None) -> str | None:
+        return _instruction(value)
+
+    @field_validator("model", "user")
+    @classmethod
+    def _names(cls, value: str | None, info: Any) -> str | None:
+        return _bounded(value, info.field_name, MAX_NAME_CHARS)
 
 
 class OpenAIEmbedding(BaseModel):

@@ -58,6 +58,11 @@ def recipe_command(
         None, "--pretrained-query-model", help="init_query starts from this checkpoint (e.g. RetroMAE-pretrained)."),
     ablation: Path = typer.Option(
         None, "--ablation", help="Recipe switches from YAML (configs/ablations/*.yaml); flags add to it."),
+    corpus: str = typer.Option(None, "--corpus", help="corpus.jsonl to mine Stage II's hard negatives from."),
+    mine_negatives: int = typer.Option(
+        None, "--mine-negatives",
+        help="Stage II: mine N hard negatives per query with the initialised document tower over --corpus, "
+             "dropping candidates within 5%% of the positive's score (likely false negatives)."),
 ) -> None:
     """Run init (query, document) -> Stage I -> Stage II, skipping finished stages on rerun (see docs: Ablations)."""
     from care.train.recipe import RecipeConfig, RecipePaths, load_recipe_config, run_recipe
@@ -68,8 +73,9 @@ def recipe_command(
                           skip_stage1=base.skip_stage1 or skip_stage1, skip_stage2=base.skip_stage2 or skip_stage2,
                           stage1_data=stage1_data if stage1_data != "alignment" else base.stage1_data,
                           pretrained_query_model=pretrained_query_model or base.pretrained_query_model,
-                          overrides=list(base.overrides))
-    results = run_recipe(RecipePaths(query_model, document_model, train_file, output, alignment),
+                          overrides=list(base.overrides),
+                          mine_negatives={"n_negatives": mine_negatives} if mine_negatives else base.mine_negatives)
+    results = run_recipe(RecipePaths(query_model, document_model, train_file, output, alignment, corpus),
                          config_dir=config_dir, overrides=set_, recipe=recipe)
     for result in results.values():
         _print_result(result)

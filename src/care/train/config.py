@@ -21,6 +21,8 @@ from care.train.stage_declarations import STAGES, stage_declaration
 MIXED_PRECISION: tuple[str, ...] = ("no", "bf16", "fp16")
 TEACHER_KINDS: tuple[str, ...] = ("document", "encoder", "factory")
 __all__ = ["ConfigError", "TrainConfig", "apply_overrides", "load_config", "read_config_file"]
+#: Poolings of a document tower built from a plain checkpoint (decoder LLM: lasttoken; BERT-style: mean / cls).
+DOCUMENT_POOLING: tuple[str, ...] = ("lasttoken", "mean", "cls")
 
 
 @dataclass
@@ -71,7 +73,12 @@ class ModelConfig:
     ``truncate_to_query_width`` and a query model is given, else the document model's native width
     (e.g. ``init_document`` with MRL over native dims, cut later in Stage I/II).
     trust_remote_code: needed by checkpoints with their own modelling code (gte-multilingual-base).
-    query_prompt: prepended to queries (e.g. the paper's ``"Instruct: ...\\nQuery: "``); documents get none.
+    query_prompt: prepended to queries (e.g. the paper's ``"Instruct: ...\\nQuery: "``).
+    document_prompt: prepended to document texts encoded by a trained tower or a ``document`` teacher
+    (e5's ``"passage: "``); ``None``: documents get no prefix.
+    document_pooling: pooling of a document tower built from a plain Hugging Face folder: ``lasttoken``
+    (the paper's decoder LLM, EOS appended), ``mean`` (an e5-style BERT) or ``cls``. A
+    sentence-transformers folder keeps the pooling it was saved with.
     freeze_query_embeddings: keep the query encoder's token-embedding matrix fixed (no gradient, no
     optimiser state) — for students with a large multilingual vocabulary such as e5's 250k rows.
     """
@@ -85,6 +92,8 @@ class ModelConfig:
     truncate_to_query_width: bool = True
     lora: LoraConfig | None = field(default_factory=LoraConfig)
     query_prompt: str | None = None
+    document_prompt: str | None = None
+    document_pooling: str = "lasttoken"
     freeze_query_embeddings: bool = False
     gradient_checkpointing: bool = False
     trust_remote_code: bool = False
@@ -135,6 +144,9 @@ class OptimConfig:
 class LossConfig:
     """Loss hyperparameters (paper: τ≈0.1 in Stage I, ≈0.02 in Stage II; λ1=λ2=1).
 
+    ``duplicate_threshold`` (InfoNCE stages): in-batch candidates at least this cosine-similar to a
+    query's own positive are masked, not treated as negatives (near-duplicate answers); ``None``: off.
+
     Baseline stages: ``teacher_temperature`` is the teacher's softmax temperature in the KL of
     ``kale_align`` / ``score_distill`` (``None``: ``temperature``); ``lambda_distill`` weighs that KL
     in ``score_distill`` (``lambda_contrastive`` weighs its InfoNCE).
@@ -147,6 +159,7 @@ class LossConfig:
     lambda_distill: float = 1.0
     matryoshka_dims: list[int] | None = None
     gather_across_devices: bool = True
+    duplicate_threshold: float | None = None
 
 
 @dataclass
@@ -216,6 +229,8 @@ class TrainConfig(Config):
         _check(m.query_max_seq_length > 0, "model.query_max_seq_length", "must be > 0")
         _check(m.document_max_seq_length > 0, "model.document_max_seq_length", "must be > 0")
         _check(m.output_dim is None or m.output_dim > 0, "model.output_dim", "must be > 0 or null")
+        _check(m.document_pooling in DOCUMENT_POOLING, "model.document_pooling",
+               f"must be one of {', '.join(DOCUMENT_POOLING)}, got {m.document_pooling!r}")
         if m.lora is not None:
             _check(m.lora.r > 0, "model.lora.r", "must be > 0")
             _check(m.lora.alpha > 0, "model.lora.alpha", "must be > 0")
@@ -252,6 +267,8 @@ class TrainConfig(Config):
         _check(lo.lambda_distill >= 0, "loss.lambda_distill", "must be >= 0")
         for check in declared.loss_checks:
             _check(check.ok(lo), check.field, check.problem)
+        _check(lo.duplicate_threshold is None or -1 <= lo.duplicate_threshold <= 1, "loss.duplicate_threshold",
+               "must be a cosine in [-1, 1] or null")
         if lo.matryoshka_dims is not None:
             _check(bool(lo.matryoshka_dims) and all(x > 0 for x in lo.matryoshka_dims), "loss.matryoshka_dims",
                    "must be a non-empty list of positive ints or null")

@@ -37,6 +37,8 @@ logger = logging.getLogger(__name__)
 
 RECIPE_STAGES: tuple[str, ...] = ("init_query", "init_document", "stage1", "stage2")
 ALIGNMENT_FILE = "alignment.jsonl"
+#: Stage II's training file with negatives mined by the initialised document tower (RecipeConfig.mine_negatives).
+MINED_FILE = "stage2_train.jsonl"
 RECIPE_FILE = "recipe.json"
 #: Stage I training data: alignment rows (paper) or the retrieval fine-tuning file (ablation).
 STAGE1_DATA: tuple[str, ...] = ("alignment", "finetune")
@@ -58,6 +60,9 @@ class RecipeConfig(Config):
             keeps the base model ("off").
         overrides: stage-config overrides that belong to the ablation, applied after the run's own
             (``["stage1:loss.lambda_mse=0"]`` = Stage I without MSE).
+        mine_negatives: Stage II's hard negatives mined by the initialised document tower over
+            ``RecipePaths.corpus_file`` with likely false negatives filtered
+            (:class:`care.train.negatives.MiningConfig` as a dict); ``None`` keeps the training file's.
 
     One YAML file per ablation (``configs/ablations/*.yaml``) loads with :func:`load_recipe_config`.
     """
@@ -69,11 +74,17 @@ class RecipeConfig(Config):
     stage1_data: str = "alignment"
     pretrained_query_model: str | None = None
     overrides: list[str] = field(default_factory=list)
+    mine_negatives: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.validate()
 
     def validate(self) -> None:
+        if self.mine_negatives is not None:
+            from care.config import build
+            from care.train.negatives import MiningConfig
+
+            build(MiningConfig, self.mine_negatives, source="recipe field 'mine_negatives'")
         for name in ("skip_query_init", "skip_document_init", "skip_stage1", "skip_stage2"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"config field '{name}': expected true/false, got {getattr(self, name)!r}")
@@ -105,6 +116,7 @@ class RecipePaths:
     train_file: str
     output_dir: str
     alignment_file: str | None = None
+    corpus_file: str | None = None
 
 
 def override_stage(override: str) -> str | None:
@@ -186,6 +198,30 @@ def final_care_model(results: dict[str, TrainResult]) -> str | None:
     return None
 
 
+def _mined_training_file(paths: RecipePaths, recipe: RecipeConfig, query_model: str, document_model: str, out: Path,
+                         overrides: Sequence[str], config_dir: str | Path | None) -> str:
+    """Stage II's training file with negatives mined by ``document_model`` (once; reused on rerun)."""
+    from care.train.negatives import MiningConfig, mine_hard_negatives
+
+    target = out / MINED_FILE
+    if target.is_file():
+        return str(target)
+    if not paths.corpus_file:
+        raise ConfigError("recipe field 'mine_negatives' needs a corpus to mine from: pass the corpus file "
+                          "(corpus.jsonl of {id, text}) as RecipePaths.corpus_file / --corpus")
+    from care.data.retrieval import load_corpus
+    from care.train.towers import load_document_tower
+
+    wiring = {"model.query_model": query_model, "model.document_model": document_model, "data.train_file": paths.train_file}
+    model_config = _stage_config("stage2", config_dir, overrides, wiring).model
+    tower = load_document_tower(model_config, trainable=False, path=document_model)
+    config = MiningConfig(**{"query_prompt": model_config.query_prompt, "document_prompt": model_config.document_prompt,
+                             **recipe.mine_negatives})
+    corpus = [doc.full_text for doc in load_corpus(paths.corpus_file).values()]
+    mine_hard_negatives(paths.train_file, corpus, tower, target, config)
+    return str(target)
+
+
 def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, overrides: Sequence[str] = (),
                stages: Sequence[str] = RECIPE_STAGES, recipe: RecipeConfig | None = None) -> dict[str, TrainResult]:
     """Run (or finish) the recipe; returns each stage's :class:`TrainResult`.
@@ -233,6 +269,8 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
             "stage2": (query_after_stage1, doc_after_init, paths.train_file),
         }[stage]
         query_model, document_model, train_file = wiring
+        if stage == "stage2" and recipe.mine_negatives is not None:
+            train_file = _mined_training_file(paths, recipe, query_model, document_model, out, overrides, config_dir)
         if stage == "stage1" and train_file is None:
             if alignment is None:
                 alignment = str(out / ALIGNMENT_FILE)

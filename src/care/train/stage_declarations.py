@@ -56,6 +56,7 @@ class LossSettings(Protocol):
     lambda_distill: float
     matryoshka_dims: list[int] | None
     gather_across_devices: bool
+    duplicate_threshold: float | None
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,8 @@ class StageDeclaration:
 def _infonce(lc: LossSettings):
     from care.train.losses import InfoNCELoss
 
-    return InfoNCELoss(lc.temperature, gather_across_devices=lc.gather_across_devices)
+    return InfoNCELoss(lc.temperature, gather_across_devices=lc.gather_across_devices,
+                       duplicate_threshold=lc.duplicate_threshold)
 
 
 def _matryoshka_infonce(lc: LossSettings):
@@ -127,7 +129,8 @@ def _matryoshka_infonce(lc: LossSettings):
 def _asym_infonce(lc: LossSettings):
     from care.train.losses import AsymInfoNCELoss
 
-    return AsymInfoNCELoss(lc.temperature, gather_across_devices=lc.gather_across_devices)
+    return AsymInfoNCELoss(lc.temperature, gather_across_devices=lc.gather_across_devices,
+                           duplicate_threshold=lc.duplicate_threshold)
 
 
 def _stage_one(lc: LossSettings):

@@ -94,7 +94,7 @@ class QueryAwareTeacher:
 
         if self.symmetric:
             texts = [query_text(q, p, t, self.default_prompt) for q, p, t in parsed]
-            return self.teacher.encode_documents(texts, batch_size=batch_size)
+            return self.teacher.encode_texts(texts, batch_size=batch_size)
         out: list[np.ndarray | None] = [None] * len(parsed)
         for prompt in {p for _, p, _ in parsed}:
             rows = [i for i, (_, p, _) in enumerate(parsed) if p == prompt]
@@ -178,10 +178,12 @@ class StageSpec:
         :class:`QueryAwareTeacher` around it when the stage needs the teacher's query vectors."""
         return QueryAwareTeacher(teacher, default_prompt) if self.teacher_embeds_queries else teacher
 
-    def batch_texts(self, batch, default_prompt: str | None) -> dict[str, list[str]]:
+    def batch_texts(self, batch, default_prompt: str | None, document_prompt: str | None = None) -> dict[str, list[str]]:
         """``{field: texts}`` of every field this stage encodes for a :class:`~care.train.data.TrainingBatch`
         (a field whose texts are empty, e.g. no negatives, is left out). The student's queries get their
-        instruction (:func:`care.train.batches.batch_queries`); ``teacher_query`` holds query keys."""
+        instruction (:func:`care.train.batches.batch_queries`); positives and negatives encoded by a
+        trained tower get ``document_prompt`` (a teacher applies its own convention: its cache holds
+        the raw texts); ``teacher_query`` holds query keys."""
         from care.train.batches import batch_queries
 
         texts = {"query": batch_queries(batch, default_prompt), "positive": list(batch.positives),
@@ -196,6 +198,8 @@ class StageSpec:
             value = texts[key]
             if tower == TEACHER and key in ("positive", "negative"):  # negatives are query-major
                 value = self._teacher_side(value, batch.prompts, batch.types)
+            elif document_prompt and key in ("positive", "negative"):
+                value = [document_prompt + t for t in value]
             out[name] = value
         return out
 

@@ -35,14 +35,17 @@ class TowerEncoder:
         model: the tower (ends with Normalize, so outputs are unit vectors).
         name: short name for logs and cache manifests.
         fingerprint: identifies the weights and settings; see :func:`folder_fingerprint`.
-        query_prompt: prefix for ``encode_queries`` (documents get none).
+        query_prompt: prefix for ``encode_queries``.
+        document_prompt: prefix for ``encode_documents`` (e5's ``"passage: "``; ``None``: none).
     """
 
-    def __init__(self, model, name: str, fingerprint: str, query_prompt: str | None = None) -> None:
+    def __init__(self, model, name: str, fingerprint: str, query_prompt: str | None = None,
+                 document_prompt: str | None = None) -> None:
         self.model = model
         self.name = name
         self._fingerprint = fingerprint
         self.query_prompt = query_prompt
+        self.document_prompt = document_prompt
 
     @property
     def fingerprint(self) -> str:
@@ -68,6 +71,10 @@ class TowerEncoder:
         return self._encode(texts, self.query_prompt, batch_size, show_progress)
 
     def encode_documents(self, texts: Sequence[str], *, batch_size: int = 32, show_progress: bool = False) -> np.ndarray:
+        return self._encode(texts, self.document_prompt, batch_size, show_progress)
+
+    def encode_texts(self, texts: Sequence[str], *, batch_size: int = 32, show_progress: bool = False) -> np.ndarray:
+        """The tower's vectors of ``texts`` exactly as given (no prefix: the caller formatted them)."""
         return self._encode(texts, None, batch_size, show_progress)
 
 

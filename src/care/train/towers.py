@@ -145,6 +145,15 @@ def load_document_tower(cfg: ModelConfig, *, trainable: bool, path: str | None =
                 add_lora(hf_model, _lora_settings(cfg.lora))
         if output_dim is not None:
             model = cut_document_tower(model, output_dim)
+    elif cfg.document_pooling != "lasttoken":  # a BERT-style document tower (e5: mean pooling)
+        from care.models.query import build_query_encoder
+
+        model = build_query_encoder(path, pooling=cfg.document_pooling, max_seq_length=cfg.document_max_seq_length,
+                                    trust_remote_code=cfg.trust_remote_code)
+        if trainable and cfg.lora is not None:
+            add_lora(model[0].auto_model, _lora_settings(cfg.lora))
+        if output_dim is not None:
+            model = cut_document_tower(model, output_dim)
     else:
         model = build_document_encoder(path, lora=_lora_settings(cfg.lora) if trainable else None,
                                        output_dim=output_dim, max_seq_length=cfg.document_max_seq_length,

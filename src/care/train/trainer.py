@@ -136,9 +136,11 @@ class Trainer:
         if tc.kind == "document":
             tower = load_document_tower(mc, trainable=False)
             self.frozen_document_path = mc.document_model
+            settings = {"document_prompt": mc.document_prompt} if mc.document_prompt else {}
             fp = folder_fingerprint(mc.document_model, output_dim=tower.get_embedding_dimension(),
-                                    max_seq_length=mc.document_max_seq_length)
-            return TowerEncoder(tower, f"document:{Path(mc.document_model).name}", fp)
+                                    max_seq_length=mc.document_max_seq_length, **settings)
+            return TowerEncoder(tower, f"document:{Path(mc.document_model).name}", fp,
+                                document_prompt=mc.document_prompt)
         if tc.kind == "encoder":
             from care.encoders.registry import load_model
 
@@ -224,7 +226,7 @@ class Trainer:
         from care.train.gradcache import EncodeJob, grad_cache_step
 
         acc = self.accelerator
-        texts = self.stage.batch_texts(batch, self.config.model.query_prompt)
+        texts = self.stage.batch_texts(batch, self.config.model.query_prompt, self.config.model.document_prompt)
         k = batch.n_negatives
         fixed: dict[str, torch.Tensor] = {}
         jobs: list[EncodeJob] = []

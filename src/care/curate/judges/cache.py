@@ -1,17 +1,21 @@
 """A persistent SQLite cache of every judgment, keyed by (judge id, judge fingerprint, query, passage).
 
-Texts are stored as SHA-256 digests. Grades of one call are committed together with the call's
-token / cost usage in one transaction, so a crash loses at most the calls in flight and a rerun or
-a resumed run never pays for a finished pair again. Use one :class:`JudgmentCache` per thread (the
-runner writes from its main thread only).
+Texts are stored as SHA-256 digests. Usage is written as it happens: a request is counted as
+``sent`` before it leaves, and each reply's tokens and cost the moment it returns (the runner
+subscribes :meth:`JudgmentCache.add_usage` to the judge's meter), so a kill -9 loses no cost and the
+``usage`` table holds the totals of every run, resumed or not; requests sent but never answered
+show as :attr:`~care.curate.judges.base.Usage.unrecorded`. Grades are committed when a judge call
+returns. The cache is safe to share between threads (one connection behind a lock).
 """
 
 from __future__ import annotations
 
 import hashlib
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import fields
 from pathlib import Path
 
 from care.curate.judges.base import Usage
@@ -28,6 +32,8 @@ CREATE TABLE IF NOT EXISTS usage (
 );
 """
 LOOKUP_CHUNK = 500
+#: Usage columns, in :class:`Usage` field order (``sent`` and ``errors`` are added to older caches).
+USAGE_COLUMNS = tuple(f.name for f in fields(Usage))
 
 
 def text_hash(text: str) -> str:
@@ -40,13 +46,21 @@ class JudgmentCache:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=60)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
+        present = {row[1] for row in self._db.execute("PRAGMA table_info(usage)")}
+        for column in USAGE_COLUMNS:
+            if column not in present:  # a cache written by an older version
+                kind = "REAL" if column == "cost_usd" else "INTEGER"
+                self._db.execute(f"ALTER TABLE usage ADD COLUMN {column} {kind} NOT NULL DEFAULT 0")
+        self._db.commit()
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            self._db.close()
 
     def __enter__(self) -> JudgmentCache:
         return self
@@ -63,10 +77,11 @@ class JudgmentCache:
             chunk = keys[i:i + LOOKUP_CHUNK]
             where = " OR ".join(["(query_hash=? AND passage_hash=?)"] * len(chunk))
             params = [judge_id, fingerprint, *[h for key in chunk for h in key]]
-            rows = self._db.execute(
-                f"SELECT query_hash, passage_hash, grade FROM judgments WHERE judge_id=? AND fingerprint=? AND ({where})",
-                params,
-            )
+            with self._lock:
+                rows = self._db.execute(
+                    f"SELECT query_hash, passage_hash, grade FROM judgments WHERE judge_id=? AND fingerprint=? AND ({where})",
+                    params,
+                ).fetchall()
             for qh, ph, grade in rows:
                 found[hashed[(qh, ph)]] = grade
         return found
@@ -74,29 +89,34 @@ class JudgmentCache:
     def put_many(self, judge_id: str, fingerprint: str, rows: Iterable[tuple[str, str, str]], usage: Usage | None = None) -> None:
         """Store ``(query, passage, grade)`` rows and add ``usage`` to the judge's totals, atomically."""
         now = time.time()
-        with self._db:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO judgments VALUES (?, ?, ?, ?, ?, ?)",
-                [(judge_id, fingerprint, text_hash(q), text_hash(p), g, now) for q, p, g in rows],
-            )
+        values = [(judge_id, fingerprint, text_hash(q), text_hash(p), g, now) for q, p, g in rows]
+        with self._lock, self._db:
+            self._db.executemany("INSERT OR REPLACE INTO judgments VALUES (?, ?, ?, ?, ?, ?)", values)
             if usage is not None:
-                self._db.execute(
-                    "INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(judge_id) DO UPDATE SET "
-                    "calls=calls+excluded.calls, retries=retries+excluded.retries, reasks=reasks+excluded.reasks, "
-                    "prompt_tokens=prompt_tokens+excluded.prompt_tokens, "
-                    "completion_tokens=completion_tokens+excluded.completion_tokens, cost_usd=cost_usd+excluded.cost_usd",
-                    (judge_id, usage.calls, usage.retries, usage.reasks, usage.prompt_tokens, usage.completion_tokens,
-                     usage.cost_usd),
-                )
+                self._add_usage(judge_id, usage)
+
+    def add_usage(self, judge_id: str, usage: Usage) -> None:
+        """Add ``usage`` to the judge's totals now (one transaction); safe from any thread."""
+        with self._lock, self._db:
+            self._add_usage(judge_id, usage)
+
+    def _add_usage(self, judge_id: str, usage: Usage) -> None:
+        values = [getattr(usage, c) for c in USAGE_COLUMNS]
+        updates = ", ".join(f"{c}={c}+excluded.{c}" for c in USAGE_COLUMNS)
+        self._db.execute(
+            f"INSERT INTO usage (judge_id, {', '.join(USAGE_COLUMNS)}) VALUES (?{', ?' * len(USAGE_COLUMNS)}) "
+            f"ON CONFLICT(judge_id) DO UPDATE SET {updates}",
+            (judge_id, *values),
+        )
 
     def count(self, judge_id: str | None = None) -> int:
-        if judge_id is None:
-            return self._db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0]
-        return self._db.execute("SELECT COUNT(*) FROM judgments WHERE judge_id=?", (judge_id,)).fetchone()[0]
+        with self._lock:
+            if judge_id is None:
+                return self._db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0]
+            return self._db.execute("SELECT COUNT(*) FROM judgments WHERE judge_id=?", (judge_id,)).fetchone()[0]
 
     def usage(self, judge_id: str) -> Usage:
-        row = self._db.execute(
-            "SELECT calls, retries, reasks, prompt_tokens, completion_tokens, cost_usd FROM usage WHERE judge_id=?",
-            (judge_id,),
-        ).fetchone()
-        return Usage(*row) if row else Usage()
+        """The judge's totals over every run that used this cache (killed and resumed ones included)."""
+        with self._lock:
+            row = self._db.execute(f"SELECT {', '.join(USAGE_COLUMNS)} FROM usage WHERE judge_id=?", (judge_id,)).fetchone()
+        return Usage(**dict(zip(USAGE_COLUMNS, row))) if row else Usage()

@@ -33,10 +33,43 @@ import yaml
 from care.curate.judges.base import GRADES
 from care.curate.judges.prompt import DEFAULT_PROMPT
 from care.curate.voting import VotingConfig
+from care.config import check_field_types
 from care.errors import CareError
 
 JUDGE_KINDS = ("openai", "embedding")
 DEFAULT_THRESHOLDS = {"S": 0.90, "A": 0.86, "B": 0.82, "C": 0.78}
+TOP_LEVEL_FIELDS = frozenset({"cache", "judges", "voting"})
+
+
+def read_config_mapping(path: Path, what: str) -> dict[str, Any]:
+    """The mapping in a YAML or JSON file (JSON when the suffix is ``.json``).
+
+    Raises:
+        CareError: the file is missing, not UTF-8, not valid YAML / JSON (line and column named), or
+            holds something other than a mapping.
+    """
+    if not path.is_file():
+        raise CareError(f"{what} {path} not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CareError(f"{path}: not UTF-8 text (byte {exc.start}); save the {what} as UTF-8") from None
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CareError(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    else:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or str(exc)
+            raise CareError(f"{path}: not valid YAML{where}: {problem}") from None
+    if not isinstance(data, dict):
+        raise CareError(f"{path}: expected a mapping of {what} fields at the top level, got {type(data).__name__}")
+    return data
 
 
 @dataclass
@@ -85,6 +118,9 @@ class JudgeConfig:
             raise CareError(f"judge {self.id!r}: an embedding judge needs encoder (e.g. e5)")
         if self.passages_per_call < 1 or self.max_concurrency < 1:
             raise CareError(f"judge {self.id!r}: passages_per_call and max_concurrency must be >= 1")
+        if not isinstance(self.thresholds, dict) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in self.thresholds.values()):
+            raise CareError(f"judge {self.id!r}: thresholds must map grades to numbers, e.g. {{S: 0.9, A: 0.86}}")
         bad = set(self.thresholds) - set(GRADES[:-1])
         if bad:
             raise CareError(f"judge {self.id!r}: thresholds for unknown grades {sorted(bad)} (use S, A, B, C)")
@@ -99,34 +135,65 @@ class JudgesConfig:
     voting: VotingConfig = field(default_factory=VotingConfig)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], base_dir: str | Path = ".") -> JudgesConfig:
+    def from_dict(cls, data: dict[str, Any], base_dir: str | Path = ".", *, source: str = "judges config") -> JudgesConfig:
+        """Build from parsed YAML / JSON; every error names ``source`` (the file), the judge and the field."""
         if not isinstance(data, dict) or not isinstance(data.get("judges"), list) or not data["judges"]:
-            raise CareError("judges config: needs a non-empty 'judges' list")
+            raise CareError(f"{source}: needs a non-empty 'judges' list (see docs/curate.md, judges config)")
+        unknown_top = set(data) - TOP_LEVEL_FIELDS
+        if unknown_top:
+            raise CareError(f"{source}: unknown top-level field(s) {sorted(unknown_top)}; known: {sorted(TOP_LEVEL_FIELDS)}")
         known = {f.name for f in fields(JudgeConfig)}
         judges = []
         for i, entry in enumerate(data["judges"]):
+            where = f"{source}, judges[{i}]"
+            if not isinstance(entry, dict):
+                raise CareError(f"{where}: expected a mapping of judge fields (id, kind, base_url, ...), "
+                                f"got {type(entry).__name__}")
+            if isinstance(entry.get("id"), str):
+                where += f" (id {entry['id']!r})"
             unknown = set(entry) - known
             if unknown:
-                raise CareError(f"judges config: judge {i} has unknown fields {sorted(unknown)}; known: {sorted(known)}")
-            judges.append(JudgeConfig(**entry))
+                raise CareError(f"{where}: unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
+            check_field_types(JudgeConfig, entry, where)
+            try:
+                judges.append(JudgeConfig(**entry))
+            except TypeError as exc:  # a required field is missing
+                raise CareError(f"{where}: {exc}; every judge needs an 'id'") from None
+            except CareError as exc:
+                raise CareError(f"{source}: {exc}") from None
         ids = [j.id for j in judges]
         if len(set(ids)) != len(ids):
-            raise CareError(f"judges config: judge ids must be unique, got {ids}")
-        cache = Path(data.get("cache", "judgments.sqlite"))
+            raise CareError(f"{source}: judge ids must be unique, got {ids}")
+        cache_value = data.get("cache", "judgments.sqlite")
+        if not isinstance(cache_value, str) or not cache_value.strip():
+            raise CareError(f"{source}, field 'cache': expected a file path string, got {cache_value!r}")
+        cache = Path(cache_value)
         if not cache.is_absolute():
             cache = Path(base_dir) / cache
-        voting = VotingConfig.from_dict(data.get("voting", {}))
+        voting_data = data.get("voting") or {}
+        if not isinstance(voting_data, dict):
+            raise CareError(f"{source}, field 'voting': expected a mapping, got {type(voting_data).__name__}")
+        unknown_voting = set(voting_data) - {f.name for f in fields(VotingConfig)}
+        if unknown_voting:
+            raise CareError(f"{source}, voting: unknown field(s) {sorted(unknown_voting)}; "
+                            f"known: {sorted(f.name for f in fields(VotingConfig))}")
+        check_field_types(VotingConfig, voting_data, f"{source}, voting")
+        try:
+            voting = VotingConfig.from_dict(voting_data)
+        except CareError as exc:
+            raise CareError(f"{source}: {exc}") from None
         return cls(judges, str(cache), voting)
 
     @classmethod
     def load(cls, path: str | Path) -> JudgesConfig:
-        """Load a YAML (``.yaml``/``.yml``) or JSON file; a relative cache path is relative to it."""
+        """Load a YAML (``.yaml``/``.yml``) or JSON file; a relative cache path is relative to it.
+
+        Raises:
+            CareError: a missing file, a syntax error (with its line and column), an unknown field
+                or a value of the wrong type — naming the file, the judge and the field.
+        """
         path = Path(path)
-        if not path.is_file():
-            raise CareError(f"judges config {path} not found")
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-        return cls.from_dict(data, path.parent)
+        return cls.from_dict(read_config_mapping(path, "judges config"), path.parent, source=str(path))
 
     def to_dict(self) -> dict[str, Any]:
         return {"cache": self.cache, "judges": [asdict(j) for j in self.judges], "voting": self.voting.to_dict()}

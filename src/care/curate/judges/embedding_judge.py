@@ -43,6 +43,10 @@ class EmbeddingJudge:
         settings = json.dumps([self.encoder.fingerprint, sorted(self.thresholds.items()), self.instruction])
         return hashlib.sha256(settings.encode()).hexdigest()[:16]
 
+    @property
+    def meter(self) -> UsageMeter:
+        return self._meter
+
     def usage(self) -> Usage:
         return self._meter.snapshot()
 
@@ -56,5 +60,5 @@ class EmbeddingJudge:
         q = self.encoder.encode_queries([query], instruction=self.instruction)
         d = self.encoder.encode_documents(list(passages))
         sims = (d @ q[0]).astype(np.float64)
-        self._meter.add(calls=1)
+        self._meter.add(sent=1, calls=1)
         return [self.grade(float(s)) for s in sims]

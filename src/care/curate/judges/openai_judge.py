@@ -52,6 +52,16 @@ def _retry_after_s(exc: Exception) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
+def _connection_hint(exc: Exception, base_url: str | None) -> str:
+    """What to check when the server could not be reached at all (not for timeouts or HTTP errors)."""
+    import openai
+
+    if isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError):
+        return (f" — nothing answered at {base_url}: check base_url in the judges config and that the server "
+                "is running and reachable from this machine")
+    return ""
+
+
 class ChatClient:
     """One OpenAI-compatible chat endpoint with retries, backoff and token / cost accounting.
 
@@ -85,6 +95,7 @@ class ChatClient:
         openai = self._openai
         cfg = self.config
         for attempt in range(cfg.max_retries + 1):
+            self.meter.add(sent=1)  # on disk before the request leaves: a kill now still shows it
             try:
                 response = self._client.chat.completions.create(
                     model=cfg.model, messages=messages, temperature=cfg.temperature, max_tokens=cfg.max_tokens,
@@ -93,8 +104,10 @@ class ChatClient:
                 status = getattr(exc, "status_code", None)
                 retryable = status is None or status in RETRYABLE_STATUS or status >= 500
                 if not retryable or attempt == cfg.max_retries:
-                    raise JudgeError(f"judge {cfg.id!r}: {type(exc).__name__} ({status or 'no status'}) "
-                                     f"after {attempt + 1} attempt(s): {exc}") from exc
+                    self.meter.add(errors=1)
+                    raise JudgeError(f"judge {cfg.id!r}: {type(exc).__name__} ({status or 'no status'}) from "
+                                     f"{cfg.base_url} after {attempt + 1} attempt(s): {exc}"
+                                     f"{_connection_hint(exc, cfg.base_url)}") from exc
                 wait = _retry_after_s(exc)
                 if wait is None:
                     wait = min(cfg.backoff_max_s, cfg.backoff_base_s * 2 ** attempt) * (1 + JITTER * random.random())
@@ -130,23 +143,36 @@ class OpenAIChatJudge:
         settings = f"{self.prompt.hash}|{self.config.model}|{self.config.temperature}"
         return hashlib.sha256(settings.encode()).hexdigest()[:16]
 
+    @property
+    def meter(self) -> UsageMeter:
+        """Every request's usage as it happens (see :func:`care.curate.judges.base.usage_meter`)."""
+        return self.chat.meter
+
     def usage(self) -> Usage:
         return self.chat.usage()
 
     def judge(self, query: str, passages: Sequence[str]) -> list[str]:
-        """Grades for ``passages``; re-asks only for passages a reply left out."""
+        """Grades for ``passages``; re-asks only for passages a reply left out.
+
+        Raises:
+            JudgeError: some passages are still ungraded after ``max_reasks`` re-asks (or a request
+                failed for good); its ``grades`` carries the grades that did come back.
+        """
         grades: list[str | None] = [None] * len(passages)
         pending = list(range(len(passages)))
         for attempt in range(self.config.max_reasks + 1):
             if attempt:
                 self.chat.meter.add(reasks=1)
                 logger.debug("judge %s: re-asking %d passage(s)", self.id, len(pending))
-            reply = self.chat.complete(self.prompt.messages(query, [passages[i] for i in pending]))
+            try:
+                reply = self.chat.complete(self.prompt.messages(query, [passages[i] for i in pending]))
+            except JudgeError as exc:
+                raise JudgeError(str(exc), grades=grades) from exc
             parsed = parse_grades(reply, len(pending))
             for local, grade in parsed.items():
                 grades[pending[local]] = grade
             pending = [p for i, p in enumerate(pending) if i not in parsed]
             if not pending:
                 return [g for g in grades if g is not None]
-        raise JudgeError(f"judge {self.id!r}: no valid grade for {len(pending)} passage(s) after "
-                         f"{self.config.max_reasks + 1} replies (last reply: {reply[:200]!r})")
+        raise JudgeError(f"judge {self.id!r}: no valid grade for {len(pending)} of {len(passages)} passage(s) after "
+                         f"{self.config.max_reasks + 1} replies (last reply: {reply[:200]!r})", grades=grades)

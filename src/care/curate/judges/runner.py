@@ -1,10 +1,12 @@
 """Run a :class:`~care.curate.judges.base.Judge` over many pairs: cache first, then bounded
 concurrency, each finished call committed to the cache at once (so an interrupted run resumes
-where it stopped), a progress bar, and usage accounting."""
+where it stopped), every request's usage recorded as it happens, a progress bar, and usage
+accounting."""
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -12,7 +14,7 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from care.curate.judges.base import Judge, JudgeError, JudgePair, Usage
+from care.curate.judges.base import Judge, JudgeError, JudgePair, Usage, usage_meter
 from care.curate.judges.cache import JudgmentCache
 
 logger = logging.getLogger(__name__)
@@ -56,6 +58,14 @@ def _dedupe(pairs: Iterable[JudgePair]) -> list[JudgePair]:
     return [p for group in by_query.values() for p in group]
 
 
+@dataclass
+class _CallOutcome:
+    """What one judge call gave: a grade (or None) per pair, and the error when some are missing."""
+
+    grades: list[str | None]
+    error: JudgeError | None = None
+
+
 def judge_pairs(
     judge: Judge,
     pairs: Iterable[JudgePair],
@@ -71,12 +81,16 @@ def judge_pairs(
     Args:
         judge: any Judge.
         pairs: pairs to grade (duplicates by ids are graded once).
-        cache: when given, cached grades are reused and new ones committed call by call.
+        cache: when given, cached grades are reused; each call's grades are committed the moment the
+            call returns (in its worker thread), and — for judges with a usage meter — every
+            request's usage the moment it is sent or answered, so a killed run has paid for nothing
+            it does not remember. When a call grades only some of its passages, those grades are kept
+            and only the rest count as failed (a rerun asks for them alone).
         concurrency / passages_per_call: override the judge's own settings.
-        raise_on_failure: raise :class:`JudgeError` at the end when some calls failed after all
-            retries (their pairs stay ungraded; finished grades are already in the cache).
+        raise_on_failure: raise :class:`JudgeError` at the end when some pairs are still ungraded
+            after all retries (finished grades are already in the cache).
     Returns:
-        A :class:`JudgeRunResult`; ``usage`` is what *this* run spent.
+        A :class:`JudgeRunResult`; ``usage`` is what *this* run spent (the cache holds the totals).
     """
     concurrency = concurrency or judge.max_concurrency
     per_call = passages_per_call or judge.passages_per_call
@@ -95,43 +109,72 @@ def judge_pairs(
         result.cached = len(todo) - len(remaining)
         todo = remaining
     start_usage = judge.usage()
+    meter = usage_meter(judge)
+    live_usage = cache is not None and meter is not None
+
+    def record_usage(increment: Usage) -> None:
+        assert cache is not None
+        cache.add_usage(judge.id, increment)
+
+    if live_usage:
+        meter.subscribe(record_usage)  # type: ignore[union-attr]
     committed_usage = start_usage
     bar = tqdm(total=len(todo) + result.cached, initial=result.cached, desc=f"judge {judge.id}", unit="pair",
                disable=not show_progress)
 
-    def finish(batch: list[JudgePair], future: Future[list[str]]) -> None:
+    def call(batch: list[JudgePair]) -> _CallOutcome:
+        """Runs in a worker thread: one judge call, its grades committed before it returns."""
         nonlocal committed_usage
         try:
-            grades = future.result()
+            outcome = _CallOutcome(list(judge.judge(batch[0].query, [p.passage for p in batch])))
         except JudgeError as exc:
-            result.failed.extend((p.query_id, p.doc_id) for p in batch)
-            result.errors.append(str(exc))
-            logger.warning("%s", exc)
-            bar.update(len(batch))
-            return
-        now = judge.usage()
+            outcome = _CallOutcome(list(exc.grades) if exc.grades else [None] * len(batch), exc)
+        if len(outcome.grades) != len(batch):
+            outcome = _CallOutcome([None] * len(batch), JudgeError(
+                f"judge {judge.id!r} returned {len(outcome.grades)} grade(s) for {len(batch)} passage(s)"))
         if cache is not None:
-            cache.put_many(judge.id, fingerprint, [(p.query, p.passage, g) for p, g in zip(batch, grades)],
-                           now.minus(committed_usage))
-        committed_usage = now
-        for p, g in zip(batch, grades):
-            result.grades[(p.query_id, p.doc_id)] = g
-        result.judged += len(batch)
+            rows = [(p.query, p.passage, g) for p, g in zip(batch, outcome.grades) if g is not None]
+            usage = None
+            if not live_usage:
+                with usage_lock:
+                    now = judge.usage()
+                    usage, committed_usage = now.minus(committed_usage), now
+            if rows or usage is not None:
+                cache.put_many(judge.id, fingerprint, rows, usage)
+        return outcome
+
+    def finish(batch: list[JudgePair], future: Future[_CallOutcome]) -> None:
+        outcome = future.result()
+        for p, g in zip(batch, outcome.grades):
+            if g is None:
+                result.failed.append((p.query_id, p.doc_id))
+            else:
+                result.grades[(p.query_id, p.doc_id)] = g
+                result.judged += 1
+        if outcome.error is not None:
+            result.errors.append(str(outcome.error))
+            kept = sum(g is not None for g in outcome.grades)
+            logger.warning("%s%s", outcome.error, f" (kept the {kept} grade(s) that came back)" if kept else "")
         bar.update(len(batch))
 
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"judge-{judge.id}") as pool:
-        running: dict[Future[list[str]], list[JudgePair]] = {}
-        for batch in _calls(todo, per_call):
-            if len(running) >= concurrency * QUEUE_FACTOR:
+    usage_lock = threading.Lock()
+    try:
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"judge-{judge.id}") as pool:
+            running: dict[Future[_CallOutcome], list[JudgePair]] = {}
+            for batch in _calls(todo, per_call):
+                if len(running) >= concurrency * QUEUE_FACTOR:
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        finish(running.pop(fut), fut)
+                running[pool.submit(call, batch)] = batch
+            while running:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for fut in done:
                     finish(running.pop(fut), fut)
-            running[pool.submit(judge.judge, batch[0].query, [p.passage for p in batch])] = batch
-        while running:
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for fut in done:
-                finish(running.pop(fut), fut)
-    bar.close()
+    finally:
+        if live_usage:
+            meter.unsubscribe(record_usage)  # type: ignore[union-attr]
+        bar.close()
     result.usage = judge.usage().minus(start_usage)
     if result.failed and raise_on_failure:
         raise JudgeError(f"judge {judge.id!r}: {len(result.failed)} pair(s) could not be judged "

@@ -52,6 +52,10 @@ class InfoNCELoss(nn.Module):
         share_hard_negatives: True (FlagEmbedding's default) scores each query against all
             queries' hard negatives; False masks out other queries' hard negatives so that each
             query sees only its own hard negatives plus all in-batch positives.
+        duplicate_threshold: mask every candidate ``c`` (other than query ``i``'s own positive)
+            whose cosine to that positive is at least this value: a copy or near-copy of the
+            positive in the batch (consultation answers are often near-duplicates) is not a negative.
+            ``None`` (default) masks nothing. The mask carries no gradient.
 
     Forward:
         query ``[B, d]``, positive ``[B, d]`` (row ``i`` is query ``i``'s positive),
@@ -60,13 +64,14 @@ class InfoNCELoss(nn.Module):
     """
 
     def __init__(self, temperature: float = STAGE_TWO_TEMPERATURE, gather_across_devices: bool = False,
-                 share_hard_negatives: bool = True) -> None:
+                 share_hard_negatives: bool = True, duplicate_threshold: float | None = None) -> None:
         super().__init__()
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
         self.temperature = float(temperature)
         self.gather_across_devices = gather_across_devices
         self.share_hard_negatives = share_hard_negatives
+        self.duplicate_threshold = duplicate_threshold
 
     def scores_and_labels(self, query: torch.Tensor, positive: torch.Tensor,
                           negatives: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -85,8 +90,14 @@ class InfoNCELoss(nn.Module):
             flat = negatives.reshape(batch * k, dim)
             candidates.append(gather_with_grad_and_sizes(flat)[0] if gather else flat)
         # float32 logits: at τ = 0.02 bf16/fp16 scores lose too much precision for the softmax
-        logits = (query @ torch.cat(candidates, dim=0).T).float() / self.temperature
+        pool = torch.cat(candidates, dim=0)
+        logits = (query @ pool.T).float() / self.temperature
         labels = torch.arange(offset, offset + batch, device=query.device)
+        if self.duplicate_threshold is not None:
+            with torch.no_grad():
+                copies = (positive @ pool.T).float() >= self.duplicate_threshold
+                copies[torch.arange(batch, device=query.device), labels] = False
+            logits = logits.masked_fill(copies, float("-inf"))
         if k and not self.share_hard_negatives:
             n_pos = all_pos.shape[0]
             owner = torch.arange(logits.shape[1] - n_pos, device=query.device) // k  # global query of each negative
@@ -101,7 +112,7 @@ class InfoNCELoss(nn.Module):
 
     def extra_repr(self) -> str:
         return (f"temperature={self.temperature}, gather_across_devices={self.gather_across_devices}, "
-                f"share_hard_negatives={self.share_hard_negatives}")
+                f"share_hard_negatives={self.share_hard_negatives}, duplicate_threshold={self.duplicate_threshold}")
 
 
 class AsymInfoNCELoss(InfoNCELoss):

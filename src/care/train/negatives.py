@@ -1,0 +1,139 @@
+"""Hard negatives mined by a trained model, with likely false negatives filtered out.
+
+Stage II trains on ``(q, d⁺, d⁻)`` triples. Negatives taken from BM25 or from the raw top of a dense
+ranking are often *unlabelled positives* — on consultation data many answers are near-duplicates of
+the labelled one — and pushing those away hurts. :func:`mine_hard_negatives` therefore ranks the
+corpus with a model (typically the fine-tuned document tower, which encodes both queries and
+documents) and keeps a candidate only when it scores clearly below the labelled positive: with
+``relative_margin = m`` a candidate ``c`` of query ``q`` is kept iff
+
+    s(q, c) < s(q, d⁺) − |s(q, d⁺)| · m
+
+(NV-Retriever's "TopK-PercPos" at m = 0.05, the setting its authors found best), then the top
+``n`` remaining candidates are the row's ``neg``. The search, the margin and the ranking are
+sentence-transformers' :func:`sentence_transformers.util.mine_hard_negatives`; this module feeds it a
+training file and writes the result back in the training format. A row for which no candidate
+passes the filter (its positive ranks below ``range_max``) gets ``fallback`` random corpus documents,
+counted in the returned :class:`MiningReport`.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from care.data.io import iter_jsonl, write_json, write_jsonl
+from care.errors import CareError
+
+logger = logging.getLogger(__name__)
+
+#: NV-Retriever's best setting: negatives must score 5 % (of the positive's score) below the positive.
+DEFAULT_RELATIVE_MARGIN = 0.05
+#: Candidates considered per query (ranks 0..range_max of the model's ranking).
+DEFAULT_RANGE_MAX = 100
+#: Random documents given to a row whose every candidate failed the filter.
+DEFAULT_FALLBACK = 1
+
+
+@dataclass
+class MiningConfig:
+    """How negatives are mined (round-trips to a dict; recorded next to the mined file).
+
+    Attributes:
+        n_negatives: negatives kept per row (the best-ranked that pass the filter).
+        relative_margin: see the module docstring; ``None`` keeps candidates however close they score.
+        range_min: ranks skipped at the top of the ranking (0: none).
+        range_max: deepest rank considered.
+        query_prompt / document_prompt: prefixes the model expects (e5: ``"query: "`` / ``"passage: "``).
+        batch_size: encoding batch size.
+        seed: seed of the random fallback documents.
+    """
+
+    n_negatives: int = 7
+    relative_margin: float | None = DEFAULT_RELATIVE_MARGIN
+    range_min: int = 0
+    range_max: int = DEFAULT_RANGE_MAX
+    query_prompt: str | None = None
+    document_prompt: str | None = None
+    batch_size: int = 64
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.n_negatives <= 0:
+            raise CareError(f"mining: n_negatives must be > 0, got {self.n_negatives}")
+        if self.range_max - self.range_min < self.n_negatives:
+            raise CareError(f"mining: range_max - range_min ({self.range_max} - {self.range_min}) must leave at least "
+                            f"n_negatives = {self.n_negatives} candidates")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class MiningReport:
+    """What :func:`mine_hard_negatives` did."""
+
+    rows: int
+    mined_rows: int
+    fallback_rows: int
+    mean_negatives: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def mine_hard_negatives(train_file: str | Path, corpus: list[str], model, target: str | Path,
+                        config: MiningConfig | None = None) -> MiningReport:
+    """Write ``train_file`` with each row's ``neg`` replaced by negatives mined with ``model``.
+
+    Args:
+        train_file: training JSONL (``query``, ``pos`` ...); other fields are kept.
+        corpus: candidate documents (the rows' positives are added when missing).
+        model: a ``SentenceTransformer`` (e.g. the fine-tuned document tower) or a path to one.
+        target: the mined file (written atomically) — ``<target>.mining.json`` records config and report.
+        config: :class:`MiningConfig`.
+    Returns:
+        The :class:`MiningReport`.
+    """
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.util import mine_hard_negatives as st_mine
+
+    config = config or MiningConfig()
+    rows = [row for _, row in iter_jsonl(train_file)]
+    if not rows:
+        raise CareError(f"{train_file}: no training rows to mine negatives for")
+    if isinstance(model, (str, Path)):
+        model = SentenceTransformer(str(model))
+    pairs = Dataset.from_dict({"query": [r["query"] for r in rows], "positive": [r["pos"][0] for r in rows]})
+    pool = list(dict.fromkeys([*corpus, *(p for r in rows for p in r["pos"])]))
+    mined = st_mine(pairs, model, corpus=pool, range_min=config.range_min, range_max=config.range_max,
+                    relative_margin=config.relative_margin, num_negatives=config.n_negatives,
+                    sampling_strategy="top", query_prompt=config.query_prompt, corpus_prompt=config.document_prompt,
+                    batch_size=config.batch_size, output_format="triplet", verbose=False)
+    found: dict[str, list[str]] = defaultdict(list)
+    for query, negative in zip(mined["query"], mined["negative"]):
+        if negative not in found[query]:
+            found[query].append(negative)
+    rng = random.Random(config.seed)
+    out, fallback = [], 0
+    for row in rows:
+        negatives = [n for n in found.get(row["query"], []) if n not in row["pos"]][:config.n_negatives]
+        if not negatives:
+            fallback += 1
+            while len(negatives) < DEFAULT_FALLBACK:
+                candidate = rng.choice(pool)
+                if candidate not in row["pos"]:
+                    negatives.append(candidate)
+        out.append({**row, "neg": negatives})
+    write_jsonl(target, out)
+    report = MiningReport(len(rows), len(rows) - fallback, fallback,
+                          sum(len(r["neg"]) for r in out) / len(out))
+    write_json(Path(f"{target}.mining.json"), {"config": config.to_dict(), "report": report.to_dict()})
+    logger.info("mined negatives for %d rows into %s (%d rows fell back to random documents, %.1f negatives a row)",
+                report.rows, target, fallback, report.mean_negatives)
+    return report
