@@ -27,7 +27,7 @@ import dataclasses
 import json
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -70,6 +70,16 @@ def _type_name(hint: Any) -> str:
     return getattr(hint, "__name__", str(hint))
 
 
+def _parse(value: Any, convert: Callable[[str], Any]) -> Any:
+    """``convert(value)`` for a text value that converts, else ``None``."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return convert(value)
+    except ValueError:
+        return None
+
+
 def _scalar(value: Any, hint: Any, name: str, source: str | None, strings: bool, noun: str) -> Any:
     """``value`` as ``hint`` (bool / int / float / str / Path), or an error naming ``name``."""
     if hint is bool:
@@ -81,21 +91,17 @@ def _scalar(value: Any, hint: Any, name: str, source: str | None, strings: bool,
     if hint is int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-        if strings and isinstance(value, str):
-            try:
-                return int(value)
-            except ValueError:
-                pass
-        raise _field_error(name, f"expected an integer, got {value!r}", source, noun)
+        parsed = _parse(value, int) if strings else None
+        if parsed is None:
+            raise _field_error(name, f"expected an integer, got {value!r}", source, noun)
+        return parsed
     if hint is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
-        if isinstance(value, str):  # YAML reads "1e-4" as a string
-            try:
-                return float(value)
-            except ValueError:
-                pass
-        raise _field_error(name, f"expected a number, got {value!r}", source, noun)
+        parsed = _parse(value, float)  # YAML reads "1e-4" as a string
+        if parsed is None:
+            raise _field_error(name, f"expected a number, got {value!r}", source, noun)
+        return parsed
     if hint is str:
         if isinstance(value, str):
             return value
