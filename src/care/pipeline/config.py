@@ -143,8 +143,8 @@ class CareRecipeConfig(Config):
         query_prompt: prepended to training queries (the paper's instruction format, as at evaluation);
             ``null``: the stages' own.
         init_negatives / stage2_negatives: hard negatives per row in the initialisations and in Stage II.
-        full_fine_tune_document: no LoRA on the document tower (a random-init tiny tower learns nothing
-            useful through LoRA; the paper's LoRA setup is ``configs/care_paper``).
+        full_fine_tune_document: no LoRA on the document tower; ``null``: exactly when it is ``tiny`` (a
+            random-init tower learns nothing useful through LoRA; the paper's LoRA setup is ``configs/care_paper``).
         tiny_document_dims: Matryoshka widths of a tiny document tower's MRL loss in init_document (``null``:
             the stage's own settings).
         overrides: more ``key=value`` / ``stage:key=value`` settings (applied last).
@@ -165,7 +165,7 @@ class CareRecipeConfig(Config):
     query_prompt: str | None = field(default_factory=lambda: prompt_prefix(RETRIEVAL_INSTRUCTION))
     init_negatives: int | None = 1
     stage2_negatives: int | None = 3
-    full_fine_tune_document: bool = True
+    full_fine_tune_document: bool | None = None
     tiny_document_dims: list[int] | None = field(default_factory=lambda: [32, 64, 128])
     overrides: list[str] = field(default_factory=list)
     ablations: dict[str, RecipeConfig] = field(default_factory=dict)

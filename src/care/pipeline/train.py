@@ -79,7 +79,8 @@ def care_overrides(ctx: RunContext) -> list[str]:
     if config.models.document == TINY and recipe.tiny_document_dims:  # MRL-trained at its own small widths
         out += ["init_document:model.truncate_to_query_width=false",
                 f"init_document:loss.matryoshka_dims={list(recipe.tiny_document_dims)}"]
-    if recipe.full_fine_tune_document:
+    full = recipe.full_fine_tune_document
+    if full or (full is None and config.models.document == TINY):
         out += ["init_document:model.lora=null", "stage2:model.lora=null"]
     return [*out, *recipe.overrides]
 
