@@ -318,7 +318,7 @@ def score_rows(specs: dict[str, str], task: TaskMetadata, work: Path, cache: Emb
 
 def int8_rows(specs: dict[str, str], task: TaskMetadata, work: Path, cache: EmbeddingCache) -> dict[str, dict]:
     """Quality of the asymmetric rows with their query tower exported to ONNX int8 (``care export-onnx``)."""
-    from care.serve.onnx import export_query_encoder
+    from care.models.onnx_export import export_query_encoder
 
     out = {}
     for row in ("CARE", "student vs frozen e5"):
@@ -448,7 +448,8 @@ def query_latency(args) -> dict[str, dict]:
     Latency depends on the shape, not the weights: the untrained cuts time exactly as the trained towers.
     """
     from care.bench.latency import measure_latency
-    from care.serve.onnx import OnnxQueryEncoder, export_query_encoder
+    from care.encoders.onnx import OnnxQueryEncoder
+    from care.models.onnx_export import export_query_encoder
 
     e5 = ensure_e5(args)
     queries = [r["text"] for _, r in iter_jsonl(args.data / "test_queries.jsonl")][:50]
