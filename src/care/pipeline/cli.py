@@ -30,7 +30,7 @@ def _run(config_path: Path, output: Path, overrides: list[str], *, fresh: bool, 
         typer.echo("\n" + report.table)
     if report.ranking:
         best = report.ranking[0]
-        typer.echo(f"best trained model on {config.main_task}: {best['model']} ({best['score']:.4f})")
+        typer.echo(f"best trained model on {report.main_task}: {best['model']} ({best['score']:.4f})")
     if report.figure:
         typer.echo(f"quality vs QPS figure: {report.figure}")
     typer.echo(f"run folder: {report.output} (manifest: {report.manifest}, log: {log_file}); "

@@ -99,7 +99,8 @@ def step_report(ctx: RunContext) -> dict[str, Any]:
                   f"Serve it: `{command}`", ""]
     with atomic_write(ctx.root / RESULTS_MD) as fh:
         fh.write("\n".join(lines))
-    summary = {"table": table, "rows": rows, "ranking": ranked, "figure": _figure(ctx, rows, results),
+    summary = {"table": table, "rows": rows, "main_task": task_names(ctx)[0], "ranking": ranked,
+               "figure": _figure(ctx, rows, results),
                "index": index, "serve_command": command}
     write_json(ctx.root / RESULTS_JSON, summary)
     return summary

@@ -70,7 +70,7 @@ class RunReport:
     Attributes:
         output: the run folder.
         table: the markdown results table (empty when the report step did not run).
-        ranking: the trained models, best first on the main task.
+        ranking: the trained models, best first on the main task (``main_task``: its name).
         serve_command: the command that serves the index built by the run.
         figure: the quality-vs-QPS PNG, when written.
         steps_run / steps_skipped: steps executed now / found finished by an earlier run.
@@ -81,6 +81,7 @@ class RunReport:
     output: Path
     table: str = ""
     ranking: list[dict[str, Any]] = field(default_factory=list)
+    main_task: str = ""
     serve_command: str = ""
     figure: str | None = None
     steps_run: list[str] = field(default_factory=list)
@@ -186,6 +187,7 @@ def run_pipeline(config: RunConfig, output: str | Path, *, fresh: bool = False,
         report.table = record.outputs.get("table", "")
         report.figure = record.outputs.get("figure")
         report.ranking = record.outputs.get("ranking", [])
+        report.main_task = record.outputs.get("main_task", "")
     report.serve_command = serve_command(ctx)
     report.seconds = time.perf_counter() - started
     return report
