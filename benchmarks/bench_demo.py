@@ -2,8 +2,9 @@
 
 Runs the demo in a child process, then records its wall time, the child's peak resident memory, the
 machine's load average, every step's time and the demo's own results table. Writes
-``benchmarks/results/care_demo_run.md`` (for people), ``care_demo_run.json`` (the run's manifest plus the
-measurements) and ``care_demo_run.png`` (the quality-vs-QPS figure).
+``benchmarks/results/demo_run/demo.json`` (``care.bench.record``: the demo's settings, every model's scores
+and latency, the measurements and step timings), ``demo.md`` (for people) and ``demo.png`` (the
+quality-vs-QPS figure).
 
 Usage::
 
@@ -22,10 +23,10 @@ import sys
 import time
 from pathlib import Path
 
-from care.data.io import atomic_write, write_json
+from bench_datasets import RESULTS, ROOT
+from bench_results import save
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
+EXPERIMENT, NAME = "demo_run", "demo"
 KIB = 1024
 
 
@@ -46,9 +47,10 @@ def main() -> None:
     measured = {"wall_seconds": round(wall, 1), "peak_rss_gib": round(peak_gib, 2),
                 "load_average_1min_before": load_before[0], "load_average_1min_after": load_after[0],
                 "cpu_count": os.cpu_count(), "command": "care " + " ".join(command[3:])}
-    write_json(RESULTS / "care_demo_run.json", {"measured": measured, **manifest})
+    figure = RESULTS / EXPERIMENT / f"{NAME}.png"
     if (args.output / "quality_vs_qps.png").is_file():
-        shutil.copyfile(args.output / "quality_vs_qps.png", RESULTS / "care_demo_run.png")
+        figure.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(args.output / "quality_vs_qps.png", figure)
     minutes, seconds = divmod(wall, 60)
     lines = ["# `care demo` — measured end to end", "",
              f"Command: `python benchmarks/bench_demo.py` (runs `{measured['command']}` with the defaults) on "
@@ -60,9 +62,15 @@ def main() -> None:
     table = (args.output / "results.md").read_text(encoding="utf-8").split("\n", 2)[2]  # drop the title
     lines += ["", table.strip(), "", "Versions: `" + json.dumps(manifest.get("versions", {})) + "`", "",
               "Latencies were measured on shared cores: compare models within this table only. "
-              "Full manifest: `care_demo_run.json`; figure: `care_demo_run.png`."]
-    with atomic_write(RESULTS / "care_demo_run.md") as fh:
-        fh.write("\n".join(lines) + "\n")
+              f"Full manifest: `{NAME}.json`; figure: `{NAME}.png`."]
+    results = json.loads((args.output / "results.json").read_text(encoding="utf-8"))
+    save(EXPERIMENT, NAME, config=manifest["config"], seeds=[manifest["config"]["seed"]],
+         scores={row["model"]: row["scores"] for row in results["rows"]},
+         latencies={row["model"]: {"median_ms": row["query_latency_ms"]} for row in results["rows"]
+                    if row["query_latency_ms"] is not None},
+         extra={"measured": measured, "steps": manifest["steps"], "versions": manifest.get("versions", {}),
+                "ranking": results.get("ranking", [])},
+         markdown="\n".join(lines))
     print("\n".join(lines))  # noqa: T201 — the script's report
 
 

@@ -323,7 +323,7 @@ def score_rows(specs: dict[str, str], task: TaskMetadata, work: Path, cache: Emb
 
 def int8_rows(specs: dict[str, str], task: TaskMetadata, work: Path, cache: EmbeddingCache) -> dict[str, dict]:
     """Quality of the asymmetric rows with their query tower exported to ONNX int8 (``care export-onnx``)."""
-    from care.serve.onnx import export_query_encoder
+    from care.models.onnx_export import export_query_encoder
 
     out = {}
     for row in ("CARE", "student vs frozen e5"):
@@ -462,9 +462,16 @@ def summarise(args) -> None:
         lines += [f"| {label} | {value['ndcg_at_10']:.4f} |" for label, value in record.scores.items()]
     if latency:
         lines += ["", "Query latency (ms, batch 1, one thread, this machine, side by side):", "",
-                  "| query tower | engine | p50 | p10 | p90 |", "|---|---|---|---|---|"]
+                  "| query tower | engine | p50 | p10 | p90 | symmetric large's query side / this (same engine) |",
+                  "|---|---|---|---|---|---|"]
         for label, lat in latency.items():
-            lines.append(f"| {label} | {lat['engine']} | {lat['p50_ms']:.2f} | {lat['p10_ms']:.2f} | {lat['p90_ms']:.2f} |")
+            if label.startswith("_"):
+                continue
+            ratio = lat.get("large_over_this")
+            lines.append(f"| {label} | {lat['engine']} | {lat['p50_ms']:.2f} | {lat['p10_ms']:.2f} | {lat['p90_ms']:.2f} | "
+                         f"{f'{ratio:.2f}x' if ratio else '– (not comparable)'} |")
+        if "_self_check" in latency:
+            lines += ["", latency["_self_check"]["description"] + "."]
     from care.data.io import atomic_write
 
     with atomic_write(args.out / EXPERIMENT / f"{name}.md") as fh:
@@ -478,7 +485,8 @@ def query_latency(args) -> dict[str, dict]:
     Latency depends on the shape, not the weights: the untrained cuts time exactly as the trained towers.
     """
     from care.bench.latency import measure_latency
-    from care.serve.onnx import OnnxQueryEncoder, export_query_encoder
+    from care.encoders.onnx import OnnxQueryEncoder
+    from care.models.onnx_export import export_query_encoder
 
     e5 = ensure_e5(args)
     queries = [r["text"] for _, r in iter_jsonl(args.data / "test_queries.jsonl")][:50]
@@ -494,8 +502,16 @@ def query_latency(args) -> dict[str, dict]:
             key = f"{label}, ONNX {'int8' if int8 else 'fp32'}"
             models[key] = OnnxQueryEncoder(folder, int8=int8, threads=1)
             engines[key] = f"onnxruntime {'int8' if int8 else 'fp32'}"
-    medians = measure_latency(models, queries, 3, None)
-    return {k: {"engine": engines[k], "p50_ms": v, "p10_ms": v, "p90_ms": v} for k, v in medians.items()}
+    control = next(k for k in models if k.endswith("ONNX int8") and not k.startswith("12 "))
+    report = measure_latency(models, queries, control=(control, OnnxQueryEncoder(models[control].folder, int8=True,
+                                                                                  threads=1)))
+    logger.info("latency: %s", report.self_check.describe())
+    out = {k: {"engine": engines[k], **report.models[k].to_dict()} for k in report.medians()}
+    for k in out:  # the speed-up over symmetric large's query side in the same engine (None: not comparable)
+        same_engine_large = next(m for m in models if m.startswith("12 ") and engines[m] == engines[k])
+        out[k]["large_over_this"] = report.ratio(same_engine_large, k) if k != same_engine_large else 1.0
+    out["_self_check"] = {"engine": "", "description": report.self_check.describe(), "passed": report.trusted}
+    return out
 
 
 def ensure_e5(args) -> Path:

@@ -119,9 +119,10 @@ def bench_model_dir(work: Path, queries: list[str]) -> Path:
 def bench_encoders(work: Path, repeats: int, llm_layers: int) -> dict[str, Any]:
     import torch
 
-    from care.index.sides import load_side
+    from care.encoders.sides import load_side
     from care.models.presets import QWEN3_4B, QWEN3_8B, build_random_model, count_parameters
-    from care.serve.onnx import OnnxQueryEncoder, cosine_agreement, export_query_encoder
+    from care.encoders.onnx import OnnxQueryEncoder, cosine_agreement
+    from care.models.onnx_export import export_query_encoder
 
     queries = load_queries(LATENCY_QUERIES + THROUGHPUT_BATCH)
     model_dir = bench_model_dir(work, queries)
@@ -274,16 +275,17 @@ def bench_student(work: Path) -> dict[str, Any]:
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_e5_student import _student_base
+    from bench_datasets import e5_cut
 
     from care.encoders.registry import load_model
-    from care.serve.onnx import INT8_FILE, INT8_OPTIONS, OnnxQueryEncoder, export_query_encoder
+    from care.encoders.onnx import INT8_FILE, OnnxQueryEncoder
+    from care.models.onnx_export import INT8_OPTIONS, export_query_encoder
 
     folders = {}
     for label, (layers, keep) in {"e5 12 layers, ONNX int8": (12, "first"), "e5 student shape (6 strided layers), ONNX int8": (6, "strided")}.items():
         folder = work / f"e5-L{layers}-{keep}-onnx"
         if not (folder / INT8_FILE).is_file():
-            export_query_encoder(f"{_student_base(layers, keep)}?pooling=mean&query_prefix=query%3A%20&instructions=false",
+            export_query_encoder(f"{e5_cut(layers, keep)}?pooling=mean&query_prefix=query%3A%20&instructions=false",
                                  folder, quantize=True)
         folders[label] = folder
     models = {label: OnnxQueryEncoder(folder, int8=True, threads=1) for label, folder in folders.items()}

@@ -3,7 +3,7 @@
 The demo generator knows which (condition, aspect) cell every raw question and every training answer
 belongs to, so a judged positive can be checked: it is right when the answer is of the question's
 cell. For each encoder (e5 and the hashing fallback) this script retrieves each raw question's
-top-``depth`` training answers, applies the judge thresholds of ``care.demo.pipeline_config`` (and a
+top-``depth`` training answers, applies the judge thresholds of ``care.pipeline.config`` (and a
 sweep of the A threshold), and reports precision of the positives (grade >= A), rows with a
 positive, negatives (grade < C) and false negatives among them (same-cell answers graded < C), plus
 the nearest-neighbour similarity quantiles that set the diversify thresholds.
@@ -12,7 +12,7 @@ Usage::
 
     python benchmarks/demo_judge_calibration.py [--skip-e5]
 
-Writes ``benchmarks/results/demo_judge_calibration.json``.
+Writes ``benchmarks/results/demo_judge/calibration.json``.
 """
 
 from __future__ import annotations
@@ -23,12 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from care.data.io import write_json
 from care.demo.build import build_demo
-from care.demo.pipeline_config import E5_JUDGE_THRESHOLDS, HASHING_JUDGE_THRESHOLDS
-from care.demo.pipeline_encoders import HashingCharEncoder
+from care.pipeline.config import E5_JUDGE_THRESHOLDS, HASHING_JUDGE_THRESHOLDS
+from care.encoders.hashing import HashingCharEncoder
 
-RESULTS = Path(__file__).resolve().parent / "results" / "demo_judge_calibration.json"
+RESULTS = Path(__file__).resolve().parent / "results"
 DEPTH = 50
 QUANTILES = (5, 50, 95)
 A_SWEEP = {"e5": (0.90, 0.92, 0.93, 0.935, 0.94), "hashing": (0.35, 0.40, 0.45, 0.50, 0.55)}
@@ -84,8 +83,12 @@ def main() -> None:
             "answer_2nd_neighbour_quantiles": dict(zip(map(str, QUANTILES), np.percentile(second_neighbour(d), QUANTILES).round(3).tolist())),
         }
         logging.info("%s: %s", name, out[name]["configured"])
-    write_json(args.out, out)
-    print(args.out)  # noqa: T201 — the script's report
+    from bench_results import save
+
+    path = save("demo_judge", "calibration", config={"depth": DEPTH, "encoders": list(encoders)},
+                scores={name: out[name] for name in encoders},
+                extra={k: v for k, v in out.items() if k not in encoders}, results=args.out)
+    print(path)  # noqa: T201 — the script's report
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """Where an e5 student starts: e5's own query vectors vs the same queries embedded as passages, and
 untrained 6-layer cuts of e5 (first six layers vs strided 0, 2, ..., 10) against e5's documents.
 
-These are the numbers behind two choices of ``bench_e5_student.py``: Stage I targets the teacher's
+These are the numbers behind two choices of the student recipe (``configs/student/e5.yaml``): Stage I targets the teacher's
 *query* vectors (``model.teacher.query_side_as_queries``), and the student is cut with
 ``care model prune --keep strided``. Evaluated on the dev set's test split over the full corpus
-(nDCG@10); writes ``benchmarks/results/e5_student_starts.json`` and ``.md``.
+(nDCG@10); writes ``benchmarks/results/e5_student_starts/toyhom.json`` and ``.md``.
 
 Usage::
 
@@ -16,17 +16,15 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
-import bench_care as bc
-from bench_e5_student import RESULTS, ROOT, _student_base
+from bench_datasets import ROOT, e5_cut, prepare_toyhom
+from bench_results import save
 
 from care.bench.options import RunOptions
 from care.bench.runner import evaluate
 from care.encoders.asymmetric import AsymmetricEncoder
-from care.data.io import atomic_write, write_json
 from care.encoders.cache import EmbeddingCache
 from care.encoders.registry import load_model
 
@@ -56,7 +54,7 @@ class QueriesAsPassages:
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     src = ROOT / "runs" / "bench_care" / "toyhom"
-    ds = bc.prepare_toyhom(src)
+    ds = prepare_toyhom(src)
     cache = EmbeddingCache(src / "embedding_cache")
     e5 = load_model("e5")
     plain = dataclasses.replace(ds.task, instruction=None)  # the cuts take e5's own prefix, like e5
@@ -64,20 +62,19 @@ def main() -> None:
     models = {"e5 query vectors (its own convention)": e5,
               # documents through e5 itself, so its cached corpus vectors are reused
               "e5 with the queries embedded as passages": AsymmetricEncoder(QueriesAsPassages(e5), e5),
-              f"e5 first {LAYERS} layers, untrained": load_model(f"asym:{_student_base(LAYERS, 'first')}?pooling=mean{prefix}|e5"),
+              f"e5 first {LAYERS} layers, untrained": load_model(f"asym:{e5_cut(LAYERS, 'first')}?pooling=mean{prefix}|e5"),
               f"e5 {LAYERS} strided layers (0, 2, ...), untrained":
-                  load_model(f"asym:{_student_base(LAYERS, 'strided')}?pooling=mean{prefix}|e5")}
+                  load_model(f"asym:{e5_cut(LAYERS, 'strided')}?pooling=mean{prefix}|e5")}
     scores = {}
     for name, model in models.items():
         result = evaluate(model, plain, RunOptions(cache=cache, show_progress=False), label=name)
         scores[name] = result.scores["ndcg_at_10"]
         logger.info("%s: nDCG@10 %.4f", name, scores[name])
-    write_json(RESULTS / "e5_student_starts.json", {"dataset": "toyhom", "split": "test", "ndcg_at_10": scores})
     lines = ["# Where an e5 student starts (toyhom test, documents: e5 passages)", "",
              "| query side | nDCG@10 |", "|---|---|", *(f"| {k} | {v:.4f} |" for k, v in scores.items()), "",
              "Command: `python benchmarks/e5_student_starts.py`"]
-    with atomic_write(RESULTS / "e5_student_starts.md") as fh:
-        fh.write("\n".join(lines) + "\n")
+    save("e5_student_starts", "toyhom", config={"dataset": "toyhom", "split": "test", "layers": LAYERS},
+         scores={k: {"ndcg_at_10": v} for k, v in scores.items()}, markdown="\n".join(lines))
     print("\n".join(lines))  # noqa: T201 — the script's report
 
 

@@ -6,7 +6,7 @@ set's ``train.jsonl``) it also times ``make_tiny_models`` and the tiny CARE mode
 speed (one thread) for queries and documents.
 
     python benchmarks/model_shapes.py --texts /work/shared/data/toyhom_neike_sample/train.jsonl \
-        --out benchmarks/results/model_shapes.json
+        # -> benchmarks/results/model_shapes/presets.json
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from pathlib import Path
 
 import torch
 
-from care.data.io import write_json
 from care.models.presets import PRESETS, count_parameters
 
 logger = logging.getLogger("model_shapes")
@@ -105,14 +104,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=Path, help="optional text sample (.txt / .jsonl) for the tiny-model run")
     parser.add_argument("--sample", type=int, default=20000, help="max texts read from --texts")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/model_shapes.json"))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="results folder")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     torch.set_num_threads(1)
     report: dict = {"presets": preset_rows()}
     if args.texts:
         report["tiny"] = tiny_run(args.texts, args.sample)
-    write_json(args.out, report)
+    from bench_results import save
+
+    save("model_shapes", "presets", config={"texts": str(args.texts) if args.texts else None, "sample": args.sample},
+         scores=report, results=args.out)
     print("| preset | kind | hidden | layers | vocab | parameters | LoRA r=32 parameters |")
     print("|---|---|---|---|---|---|---|")
     for row in report["presets"]:

@@ -32,7 +32,7 @@ import logging
 import time
 from pathlib import Path
 
-from table_common import RESULTS, ROOT, Run, SeedWork, Sizes, Variant, load_dataset, summarise, to_markdown
+from table_common import ROOT, Run, SeedWork, Sizes, Variant, load_dataset, summarise, to_markdown
 
 logger = logging.getLogger("paper_tables")
 
@@ -131,13 +131,12 @@ def main() -> None:
     settings = {**dataclasses.asdict(sizes), "threads": args.threads,
                 "seconds_this_invocation": seconds}
     summary = summarise(args.table, title, args.dataset, per_seed, variants, settings)
-    from care.data.io import atomic_write, write_json
+    from bench_results import save
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    write_json(RESULTS / f"table{args.table}_{args.dataset}.json", summary)
     markdown = to_markdown(summary)
-    with atomic_write(RESULTS / f"table{args.table}_{args.dataset}.md") as fh:
-        fh.write(markdown)
+    save("paper_tables", f"table{args.table}_{args.dataset}", config=summary["settings"], seeds=summary["seeds"],
+         scores=summary["rows"], extra={k: v for k, v in summary.items() if k not in ("settings", "seeds", "rows")},
+         markdown=markdown)
     print(markdown)
 
 

@@ -20,7 +20,7 @@ Runs (each resumable: rerunning skips finished runs and resumes interrupted ones
 Then two diagnostics: the mean pairwise cosine of each tower's CLS embeddings (1.0 = a collapsed,
 anisotropic space) and a zero-shot probe: nDCG@10 of each tower alone (CLS pooling, no instruction) on the toyhom test
 queries against the full corpus, next to the random-init tower. Output:
-``benchmarks/results/pretrain_tiny.json`` (paths, settings, wall time, loss curves, probe).
+``benchmarks/results/pretrain/tiny.json`` (paths, settings, wall time, loss curves, probe).
 
 Usage::
 
@@ -40,7 +40,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TOYHOM = ROOT.parent / "shared" / "data" / "toyhom_neike_sample"
-RESULTS = ROOT / "benchmarks" / "results" / "pretrain_tiny.json"
+
 CONFIGS = ROOT / "configs" / "pretrain"
 #: Tokens per text (the init_query length of configs/care_tiny; the dev set's answers average ~155 characters).
 MAX_SEQ_LENGTH = 128
@@ -171,10 +171,12 @@ def main() -> None:
     summary["mean_pairwise_cosine"] = anisotropy(towers, paths["texts"])
     if not args.no_probe:
         summary["zero_shot_probe"] = probe(towers)
-    from care.data.io import write_json
+    from bench_results import save
 
-    write_json(RESULTS, summary)
-    logger.info("wrote %s", RESULTS)
+    kept = ("runs", "mean_pairwise_cosine", "zero_shot_probe")
+    path = save("pretrain", "tiny", config={k: v for k, v in summary.items() if k not in kept}, seeds=[args.seed],
+                scores={k: summary[k] for k in kept if k in summary})
+    logger.info("wrote %s", path)
     for name, r in runs.items():
         print(f"{name}: {r['steps']} steps, {r['wall_seconds'] or 0:.0f} s, loss {r['loss_curve'][0]['loss']:.3f} -> "
               f"{r['final_loss']:.3f}, model {r['model']}")

@@ -6,7 +6,7 @@ prefix) is exported to ONNX once; its fp32 graph and each int8 variant of
 own passage vectors (full corpus). For each variant the script reports:
 
 * nDCG@10 computed by onnxruntime on this machine's CPU;
-* the same model's output under AVX2 arithmetic (``care.serve.int8_portability.emulate_avx2_u8s8``:
+* the same model's output under AVX2 arithmetic (``care.encoders.int8_portability.emulate_avx2_u8s8``:
   adjacent u8 x s8 products summed into a saturating int16, as MLAS's kernels do on CPUs without
   VNNI), as cosine to the fp32 graph over ``--emulated-queries`` test queries, and nDCG@10 on the
   queries that were emulated (their retrieval under AVX2 arithmetic vs under this CPU's);
@@ -30,7 +30,7 @@ import argparse
 import logging
 from pathlib import Path
 
-import bench_care as bc
+import bench_datasets as bc
 import numpy as np
 
 from care.bench.latency import format_latency, measure_latency
@@ -44,8 +44,9 @@ from care.data.io import atomic_write
 from care.encoders.asymmetric import AsymmetricEncoder
 from care.encoders.cache import EmbeddingCache
 from care.encoders.registry import load_model
-from care.serve.int8_portability import MAX_PORTABLE_INT8, emulate_avx2_u8s8, int8_weight_violations, session_for
-from care.serve.onnx import CONFIG_FILE, INT8_FILE, INT8_OPTIONS, ONNX_FILE, OnnxQueryEncoder, export_query_encoder, quantize_int8
+from care.encoders.int8_portability import MAX_PORTABLE_INT8, emulate_avx2_u8s8, int8_weight_violations, session_for
+from care.encoders.onnx import CONFIG_FILE, INT8_FILE, ONNX_FILE, OnnxQueryEncoder
+from care.models.onnx_export import INT8_OPTIONS, export_query_encoder, quantize_int8
 
 logger = logging.getLogger("quantization")
 
@@ -96,13 +97,11 @@ def main() -> None:
                         help="bench_care.py's toyhom folder (its e5 corpus cache is reused)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    from bench_e5_student import _student_base
-
-    ds = bc.prepare_toyhom(args.bench_work)
+    ds = prepare_toyhom(args.bench_work)
     cache = EmbeddingCache(args.bench_work / "embedding_cache")
     options = RunOptions(cache=cache, show_progress=False)
     e5 = load_model("e5")
-    base = _student_base(args.layers, "first")
+    base = e5_cut(args.layers, "first")
     export = args.work / f"e5-L{args.layers}"
     if not (export / CONFIG_FILE).is_file():
         export_query_encoder(f"{base}?pooling=mean&query_prefix=query%3A%20&instructions=false", export, quantize=False)

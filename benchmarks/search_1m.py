@@ -69,7 +69,7 @@ def real_vectors(work: Path) -> tuple[np.ndarray, np.ndarray]:
         data = np.load(cached)
         return data["docs"], data["queries"]
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import bench_care as bc
+    import bench_datasets as bc
 
     from care.bench.encoding import DOCUMENT, QUERY, encode_collection
     from care.bench.retrieval import load_data

@@ -78,14 +78,15 @@ def parse_setting(text: str) -> dict[str, Any]:
 
 def query_encoder(work: Path) -> Path:
     """e5 cut to 6 strided layers, exported to ONNX (fp32 + int8) once."""
-    from care.serve.onnx import INT8_FILE, export_query_encoder
+    from care.encoders.onnx import INT8_FILE
+    from care.models.onnx_export import export_query_encoder
 
     out = work / "e5-L6-strided-onnx"
     if not (out / INT8_FILE).is_file():
         sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from bench_e5_student import _student_base
+        from bench_datasets import e5_cut
 
-        base = _student_base(6, "strided")
+        base = e5_cut(6, "strided")
         export_query_encoder(f"{base}?pooling=mean&query_prefix=query%3A%20&instructions=false", out, quantize=True)
     return out
 
@@ -107,7 +108,7 @@ def index_folder(work: Path, index_type: str, options: dict[str, Any]) -> Path:
     if not vectors_path.is_file():
         raise SystemExit(f"{vectors_path} is missing: run 'python benchmarks/search_1m.py --dim 384 --step data' first")
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_care import TOYHOM
+    from bench_datasets import TOYHOM
 
     vectors = np.load(vectors_path, mmap_mode="r")[:N_DOCS]
     real = [obj for _, obj in iter_jsonl(TOYHOM / "corpus.jsonl")]
@@ -134,7 +135,7 @@ def index_folder(work: Path, index_type: str, options: dict[str, Any]) -> Path:
 
 def load_queries() -> list[str]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_care import TOYHOM
+    from bench_datasets import TOYHOM
 
     from care.data.retrieval import load_queries as load
 

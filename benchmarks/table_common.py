@@ -28,7 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_care import Dataset, prepare_demo, prepare_toyhom  # noqa: E402  (dataset preparation, shared)
+from bench_datasets import Dataset, prepare_demo, prepare_toyhom  # noqa: E402  (dataset preparation, shared)
 
 logger = logging.getLogger("paper_tables")
 

@@ -12,7 +12,7 @@ short corpus sentences and every corpus passage instead of the training file's t
 (joint) or ``sft`` (query side alone against the frozen document tower); ``@FROM`` starts the query
 side from an earlier stage1 variant instead of the recipe's Stage I. Overrides apply to that
 stage's ``care_tiny`` config on top of ``bench_care``'s settings. Every training and score is
-resumable (kept under ``--work``). Outputs ``benchmarks/results/care_toyhom_validation.{json,md}``.
+resumable (kept under ``--work``). Outputs ``benchmarks/results/care_validation/toyhom.{json,md}``.
 
 Usage::
 
@@ -37,14 +37,18 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_care import (DEFAULT_EPOCHS, DOCUMENT_MAX_LENGTH, FULL_FINE_TUNE, TINY_CONFIGS, TOYHOM, Dataset, _config,
-                        _Incomplete, evaluate_variants, tiny_models, tiny_settings)
+from bench_datasets import TOYHOM, Dataset
+
+from care.bench.options import RunOptions
+from care.bench.runner import evaluate
+from care.encoders.registry import load_model
+from care.train.config import TrainConfig, apply_overrides, load_config
 
 from care.bench.registry import infer_task
 from care.bench.task import TaskMetadata
 from care.data.io import atomic_write, iter_jsonl, write_json, write_jsonl
 from care.data.retrieval import load_corpus
-from care.demo.pipeline_mining import N_MINED_NEGATIVES, mine_negatives
+from care.train.mining import N_MINED_NEGATIVES, mine_negatives
 from care.encoders.cache import EmbeddingCache
 from care.models.instructions import instruction_for_task
 from care.train.recipe import RecipePaths, run_recipe
@@ -58,9 +62,62 @@ RESULTS = ROOT / "benchmarks" / "results"
 VALIDATION_SHARE = 0.1
 #: Seed of the hold-out draw (fixed: every run of this script sees the same split).
 SPLIT_SEED = 20261125
-EPOCHS = DEFAULT_EPOCHS["toyhom"]
+TINY_CONFIGS = ROOT / "configs" / "care_tiny"
+#: Epochs per stage and document length of the dev-set runs (``configs/runs/care_toyhom.yaml``).
+EPOCHS = 3
+DOCUMENT_MAX_LENGTH = 192
 #: Variant stages and the ``care_tiny`` config each starts from.
 STAGES = {"stage1": "stage1", "stage2": "stage2", "sft": "stage1_sft"}
+
+
+def tiny_stage_config(stage: str, out: Path, seed: int, settings: list[str]) -> TrainConfig:
+    data = load_config(TINY_CONFIGS / f"{stage}.yaml").to_dict()
+    data = apply_overrides(data, [f"output_dir={out}", f"seed={seed}", "runtime.log_with=null",
+                                  "runtime.progress_bar=false", *settings])
+    return TrainConfig.from_dict(data)
+
+
+#: The random-init "large" model is fully fine-tuned (see the module docstring).
+FULL_FINE_TUNE = ["model.lora=null"]
+
+
+def tiny_settings(seed: int, extra: list[str]) -> list[str]:
+    """Overrides every tiny training here shares: seed, quiet logging, batch 32 without GradCache, ``extra``."""
+    return [f"seed={seed}", "runtime.log_with=null", "runtime.progress_bar=false", "optim.batch_size=32",
+            "optim.grad_cache_chunk_size=null", *extra]
+
+
+def tiny_models(ds: Dataset, work: Path, seed: int) -> Path:
+    """The seed's character tokenizer and random-init tiny BERT / Qwen3 (built once) under ``work/tiny``."""
+    from care.models.presets import make_tiny_models
+
+    base = work / "tiny"
+    if not (base / "tiny-qwen3").is_dir():
+        make_tiny_models(ds.tokenizer_texts, base, seed=seed)
+    return base
+
+
+def finished(folder: Path) -> bool:
+    """True when the training stage in ``folder`` completed (its ``train_result.json`` says so)."""
+    result = read_result(folder)
+    return bool(result and result.completed)
+
+
+def evaluate_variants(ds: Dataset, specs: dict[str, str], work: Path, cache: EmbeddingCache) -> dict[str, float]:
+    """nDCG@10 of every variant (read back when already computed)."""
+
+    out: dict[str, float] = {}
+    results_dir = work / "results"
+    for variant, spec in specs.items():
+        path = results_dir / f"{variant.replace(' ', '_').replace('/', '-').replace(',', '').replace(':', '')}.json"
+        if path.is_file():
+            out[variant] = json.loads(path.read_text())["ndcg_at_10"]
+            continue
+        result = evaluate(load_model(spec), ds.task, RunOptions(cache=cache, show_progress=False), label=variant)
+        write_json(path, result.scores)
+        out[variant] = result.scores["ndcg_at_10"]
+        logger.info("%s / %s: nDCG@10 %.4f", ds.name, variant, out[variant])
+    return out
 
 
 def carve_validation(work: Path) -> Dataset:
@@ -101,7 +158,8 @@ def carve_validation(work: Path) -> Dataset:
     task = TaskMetadata.from_dict({**infer_task(folder).to_dict(), "name": "toyhom-validation",
                                    "path": str(folder), "instruction": instruction_for_task("CMedTEB-Retrieval")})
     queries = [r["query"] for _, r in iter_jsonl(train_file)]
-    return Dataset("toyhom-validation", train_file, task, corpus_texts + queries, queries, corpus_texts)
+    return Dataset("toyhom-validation", train_file, task, corpus_texts + queries, queries, corpus_texts,
+                   TOYHOM / "corpus.jsonl")
 
 
 def parse_variant(text: str) -> tuple[str, str, str | None, list[str]]:
@@ -150,9 +208,9 @@ def run_seed(ds: Dataset, work: Path, seed: int, variants: list[str]) -> dict[st
             query = (work / "variants" / start if start else recipe / "stage1") / "query"
             data = ds.train_file
         wiring = [f"data.train_file={data}"]
-        if not (read_result(out) or _Incomplete).completed:
+        if not finished(out):
             extra = FULL_FINE_TUNE if stage == "stage2" else []
-            train(_config(STAGES[stage], out, seed, [*common[1:], *extra, f"model.query_model={query}", document,
+            train(tiny_stage_config(STAGES[stage], out, seed, [*common[1:], *extra, f"model.query_model={query}", document,
                                                      *wiring, *overrides]), resume=True)
         specs[text] = str(out / "model")
     return specs
@@ -188,7 +246,6 @@ def main() -> None:
                          "validation_queries": sum(1 for _ in iter_jsonl(Path(ds.task.path) / "queries.jsonl")),
                          "training_rows": sum(1 for _ in iter_jsonl(ds.train_file)), "epochs": EPOCHS},
                "rows": rows}
-    write_json(RESULTS / "care_toyhom_validation.json", summary)
     lines = ["## toyhom validation split (train.jsonl hold-out) — nDCG@10", "",
              f"{summary['split']['validation_queries']} held-out queries (whole answer groups) against the full corpus; "
              f"{summary['split']['training_rows']} training rows; {EPOCHS} epochs a stage unless a variant says otherwise. "
@@ -197,8 +254,10 @@ def main() -> None:
     for row, r in rows.items():
         lines.append(f"| {row} | {r['mean']:.4f} | {', '.join(map(str, r['seeds']))} | "
                      f"{', '.join(f'{x:.4f}' for x in r['ndcg_at_10'])} | {r['mean'] / large:.3f} |")
-    with atomic_write(RESULTS / "care_toyhom_validation.md") as fh:
-        fh.write("\n".join(lines) + "\n")
+    from bench_results import save
+
+    save("care_validation", "toyhom", config={"split": summary["split"], "variants": args.variant},
+         seeds=sorted({s for r in rows.values() for s in r["seeds"]}), scores=rows, markdown="\n".join(lines))
     print("\n".join(lines))  # noqa: T201 — the script's report
 
 

@@ -1,16 +1,8 @@
 """User-facing errors: anything the user can fix is a :class:`CareError` (or a
-:class:`~care.data.errors.DataFormatError`) and the CLI prints it as one line, not a traceback."""
+:class:`~care.data.errors.DataFormatError`) and the CLI prints it as one line, not a traceback
+(:func:`care.cli.run_cli`). This module imports nothing of care: every layer may raise these."""
 
 from __future__ import annotations
-
-import logging
-import sys
-
-import typer
-
-from care.data.errors import DataFormatError
-
-logger = logging.getLogger(__name__)
 
 
 class CareError(Exception):
@@ -19,16 +11,3 @@ class CareError(Exception):
 
 class DimensionMismatchError(CareError):
     """Query and document embeddings of one model do not share a dimension."""
-
-
-USER_ERRORS: tuple[type[BaseException], ...] = (CareError, DataFormatError, FileNotFoundError)
-
-
-def run_cli(app: typer.Typer) -> None:
-    """Run a typer app; print user errors as ``error: ...`` and exit with status 2."""
-    try:
-        app()
-    except USER_ERRORS as exc:
-        logger.debug("user error", exc_info=True)
-        sys.stderr.write(f"error: {exc}\n")
-        sys.exit(2)

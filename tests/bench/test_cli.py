@@ -49,12 +49,20 @@ def test_bench_models_and_tasks_write_results(app, retrieval_folder, sts_folder,
 
 
 def test_bench_without_arguments_runs_reference_models_on_demo(app, monkeypatch, retrieval_folder, rerank_folder):
-    monkeypatch.setattr(bench_cli, "_demo_task_folders", lambda: [retrieval_folder, rerank_folder])
+    monkeypatch.setattr(bench_cli, "_DEFAULT_TASKS", [lambda: [retrieval_folder, rerank_folder]])
     result = CliRunner().invoke(app, ["bench", "--no-progress", "--no-cache"])
     assert result.exit_code == 0, result.output
     assert [spec for spec, _, _ in app.loaded] == ["bm25", "e5"]
     assert "| task | type | metric | overlap | e5 |" in result.output
     assert "| tiny-rerank | rerank | map_at_10 |" in result.output
+
+
+def test_the_care_command_runs_the_demo_tasks_by_default():
+    import care.cli  # noqa: F401 — registers care bench with the demo's task folders
+    from care.demo import DEMO_TASK_NAMES, demo_task_folders
+
+    assert [p.name for p in bench_cli._default_task_folders()] == sorted(DEMO_TASK_NAMES)
+    assert bench_cli._default_task_folders() == demo_task_folders()
 
 
 def test_bench_index_and_split_options(app, retrieval_folder, tmp_path):

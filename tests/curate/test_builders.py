@@ -19,7 +19,7 @@ from care.curate.train_data import TrainDataConfig, build_alignment, build_train
 from care.data.errors import DataFormatError
 from care.data.pairs import load_rerank
 from care.data.retrieval import load_retrieval_folder
-from care.train.data import iter_training_file
+from care.data.training import iter_training_file
 
 from .conftest import CharEncoder
 

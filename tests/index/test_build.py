@@ -14,7 +14,7 @@ from care.errors import CareError
 from care.index.build import BuildOptions, build, parse_shard, shard_ranges
 from care.index.bundle import open_index_folder
 from care.index.config import IndexConfig
-from care.index.sides import load_side
+from care.encoders.sides import load_side
 from care.serve.testing import SAMPLE_DOCS, make_tiny_care_model, write_corpus
 
 

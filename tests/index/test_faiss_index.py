@@ -90,7 +90,7 @@ def test_errors(tmp_path):
 def test_config_round_trip():
     config = IndexConfig(type="hnsw", ef_search=10)
     assert IndexConfig.from_dict(config.to_dict()) == config
-    with pytest.raises(CareError, match="unknown index option"):
+    with pytest.raises(CareError, match="unknown field 'colour'"):
         IndexConfig.from_dict({"type": "flat", "colour": 1})
 
 
@@ -134,7 +134,7 @@ def test_refine_is_only_for_ivfpq():
 def test_config_from_command_line_strings():
     config = IndexConfig.from_options("ivfpq", {"pq_m": "192", "pq_nbits": "4", "refine": "flat", "nprobe": "96"})
     assert config == IndexConfig(type="ivfpq", pq_m=192, pq_nbits=4, refine="flat", nprobe=96)
-    with pytest.raises(CareError, match="nprobe takes a whole number"):
+    with pytest.raises(CareError, match="nprobe"):
         IndexConfig.from_options("ivf", {"nprobe": "many"})
-    with pytest.raises(CareError, match="unknown index option"):
+    with pytest.raises(CareError, match="unknown option .probes."):
         IndexConfig.from_options("ivf", {"probes": "4"})

@@ -10,8 +10,8 @@ import onnx
 import pytest
 
 from care.errors import CareError
-from care.index.sides import load_side
-from care.serve.int8_portability import (
+from care.encoders.sides import load_side
+from care.encoders.int8_portability import (
     INT16_MAX,
     MAX_PORTABLE_INT8,
     UINT8_MAX,
@@ -19,14 +19,15 @@ from care.serve.int8_portability import (
     int8_weight_violations,
     run_onnx,
 )
-from care.serve.onnx import INT8_FILE, INT8_MIN_COSINE, ONNX_FILE, OnnxQueryEncoder, cosine_agreement, quantize_int8
+from care.encoders.onnx import INT8_FILE, INT8_MIN_COSINE, ONNX_FILE, OnnxQueryEncoder, cosine_agreement
+from care.models.onnx_export import quantize_int8
 
 TEXTS = ["头痛", "高血压患者应该吃什么药？血压150/95需要治疗吗", "CT 肺结节", "糖尿病饮食注意事项：少吃糖，多运动。" * 3]
 
 
 @pytest.fixture(scope="module")
 def exported(tiny_care, tmp_path_factory):
-    from care.serve.onnx import export_query_encoder
+    from care.models.onnx_export import export_query_encoder
 
     folder = tmp_path_factory.mktemp("onnx")
     export_query_encoder(str(tiny_care), folder, quantize=True)
@@ -99,7 +100,8 @@ def test_emulation_refuses_what_it_cannot_emulate(exported):
 
 
 def test_export_records_its_quantisation_settings(exported):
-    from care.serve.onnx import CONFIG_FILE, INT8_OPTIONS
+    from care.encoders.onnx import CONFIG_FILE
+    from care.models.onnx_export import INT8_OPTIONS
 
     config = json.loads((exported / CONFIG_FILE).read_text(encoding="utf-8"))
     assert config["extra"]["int8_options"] == INT8_OPTIONS

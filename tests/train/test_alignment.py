@@ -17,7 +17,7 @@ from care.train.alignment import (
     build_alignment_data,
     char_overlap,
 )
-from care.train.data import DOC_ALIGN, QUERY_ALIGN, load_training_file
+from care.data.training import DOC_ALIGN, QUERY_ALIGN, load_training_file
 
 DEV = Path("/work/shared/data/toyhom_neike_sample")
 

@@ -115,7 +115,7 @@ def test_stage_routing_and_loss_inputs():
 
 
 def test_teacher_texts_include_query_keys_only_when_needed():
-    from care.train.data import TrainingExample
+    from care.data.training import TrainingExample
     from care.train.stages import teacher_query_key
 
     rows = [TrainingExample(query="头痛", pos=("布洛芬",), neg=("补液",)),
@@ -178,7 +178,8 @@ def test_query_aware_teacher_gives_a_symmetric_tower_the_students_text():
 
 def test_stage1_query_side_as_queries_embeds_query_rows_with_the_teachers_query_convention():
     """``model.teacher.query_side_as_queries``: (q, q, q⁻) rows' teacher side becomes query keys; (d, d, d⁻) rows stay documents."""
-    from care.train.data import DOC_ALIGN, QUERY_ALIGN, TrainingBatch, TrainingExample
+    from care.data.training import DOC_ALIGN, QUERY_ALIGN, TrainingExample
+    from care.train.data import TrainingBatch
     from care.train.stages import QueryAwareTeacher, teacher_query_key
 
     config = TrainConfig.from_dict({"stage": "stage1", "output_dir": "runs/x", "data": {"train_file": "t.jsonl"},

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from care.train.config import ConfigError, TrainConfig
-from care.train.data import QUERY_ALIGN, TrainingBatch
+from care.data.training import QUERY_ALIGN
+from care.train.data import TrainingBatch
 from care.train.stages import QueryAwareTeacher, build_stage, teacher_query_key
 from care.train.teacher import TowerEncoder
 

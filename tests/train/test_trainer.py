@@ -175,7 +175,7 @@ def test_existing_checkpoints_need_resume(tiny_dir, tmp_path):
 
 def test_query_side_alignment_rows_get_the_instruction_document_side_rows_do_not():
     from care.train.batches import query_text
-    from care.train.data import DOC_ALIGN, QUERY_ALIGN
+    from care.data.training import DOC_ALIGN, QUERY_ALIGN
 
     prefix = "Instruct: 检索\nQuery: "
     assert query_text("头痛", None, QUERY_ALIGN, prefix) == prefix + "头痛"
@@ -191,7 +191,7 @@ def test_stage1_sft_without_hard_negatives(tiny_dir, tmp_path):
     unlabelled positives); the loss is InfoNCE over the batch's positives, and the same file is
     refused, naming its line, when hard negatives are asked for.
     """
-    from care.train.data import DataFormatError
+    from care.data.errors import DataFormatError
     from care.train.stages import build_stage
 
     torch.set_num_threads(1)

@@ -1,12 +1,14 @@
 """``care bench``: evaluate models on tasks and print / save a results table.
 
-With no arguments it runs the reference models (``bm25`` and ``e5``) on every task of the embedded
-demo benchmark (:func:`care.demo.demo_tasks_root`).
+With no ``--task`` it runs on the default tasks given to :func:`register` (the ``care`` command
+passes the embedded demo benchmark, :func:`care.demo.demo_task_folders`); with no ``--model``, on the
+reference models (``bm25`` and ``e5``).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
@@ -21,15 +23,16 @@ LATENCY_QUERIES = 50
 LATENCY_FILE = "latency.json"
 
 
-def _demo_task_folders() -> list[Path]:
-    """Subfolders of the embedded demo benchmark that are task folders (training data is skipped)."""
-    from care.bench.registry import RERANK_FILE, RETRIEVAL_FILES, STS_FILE
-    from care.bench.task import TASK_FILE
-    from care.demo import demo_tasks_root
+#: Where the task folders run without ``--task`` come from (set by :func:`register`).
+_DEFAULT_TASKS: list[Callable[[], list[Path]]] = []
 
-    markers = (TASK_FILE, RETRIEVAL_FILES[0], RERANK_FILE, STS_FILE)
-    root = Path(demo_tasks_root())
-    return sorted(p for p in root.iterdir() if p.is_dir() and any((p / m).is_file() for m in markers))
+
+def _default_task_folders() -> list[Path]:
+    if not _DEFAULT_TASKS:
+        from care.errors import CareError
+
+        raise CareError("no default tasks: name one with --task NAME_OR_FOLDER")
+    return _DEFAULT_TASKS[-1]()
 
 
 def bench(
@@ -71,7 +74,7 @@ def bench(
     if task:
         tasks = [get_task(t, data_root=data_root) for t in task]
     else:
-        tasks = [infer_task(folder) for folder in _demo_task_folders()]
+        tasks = [infer_task(folder) for folder in _default_task_folders()]
     if split is not None:
         tasks = [replace(t, split=split) for t in tasks]
     for t in tasks:  # a split a folder does not have is refused here, before any model loads
@@ -115,6 +118,8 @@ def _load(spec: str, device: str | None, batch_size: int):  # noqa: ANN202 — E
     return load_model(spec, device=device, batch_size=batch_size)
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``care bench`` to the top-level app."""
+def register(app: typer.Typer, *, default_tasks: Callable[[], list[Path]] | None = None) -> None:
+    """Add ``care bench`` to the top-level app; ``default_tasks`` gives the task folders run without ``--task``."""
+    if default_tasks is not None:
+        _DEFAULT_TASKS.append(default_tasks)
     app.command("bench")(bench)

@@ -1,4 +1,4 @@
-"""The five CMedTEB tasks of the paper, registered with the paper's instructions.
+"""The five CMedTEB tasks of the paper with the paper's instructions (registered by :mod:`care.bench.registry`).
 
 The benchmark data is not public; each task reads ``<data-root>/<task name>/`` in the documented
 folder formats (``--data-root`` or ``$CMEDTEB_DATA``).
@@ -6,7 +6,6 @@ folder formats (``--data-root`` or ``$CMEDTEB_DATA``).
 
 from __future__ import annotations
 
-from care.bench.registry import register_task
 from care.bench.task import TaskMetadata
 
 RETRIEVAL_INSTRUCTION = "Given a Chinese medical question, retrieve medical documents that answer the question."
@@ -27,6 +26,3 @@ CMEDTEB_TASKS: tuple[TaskMetadata, ...] = (
     TaskMetadata(name="CMedTEB-STS", type="sts", instruction=STS_INSTRUCTION,
                  description="Medical synonym STS: synonym swaps with kept / changed meaning."),
 )
-
-for _meta in CMEDTEB_TASKS:
-    register_task(_meta)

@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from care.bench.cmedteb import CMEDTEB_TASKS
-from care.bench.registry import RERANK_FILE, RETRIEVAL_FILES, register_task
-from care.bench.task import TaskMetadata
+from care.bench.task import RERANK_FILE, RETRIEVAL_FILES, TaskMetadata
 from care.data.pairs import RerankExample, write_rerank
 from care.data.retrieval import Document, write_retrieval_folder
 from care.encoders.cache import default_cache_dir
@@ -149,13 +148,10 @@ def _hint(name: str) -> str:
     )
 
 
-def _register() -> None:
+def public_task_registrations() -> list[tuple[TaskMetadata, str, Callable[[], Path | None]]]:
+    """``(task, data hint, resolver)`` of every task with public data, for :func:`care.bench.registry.register_task`."""
     by_name = {m.name: m for m in (*CMEDTEB_TASKS, *CMTEB_RETRIEVAL_TASKS)}
-    for name in MTEB_SOURCES:
-        register_task(by_name[name], data_hint=_hint(name), resolver=lambda n=name: resolve_from_hf_cache(n), overwrite=True)
-
-
-_register()
+    return [(by_name[name], _hint(name), lambda n=name: resolve_from_hf_cache(n)) for name in MTEB_SOURCES]
 
 
 def main(argv: list[str] | None = None) -> None:

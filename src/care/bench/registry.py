@@ -20,15 +20,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from care.bench.task import TASK_FILE, TaskMetadata
+from care.bench.task import RERANK_FILE, RETRIEVAL_FILES, STS_FILE, TASK_FILE, TaskMetadata
 from care.data.retrieval import available_splits, default_split
 from care.errors import CareError
 
 #: Environment variable naming the folder that holds one subfolder per registered task.
 DATA_ROOT_ENV = "CMEDTEB_DATA"
-RETRIEVAL_FILES = ("corpus.jsonl", "queries.jsonl", "qrels.tsv")
-RERANK_FILE = "rerank.jsonl"
-STS_FILE = "sts.jsonl"
 CLOSE_MATCHES = 3
 
 _REGISTRY: dict[str, TaskMetadata] = {}
@@ -69,10 +66,21 @@ def list_tasks() -> list[TaskMetadata]:
     return [_REGISTRY[name] for name in sorted(_REGISTRY)]
 
 
+_BUILTIN_REGISTERED: list[bool] = []
+
+
 def _ensure_builtin() -> None:
-    # importing these modules registers their tasks
-    import care.bench.cmedteb  # noqa: F401
-    import care.bench.mteb_cmteb  # noqa: F401
+    """Register the built-in tasks once: the CMedTEB five, then the C-MTEB tasks with public data."""
+    if _BUILTIN_REGISTERED:
+        return
+    from care.bench.cmedteb import CMEDTEB_TASKS
+    from care.bench.mteb_cmteb import public_task_registrations
+
+    for meta in CMEDTEB_TASKS:
+        register_task(meta, overwrite=True)
+    for meta, hint, resolver in public_task_registrations():
+        register_task(meta, data_hint=hint, resolver=resolver, overwrite=True)
+    _BUILTIN_REGISTERED.append(True)
 
 
 def infer_task(folder: str | Path) -> TaskMetadata:
@@ -109,7 +117,7 @@ def split_files_of(task: TaskMetadata) -> list[Path]:
         CareError: the task names a split its folder has no file for (the message lists the splits it has).
     """
     from care.data.errors import DataFormatError
-    from care.data.retrieval import available_splits, split_files
+    from care.data.retrieval import split_files
 
     if task.path is None:
         return []

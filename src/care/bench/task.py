@@ -21,6 +21,10 @@ TASK_SCORES: dict[str, tuple[str, ...]] = {
 }
 STS_ROLES: tuple[str, ...] = ("query", "document")
 TASK_FILE = "task.json"
+#: The data files that make a folder a task of each type (see :func:`care.bench.registry.infer_task`).
+RETRIEVAL_FILES = ("corpus.jsonl", "queries.jsonl", "qrels.tsv")
+RERANK_FILE = "rerank.jsonl"
+STS_FILE = "sts.jsonl"
 
 
 def default_main_score(task_type: str) -> str:

@@ -17,6 +17,7 @@ import numpy as np
 from tqdm import tqdm
 
 from care.data.errors import DataFormatError
+from care.data.fields import require_id
 from care.data.io import iter_jsonl, write_jsonl
 from care.data.retrieval import Document, iter_documents
 from care.encoders.base import Encoder, LexicalRetriever

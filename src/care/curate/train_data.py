@@ -124,7 +124,7 @@ def build_alignment(
     doc_align), via :func:`care.train.alignment.build_alignment_data`; ``extra_queries`` (e.g. corpus
     sentences, :func:`care.train.alignment.document_sentences`) join the query side. Returns rows written."""
     from care.train.alignment import build_alignment_data
-    from care.train.data import DOC_ALIGN, QUERY_ALIGN, iter_training_file
+    from care.data.training import DOC_ALIGN, QUERY_ALIGN, iter_training_file
 
     queries: list[str] = []
     documents: list[str] = []

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from care.config import Config
 from care.errors import CareError
 
 POSITIVE = "positive"
@@ -19,7 +19,7 @@ GRADE_LETTERS = ("S", "A", "B", "C", "D")
 
 
 @dataclass
-class VotingConfig:
+class VotingConfig(Config):
     """Grade mapping for the unanimous rule.
 
     Attributes:
@@ -44,14 +44,6 @@ class VotingConfig:
         missing = set(self.positive_grades) - set(self.scores)
         if missing:
             raise CareError(f"voting: scores missing for positive grades {sorted(missing)}")
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> VotingConfig:
-        return cls(**data)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"positive_grades": list(self.positive_grades), "negative_grades": list(self.negative_grades),
-                "scores": dict(self.scores)}
 
 
 def unanimous_label(grades: Sequence[str], config: VotingConfig) -> tuple[str | None, int]:

@@ -33,9 +33,15 @@ def demo_tasks_root() -> Path:
     return path
 
 
+def demo_task_folders() -> list[Path]:
+    """The installed demo task folders, sorted by name (what ``care bench`` runs without ``--task``)."""
+    root = demo_tasks_root()
+    return sorted(root / name for name in DEMO_TASK_NAMES)
+
+
 def demo_train_file() -> Path:
     """The demo training file (``{"query", "pos", "neg"}`` JSONL, disjoint from the benchmark)."""
     return demo_tasks_root() / TRAIN_FOLDER / TRAIN_FILE
 
 
-__all__ = ["DEMO_TASK_NAMES", "demo_tasks_root", "demo_train_file"]
+__all__ = ["DEMO_TASK_NAMES", "demo_task_folders", "demo_tasks_root", "demo_train_file"]

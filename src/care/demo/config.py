@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
+from care.config import Config
 from care.errors import CareError
 
 DEFAULT_SEED = 2026
 
 
 @dataclass(frozen=True)
-class DemoConfig:
+class DemoConfig(Config):
     """Sizes and probabilities of the generated demo; the defaults produce the shipped files.
 
     Attributes:
@@ -72,15 +72,3 @@ class DemoConfig:
     def stream(self, component: str) -> str:
         """Seed string of one component's random stream (stable across Python runs)."""
         return f"{self.seed}:{component}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> DemoConfig:
-        """Build from a dict; unknown keys are an error naming them."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise CareError(f"unknown demo config keys {unknown}; known keys: {sorted(known)}")
-        return cls(**data)

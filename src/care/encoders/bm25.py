@@ -20,17 +20,16 @@ the corpus vocabulary scores 0, and documents with score 0 are not returned by :
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
+from care.config import Config
 from care.encoders.fingerprint import digest
-from care.encoders.options import config_from_options
 from care.errors import CareError
 
 logger = logging.getLogger(__name__)
@@ -76,7 +75,7 @@ def _char_units(text: str) -> list[list[str]]:
 
 
 @dataclass
-class BM25Config:
+class BM25Config(Config):
     """Settings of a :class:`BM25Retriever`.
 
     Attributes:
@@ -88,21 +87,15 @@ class BM25Config:
         lowercase: lower-case before tokenising.
     """
 
+    PARSE_STRINGS = True  # spec options arrive as text: PATH?max_length=512
+    KEY_NOUN = "option"
+
     tokenizer: TokenizerName = "jieba"
     k1: float = 1.5
     b: float = 0.75
     method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = "lucene"
     stopwords: Literal["default", "none"] = "default"
     lowercase: bool = True
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict of every field."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, source: str = "bm25 config") -> BM25Config:
-        """Inverse of :meth:`to_dict` (string values converted)."""
-        return config_from_options(cls, data, source=source)
 
 
 def tokenize(text: str, config: BM25Config) -> list[str]:

@@ -9,16 +9,15 @@ fingerprint does not depend on it.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
+from care.config import Config
 from care.encoders.fingerprint import digest, file_identity
-from care.encoders.options import config_from_options
 from care.encoders.vectors import empty_embeddings, l2_normalize
 from care.errors import CareError
 
@@ -31,21 +30,15 @@ Variant = Literal["original", "enpt"]
 
 
 @dataclass
-class E5Config:
+class E5Config(Config):
     """Settings of an :class:`E5Encoder` (see its arguments)."""
+
+    PARSE_STRINGS = True  # spec options arrive as text: PATH?max_length=512
+    KEY_NOUN = "option"
 
     threads: int | None = None
     variant: Variant = "original"
     batch_size: int = DEFAULT_BATCH_SIZE
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict of every field."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, source: str = "e5 config") -> E5Config:
-        """Inverse of :meth:`to_dict` (string values converted)."""
-        return config_from_options(cls, data, source=source)
 
 
 class E5Encoder:

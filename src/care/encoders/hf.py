@@ -23,19 +23,18 @@ optionally truncated to a Matryoshka ``dim`` first.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from care.config import Config
 from care.encoders.base import format_instruction
 from care.encoders.fingerprint import digest, folder_identity
-from care.encoders.options import config_from_options
 from care.encoders.vectors import empty_embeddings, truncate_and_normalize
 from care.errors import CareError, DimensionMismatchError
 
@@ -65,7 +64,7 @@ _MODEL_FILE_EXTENSIONS = (".json", ".yaml", ".yml", ".safetensors", ".bin", ".pt
 
 
 @dataclass
-class HFEncoderConfig:
+class HFEncoderConfig(Config):
     """Settings of an :class:`HFEncoder`; round-trips through :meth:`to_dict` / :meth:`from_dict`.
 
     Attributes:
@@ -95,6 +94,9 @@ class HFEncoderConfig:
         trust_remote_code: allow model code shipped with the weights (only for folders you trust).
     """
 
+    PARSE_STRINGS = True  # spec options arrive as text: PATH?max_length=512
+    KEY_NOUN = "option"
+
     model: str
     name: str | None = None
     revision: str | None = None
@@ -111,15 +113,6 @@ class HFEncoderConfig:
     padding_side: PaddingSide | None = None
     batch_size: int = DEFAULT_BATCH_SIZE
     trust_remote_code: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON/YAML-serialisable dict of every field."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, source: str = "hf encoder config") -> HFEncoderConfig:
-        """Inverse of :meth:`to_dict`; string values (from a spec) are converted to the field types."""
-        return config_from_options(cls, data, source=source)
 
 
 @dataclass(frozen=True)
@@ -440,8 +433,8 @@ class HFEncoder:
         if native is not None:
             query_dim = document_dim = int(native)
         else:  # routes may end in different modules: measure each by encoding one short text
-            query_dim = int(self.model.encode_query([PROBE_TEXT], convert_to_numpy=True).shape[1])
-            document_dim = int(self.model.encode_document([PROBE_TEXT], convert_to_numpy=True).shape[1])
+            query_dim = int(self.model.encode_query([PROBE_TEXT], convert_to_numpy=True, show_progress_bar=False).shape[1])
+            document_dim = int(self.model.encode_document([PROBE_TEXT], convert_to_numpy=True, show_progress_bar=False).shape[1])
         target = self.config.dim
         if target is None and query_dim != document_dim:
             raise DimensionMismatchError(

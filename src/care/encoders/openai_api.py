@@ -10,19 +10,18 @@ server's ``Retry-After``). Vectors come back in request order and are L2-normali
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from care.config import Config
 from care.encoders.base import format_instruction
 from care.encoders.fingerprint import digest
 from care.encoders.hf import DEFAULT_INSTRUCTION_TEMPLATE
-from care.encoders.options import config_from_options
 from care.encoders.vectors import empty_embeddings, l2_normalize
 from care.errors import CareError
 
@@ -37,7 +36,7 @@ PROBE_TEXT = "probe"
 
 
 @dataclass
-class OpenAIEncoderConfig:
+class OpenAIEncoderConfig(Config):
     """Settings of an :class:`OpenAIEncoder`.
 
     Attributes:
@@ -54,6 +53,9 @@ class OpenAIEncoderConfig:
         name: display name (default ``openai:<model>``).
     """
 
+    PARSE_STRINGS = True  # spec options arrive as text: PATH?max_length=512
+    KEY_NOUN = "option"
+
     model: str
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
@@ -65,15 +67,6 @@ class OpenAIEncoderConfig:
     query_prefix: str = ""
     document_prefix: str = ""
     name: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict of every field."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, source: str = "openai encoder config") -> OpenAIEncoderConfig:
-        """Inverse of :meth:`to_dict` (string values converted)."""
-        return config_from_options(cls, data, source=source)
 
 
 class OpenAIEncoder:

@@ -11,6 +11,8 @@ Spec grammar (documented with examples in ``docs/encoders.md``)::
     PATH | HUB_ID                 sentence-transformers or Hugging Face model
     asym:QUERY_SPEC|DOC_SPEC      queries through one spec, documents through another
     FILE.yaml | FILE.yml | FILE.json   a spec file with the same fields
+    FOLDER holding care_encoder.yaml   that spec file (e.g. a student from ``care train student``:
+                                  its own query tower, a teacher's documents)
 
 Any non-file spec takes options after ``?`` in URL query syntax, e.g.
 ``/models/bge?pooling=cls&max_length=512`` or ``bm25:char?k1=1.2``; values are percent-decoded
@@ -39,6 +41,8 @@ SPEC_FORMS = (
     "spec file (see docs/encoders.md)"
 )
 SPEC_FILE_SUFFIXES = (".yaml", ".yml", ".json")
+#: A model folder holding this spec file is that spec (relative paths in it are read from the folder).
+SPEC_FILE_IN_FOLDER = "care_encoder.yaml"
 ASYM_PREFIX = "asym:"
 OPENAI_PREFIX = "openai:"
 ONNX_PREFIX = "onnx:"
@@ -119,7 +123,21 @@ def load_model(
     merged = _merge(spec_options, options)
     if base.lower().endswith(SPEC_FILE_SUFFIXES) and Path(base).expanduser().is_file():
         return load_spec_file(base, device=device, batch_size=batch_size, overrides=merged)
+    folder_spec = spec_file_in_folder(base)
+    if folder_spec is not None:
+        return load_spec_file(folder_spec, device=device, batch_size=batch_size, overrides=merged)
     return _build(_kind_of(base), base, merged, runtime, source=spec)
+
+
+def spec_file_in_folder(base: str) -> Path | None:
+    """The :data:`SPEC_FILE_IN_FOLDER` of a local folder ``base``, or ``None``."""
+    path = Path(base).expanduser() / SPEC_FILE_IN_FOLDER
+    return path if path.is_file() else None
+
+
+def read_spec_file(path: str | Path) -> dict[str, Any]:
+    """The fields of a YAML / JSON spec file (a mapping), with an error naming the file otherwise."""
+    return _read_spec_file(Path(path).expanduser())
 
 
 def _kind_of(base: str) -> str:
@@ -175,7 +193,7 @@ def _build(kind: str, base: str, options: dict[str, Any], runtime: Mapping[str, 
         fields = _merge({"model": model, **options}, {"batch_size": runtime.get("batch_size")})
         return OpenAIEncoder(OpenAIEncoderConfig.from_dict(fields, source=source))
     if kind == "onnx":
-        from care.serve.onnx import load_onnx_spec
+        from care.encoders.onnx import load_onnx_spec
 
         fields = _merge(options, {"batch_size": runtime.get("batch_size")})
         return load_onnx_spec(base[len(ONNX_PREFIX) :], fields, source=source)
@@ -231,15 +249,31 @@ def _resolve_relative_model(fields: dict[str, Any], folder: Path) -> dict[str, A
     return fields
 
 
+def sub_spec(value: Any, folder: Path) -> str | dict[str, Any]:
+    """A ``query:`` / ``document:`` entry of a spec file in ``folder``, with relative paths made absolute."""
+    if isinstance(value, str):
+        base, _ = split_options(value)
+        candidate = folder / base
+        return str(folder / value) if not Path(base).is_absolute() and candidate.exists() else value
+    if isinstance(value, dict):
+        return _resolve_relative_model(dict(value), folder)
+    raise CareError(f"{folder}: a query/document entry must be a spec string or a mapping, got {type(value).__name__}")
+
+
+def load_sub_spec(value: Any, folder: Path, *, device: str | None = None, batch_size: int | None = None,
+                  source: str) -> AnyModel:
+    """Load a ``query:`` / ``document:`` entry of a spec file in ``folder`` (see :func:`sub_spec`)."""
+    return _load_sub_spec(value, folder, {"device": device, "batch_size": batch_size}, source=source)
+
+
 def _load_sub_spec(value: Any, folder: Path, runtime: Mapping[str, Any], *, source: str) -> AnyModel:
     """A ``query:`` / ``document:`` entry: a spec string, or a mapping of fields (with optional ``type``)."""
-    if isinstance(value, str):
-        candidate = folder / value
-        spec = str(candidate) if not Path(value).is_absolute() and candidate.exists() else value
-        return load_model(spec, device=runtime.get("device"), batch_size=runtime.get("batch_size"))
-    if isinstance(value, dict):
-        return _build_from_fields(_resolve_relative_model(dict(value), folder), folder, runtime, source=source)
-    raise CareError(f"{source}: expected a spec string or a mapping, got {type(value).__name__}")
+    if not isinstance(value, (str, dict)):
+        raise CareError(f"{source}: expected a spec string or a mapping, got {type(value).__name__}")
+    resolved = sub_spec(value, folder)
+    if isinstance(resolved, str):
+        return load_model(resolved, device=runtime.get("device"), batch_size=runtime.get("batch_size"))
+    return _build_from_fields(resolved, folder, runtime, source=source)
 
 
 def _build_from_fields(fields: dict[str, Any], folder: Path, runtime: Mapping[str, Any], *, source: str) -> AnyModel:

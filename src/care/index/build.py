@@ -199,7 +199,7 @@ def prepare_plan(options: BuildOptions, num_shards: int, encoder: Any | None) ->
     Raises:
         CareError: the folder holds a plan for another model, corpus or shard count.
     """
-    from care.index.sides import model_identity
+    from care.encoders.sides import model_identity
 
     folder = options.output
     corpus_sha = file_sha256(options.corpus) if options.corpus.is_file() else ""
@@ -226,7 +226,7 @@ def prepare_plan(options: BuildOptions, num_shards: int, encoder: Any | None) ->
 
 
 def _load_encoder(options: BuildOptions) -> Any:
-    from care.index.sides import load_side
+    from care.encoders.sides import load_side
 
     return load_side(options.model, "document", device=options.device or default_device(),
                      batch_size=options.batch_size, dtype=options.dtype)

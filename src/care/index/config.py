@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
+from care.config import Config, build
 from care.errors import CareError
 
 #: Supported index types: exact inner product, HNSW graph, IVF with flat lists, IVF with product quantisation.
@@ -29,8 +29,8 @@ DEFAULT_REFINE_K_FACTOR = 4
 
 
 @dataclass(frozen=True)
-class IndexConfig:
-    """How to build a :class:`~care.index.faiss_index.FaissIndex`.
+class IndexConfig(Config):
+    """How to build a :class:`~care.index.faiss_index.FaissIndex` (its fields are the CLI's index options).
 
     Attributes:
         type: one of :data:`INDEX_TYPES`.
@@ -75,32 +75,12 @@ class IndexConfig:
         """True for index types that need a training pass (IVF variants)."""
         return self.type in ("ivf", "ivfpq")
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
     @classmethod
     def from_options(cls, index_type: str, options: dict[str, str]) -> IndexConfig:
-        """From ``--index-type`` and ``--index-option key=value`` strings (numbers converted by field).
+        """From ``--index-type`` and ``--index-option key=value`` strings (text converted by field type).
 
         Raises:
-            CareError: an unknown key, or a value that is not a whole number where one is needed.
+            ConfigError: an unknown option (the valid ones listed), or a value of the wrong type
+                (``nprobe=many``), each naming the option.
         """
-        numeric = {f.name for f in fields(cls) if isinstance(f.default, int)}
-        typed: dict[str, Any] = {}
-        for key, value in options.items():
-            if key in numeric:
-                try:
-                    typed[key] = int(value)
-                except ValueError:
-                    raise CareError(f"--index-option {key}={value}: {key} takes a whole number") from None
-            else:
-                typed[key] = value
-        return cls.from_dict({"type": index_type, **typed})
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> IndexConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise CareError(f"unknown index option(s) {sorted(unknown)}; known: {sorted(known)}")
-        return cls(**data)
+        return build(cls, {"type": index_type, **options}, source="--index-option", strings=True, noun="option")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from care.data.io import write_json
-from care.dataclass_dict import dataclass_from_dict
+from care.config import build
 from care.errors import CareError
 
 MANIFEST_VERSION = 1
@@ -42,7 +42,7 @@ def shard_name(shard: int, num_shards: int) -> str:
 
 
 def _from_dict(cls: type, data: dict[str, Any], source: str) -> Any:
-    return dataclass_from_dict(cls, data, source, hint="the folder is damaged — rebuild it")
+    return build(cls, data, source=source, hint="the folder is damaged — rebuild it")
 
 
 def read_json_file(path: Path, what: str) -> dict[str, Any]:
@@ -64,7 +64,7 @@ class BuildPlan:
 
     Attributes:
         model: the model spec given to ``--model``.
-        model_identity: :func:`care.index.sides.model_identity` of the model.
+        model_identity: :func:`care.encoders.sides.model_identity` of the model.
         encoder_fingerprint: fingerprint of the document encoder (weights + encoding settings).
         corpus: path of the corpus JSONL as given.
         corpus_sha256: sha256 of the corpus file's bytes.

@@ -37,7 +37,7 @@ from sentence_transformers.base.modules import Router
 from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
 from care.data.io import write_json
-from care.dataclass_dict import dataclass_from_dict
+from care.config import build
 from care.errors import CareError, DimensionMismatchError
 from care.models.folders import atomic_dir
 from care.models.instructions import (
@@ -80,7 +80,7 @@ class CareConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = CARE_CONFIG_FILENAME) -> CareConfig:
-        return dataclass_from_dict(cls, data, source)
+        return build(cls, data, source=source)
 
 
 # --------------------------------------------------------------------------------------------- pieces

@@ -13,7 +13,6 @@ be written (no peft needed to load it, no base checkpoint reference), then resto
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from typing import Any
 
 from torch import nn
 
+from care.config import Config
 from care.errors import CareError
 
 logger = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ PEFT_PREFIX = "base_model.model."
 
 
 @dataclass(frozen=True)
-class LoraSettings:
+class LoraSettings(Config):
     """LoRA hyper-parameters (paper: r=32, alpha=64, dropout 0.05, all projections)."""
 
     r: int = 32
@@ -52,18 +52,6 @@ class LoraSettings:
         if not self.target_modules:
             raise CareError("LoRA target_modules is empty; name the linear layers to adapt, e.g. q_proj,v_proj")
 
-    def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["target_modules"] = list(self.target_modules)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LoraSettings:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise CareError(f"unknown LoRA setting(s) {sorted(unknown)}; known: {sorted(known)}")
-        return cls(**data)
 
     def to_peft_config(self):  # -> peft.LoraConfig
         from peft import LoraConfig

@@ -30,7 +30,7 @@ import torch
 from transformers import AutoModel, BertConfig, PretrainedConfig, PreTrainedModel, Qwen3Config, XLMRobertaConfig
 
 from care.data.io import write_json
-from care.dataclass_dict import dataclass_from_dict
+from care.config import build
 from care.errors import CareError
 
 logger = logging.getLogger(__name__)
@@ -130,7 +130,7 @@ def shape_from_dict(data: dict[str, Any]) -> ModelShape:
     cls = {"encoder": EncoderShape, "decoder": DecoderShape}.get(kind)  # type: ignore[arg-type]
     if cls is None:
         raise CareError(f"model shape needs \"kind\": \"encoder\" or \"decoder\", got {kind!r}")
-    return dataclass_from_dict(cls, data, f"{kind} model shape")
+    return build(cls, data, source=f"{kind} model shape")
 
 
 def shape_to_json(shape: ModelShape) -> str:

@@ -15,16 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
-from care.train.config import (
-    MIXED_PRECISION,
-    CheckpointConfig,
-    ConfigError,
-    ConfigFile,
-    _check,
-    apply_overrides,
-    read_config_file,
-)
+from care.config import Config, ConfigError, apply_overrides, read_config_file
+from care.train.config import MIXED_PRECISION, CheckpointConfig, _check
 
 METHODS: tuple[str, ...] = ("retromae", "contrastive")
 POOLING_MODES: tuple[str, ...] = ("cls", "mean")
@@ -140,7 +132,7 @@ class PretrainRuntimeConfig:
 
 
 @dataclass
-class PretrainConfig(ConfigFile):
+class PretrainConfig(Config):
     """One pretraining run; ``output_dir`` receives checkpoints, logs, metrics and ``model/``."""
 
     method: str = "retromae"
@@ -215,8 +207,4 @@ def load_pretrain_config(path: str | Path, overrides: list[str] | tuple[str, ...
         found = data.setdefault("method", method)
         if found != method:
             raise ConfigError(f"{path}: config field 'method' is {found!r} but the command is 'care pretrain {method}'")
-    data = apply_overrides(data, overrides)
-    try:
-        return PretrainConfig.from_dict(data)
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
+    return PretrainConfig.from_dict(apply_overrides(data, overrides), source=str(path))

@@ -109,12 +109,13 @@ def export_onnx(
     check: bool = typer.Option(True, "--check/--no-check", help="Compare ONNX and PyTorch vectors on a few texts."),
 ) -> None:
     """Export the query encoder to ONNX (fp32, optionally int8) and check it against PyTorch."""
-    from care.serve.onnx import FP32_MAX_COSINE_GAP, INT8_MIN_COSINE, OnnxQueryEncoder, cosine_agreement, export_query_encoder
+    from care.encoders.onnx import FP32_MAX_COSINE_GAP, INT8_MIN_COSINE, OnnxQueryEncoder, cosine_agreement
+    from care.models.onnx_export import export_query_encoder
 
     config = export_query_encoder(model, output, quantize=quantize, max_seq_length=max_seq_length)
     typer.echo(f"exported {model} -> {output} ({config.dim}-d)")
     if check:
-        from care.index.sides import load_side
+        from care.encoders.sides import load_side
 
         texts = ["头痛发热三天怎么办", "高血压患者能吃布洛芬吗？", "糖尿病饮食注意事项"]
         reference = load_side(model, "query", device="cpu", dtype="float32").encode_queries(texts)

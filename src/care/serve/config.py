@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from care.dataclass_dict import check_field_types
+from care.config import Config, check_field_types
 from care.errors import CareError
 
 DEFAULT_HOST = "127.0.0.1"
@@ -21,7 +21,7 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
-class ServeConfig:
+class ServeConfig(Config):
     """Limits and tuning of the search service.
 
     Attributes:
@@ -62,9 +62,6 @@ class ServeConfig:
             raise CareError(f"serve option max_wait_ms must be >= 0, got {self.max_wait_ms}")
         if self.default_k > self.max_k:
             raise CareError(f"default_k ({self.default_k}) is larger than max_k ({self.max_k})")
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "serve config") -> ServeConfig:

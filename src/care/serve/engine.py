@@ -41,7 +41,7 @@ class EncodedHits:
 def encode_raw_queries(encoder: Encoder, texts: list[str]) -> np.ndarray:
     """Embed query texts exactly as given (no stored query prompt); falls back to the encoder's own convention."""
     from care.encoders.hf import HFEncoder
-    from care.serve.onnx import OnnxQueryEncoder
+    from care.encoders.onnx import OnnxQueryEncoder
 
     if isinstance(encoder, OnnxQueryEncoder):
         return encoder.encode_queries(texts, prompt="")
@@ -152,14 +152,14 @@ def load_engine(
     Raises:
         CareError: anything that would make the first query fail.
     """
-    from care.index.sides import load_side, model_identity
+    from care.encoders.sides import load_side, model_identity
 
     started = time.perf_counter()
     config = config or ServeConfig()
     bundle = open_index_folder(index_dir)
     spec = model or bundle.manifest.model
     if onnx_dir is not None:
-        from care.serve.onnx import OnnxQueryEncoder
+        from care.encoders.onnx import OnnxQueryEncoder
 
         query_encoder: Encoder = OnnxQueryEncoder(onnx_dir, int8=int8, threads=onnx_threads)
         identity_source = query_encoder.config.source  # type: ignore[attr-defined]

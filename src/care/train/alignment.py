@@ -1,7 +1,7 @@
 """Stage I alignment data: every text is its own positive, with a similar *other* text as negative.
 
 The paper aligns the query encoder to the frozen document encoder on two kinds of rows, written in
-the training JSONL format of :mod:`care.train.data`:
+the training JSONL format of :mod:`care.data.training`:
 
 - query side ``(q, q, q⁻)``: ``{"query": q, "pos": [q], "neg": [q⁻], "type": "query_align"}``
 - document side ``(d, d, d⁻)``: ``{"query": d, "pos": [d], "neg": [d⁻], "type": "doc_align"}``
@@ -31,7 +31,7 @@ import numpy as np
 
 from care.data.io import write_jsonl
 from care.encoders.base import Encoder, LexicalRetriever
-from care.train.data import DOC_ALIGN, QUERY_ALIGN, iter_training_file
+from care.data.training import DOC_ALIGN, QUERY_ALIGN, iter_training_file
 
 logger = logging.getLogger(__name__)
 

@@ -29,10 +29,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from care.config import Config, ConfigError, apply_overrides, read_config_file
 from care.errors import CareError
-from care.train.config import ConfigError, TrainConfig, apply_overrides
+from care.train.config import TrainConfig
 from care.train.trainer import TrainResult, read_result, train
 
 logger = logging.getLogger(__name__)
@@ -88,6 +87,15 @@ _INIT_DOCUMENT_DEFAULTS = ["loss.temperature=0.02", "data.n_negatives=7", "model
 
 
 @dataclass
+class PruneSettings(Config):
+    """The prune step (``prune.yaml`` / ``prune:key=value``): keep ``layers`` of the document tower."""
+
+    layers: int = DEFAULT_PRUNE_LAYERS
+    keep: str = "first"
+    trust_remote_code: bool = False
+
+
+@dataclass
 class BaselinePaths:
     """Inputs of a baseline run.
 
@@ -137,26 +145,24 @@ def baseline_steps(name: str) -> tuple[Step, ...]:
 
 def _split_overrides(step: Step, overrides: Sequence[str]) -> list[str]:
     """Overrides for ``step``: the unprefixed ones (training steps only), then ``<step>:key=value`` ones."""
-    def target(o: str) -> str | None:
-        key = o.split("=", 1)[0]
-        return key.split(":", 1)[0] if ":" in key else None
+    from care.train.recipe import override_stage
 
-    common = [o for o in overrides if target(o) is None] if step.stage != PRUNE_STEP else []
-    return common + [o.split(":", 1)[1] for o in overrides if target(o) == step.name]
+    common = [o for o in overrides if override_stage(o) is None] if step.stage != PRUNE_STEP else []
+    return common + [o.split(":", 1)[1] for o in overrides if override_stage(o) == step.name]
 
 
 def _step_data(name: str, step: Step, config_dir: str | Path | None) -> dict[str, Any]:
     path = Path(config_dir) / f"{step.name}.yaml" if config_dir is not None else None
     if path is not None and path.is_file():
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = read_config_file(path)
         if step.stage != PRUNE_STEP and data.get("stage", step.stage) != step.stage:
             raise ConfigError(f"{path}: stage {data.get('stage')!r} does not match step {step.name!r} of "
                               f"{name} (expected {step.stage!r})")
         return data
     if step.stage == PRUNE_STEP:
-        return {"layers": DEFAULT_PRUNE_LAYERS, "keep": "first"}
+        return PruneSettings().to_dict()
     defaults = _INIT_DOCUMENT_DEFAULTS if step.stage == "init_document" else _DEFAULTS[name].get(step.name, [])
-    return apply_overrides(TrainConfig(stage=step.stage).to_dict(), defaults)
+    return TrainConfig.for_stage(step.stage, defaults).to_dict()
 
 
 def _record_settings(out: Path, name: str, paths: BaselinePaths, overrides: Sequence[str]) -> None:
@@ -225,14 +231,9 @@ def _prune_step(target: Path, source: str, data: dict[str, Any]) -> str:
     """Prune ``source`` into ``target/model`` unless that folder already exists (it is written atomically)."""
     from care.models.prune import prune_layers
 
-    unknown = sorted(set(data) - {"layers", "keep", "trust_remote_code"})
-    if unknown:
-        raise ConfigError(f"prune step: unknown field {unknown[0]!r} (known: layers, keep, trust_remote_code)")
-    layers = data.get("layers")
-    if not isinstance(layers, int) or isinstance(layers, bool):
-        raise ConfigError(f"prune step: 'layers' must be an integer, got {layers!r}")
+    prune = PruneSettings.from_dict(data, source="prune step")
     folder = target / PRUNED_DIRNAME
-    settings = {"source": str(source), "layers": layers, "keep": data.get("keep", "first")}
+    settings = {"source": str(source), "layers": prune.layers, "keep": prune.keep}
     record = target / PRUNE_SETTINGS_FILE
     if (folder / "config.json").is_file() and record.is_file():
         before = json.loads(record.read_text(encoding="utf-8"))
@@ -243,8 +244,7 @@ def _prune_step(target: Path, source: str, data: dict[str, Any]) -> str:
         return str(folder)
     from care.data.io import write_json
 
-    path = prune_layers(source, layers, folder, keep=settings["keep"],
-                        trust_remote_code=bool(data.get("trust_remote_code", False)))
+    path = prune_layers(source, prune.layers, folder, keep=prune.keep, trust_remote_code=prune.trust_remote_code)
     write_json(record, settings)
     return str(path)
 

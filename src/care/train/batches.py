@@ -16,7 +16,8 @@ import torch
 from torch.utils.data import DataLoader
 
 from care.encoders.base import format_instruction
-from care.train.data import DOC_ALIGN, KindGroupedBatchSampler, TrainingBatch, TrainingGroupDataset, collate_groups
+from care.data.training import DOC_ALIGN
+from care.train.data import KindGroupedBatchSampler, TrainingBatch, TrainingGroupDataset, collate_groups
 
 #: Rows whose query side is a document text: never given the retrieval instruction.
 UNINSTRUCTED_TYPES: frozenset[str] = frozenset({DOC_ALIGN})

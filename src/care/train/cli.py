@@ -4,6 +4,8 @@
     care train recipe --query-model Q --document-model D --train FILE --output DIR \\
         [--config-dir configs/care_tiny] [--alignment FILE] [--set stage2:optim.lr=5e-5 ...] [--skip-stage1 ...]
     care train baseline kale --document-model D --train FILE --output DIR [--config-dir configs/baselines/kale]
+    care train student --config configs/student/e5.yaml --train FILE --corpus corpus.jsonl --output DIR \
+        [--set stage1.epochs=2 ...] [--symmetric]
 
 Multi-GPU: launch the same command with ``torchrun --nproc_per_node N -m care.cli train ...`` or
 ``accelerate launch -m care.cli train ...`` (see docs/training.md).
@@ -102,6 +104,31 @@ def baseline_command(
     if result.pruned_model:
         typer.echo(f"pruned query init: {result.pruned_model}")
     typer.echo(f"{name}: evaluate {result.model}")
+
+
+@train_app.command("student")
+def student_command(
+    config: Path = typer.Option(None, "--config", "-c", help="Student recipe (YAML/JSON, e.g. configs/student/e5.yaml); "
+                                                         "default: the measured e5 recipe."),
+    train_file: str = typer.Option(..., "--train", help="Training JSONL {query, pos, neg?}."),
+    output: str = typer.Option(..., "--output", "-o", help="Output folder; the product is OUTPUT/model."),
+    corpus: str = typer.Option(None, "--corpus", help="corpus.jsonl whose documents give Stage I's sentences."),
+    teacher_cache: str = typer.Option(None, "--teacher-cache", help="Folder of the teacher's cached vectors."),
+    set_: list[str] = typer.Option([], "--set", help="Override a recipe field: KEY=VALUE (repeatable), e.g. teacher=e5."),
+    symmetric: bool = typer.Option(False, "--symmetric", help="Also train the symmetric baseline (the same cut, both sides)."),
+) -> None:
+    """Train a small query encoder against a frozen document encoder: the cut, Stage I, the query-side fine-tune."""
+    from care.train.student import StudentConfig, StudentPaths, load_student_config, train_student, train_symmetric_baseline
+
+    recipe = load_student_config(config, set_) if config is not None else StudentConfig().with_overrides(set_)
+    paths = StudentPaths(train_file, output, corpus, teacher_cache)
+    result = train_student(recipe, paths)
+    for stage in result.stages.values():
+        _print_result(stage)
+    typer.echo(f"student (queries) + {recipe.teacher} (documents): {result.model}")
+    if symmetric:
+        typer.echo(f"symmetric baseline: {train_symmetric_baseline(recipe, paths).model}")
+    typer.echo(f"next: care bench --model {result.model}; care index build --model {result.model} ...; care serve")
 
 
 def _print_result(result) -> None:

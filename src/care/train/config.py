@@ -5,50 +5,24 @@ with errors that name the offending field (``optim.lr: must be > 0, got -1``), a
 command-line overrides in dotted form (``--set optim.lr=2e-5``). The shipped recipes live in
 ``configs/care_tiny`` (tiny models, CPU, minutes) and ``configs/care_paper`` (the paper's setup).
 
-Stages (``TrainConfig.stage``):
-
-- ``init_query``: symmetric InfoNCE fine-tune of the query encoder alone (queries and documents
-  both go through E_q).
-- ``init_document``: LoRA + Matryoshka (MRL) InfoNCE fine-tune of the document encoder alone.
-- ``stage1``: query alignment. The document encoder (or any frozen care ``Encoder``) is the
-  teacher; its embeddings are computed once and cached, and only E_q learns
-  ``λ1·AsymInfoNCE(E_q(x), E_d(x), E_d(x⁻)) + λ2·MSE(E_q(x), E_d(x))``.
-- ``stage1_sft``: optional supervised fine-tune of the query side alone against the frozen
-  teacher's cached document embeddings (InfoNCE of E_q(query) vs teacher(pos + hard negs)).
-- ``stage2``: joint fine-tuning of both encoders with Asym-InfoNCE, hard + in-batch (+ cross-device)
-  negatives.
-- Paper baselines (:mod:`care.train.baselines`, frozen cached teacher like Stage I):
-  ``kale_align`` (KL between the student's and the teacher's in-batch score distributions),
-  ``embed_distill`` (Wang & Lyu: MSE between the student's and the teacher's vector of the query),
-  ``score_distill`` (symmetric student: λ_distill·KL on the teacher's scores + λ1·InfoNCE).
+The stages (``TrainConfig.stage``), their towers, losses and defaults are declared in
+:mod:`care.train.stage_declarations`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import typing
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import yaml
+from care.config import Config, ConfigError, apply_overrides, read_config_file
+from care.train.stage_declarations import STAGES, stage_declaration
 
-from care.errors import CareError
-
-#: Stages of the paper's efficient-retrieval baselines (see care.train.baselines).
-BASELINE_STAGES: tuple[str, ...] = ("kale_align", "embed_distill", "score_distill")
-STAGES: tuple[str, ...] = ("init_query", "init_document", "stage1", "stage1_sft", "stage2", *BASELINE_STAGES)
-#: Stages whose document side is a frozen teacher (embeddings cached once, never trained).
-TEACHER_STAGES: tuple[str, ...] = ("stage1", "stage1_sft", *BASELINE_STAGES)
 MIXED_PRECISION: tuple[str, ...] = ("no", "bf16", "fp16")
 TEACHER_KINDS: tuple[str, ...] = ("document", "encoder", "factory")
+__all__ = ["ConfigError", "TrainConfig", "apply_overrides", "load_config", "read_config_file"]
 #: Poolings of a document tower built from a plain checkpoint (decoder LLM: lasttoken; BERT-style: mean / cls).
 DOCUMENT_POOLING: tuple[str, ...] = ("lasttoken", "mean", "cls")
-
-
-class ConfigError(CareError):
-    """A configuration value that cannot be used; the message names the field."""
 
 
 @dataclass
@@ -218,58 +192,8 @@ class RuntimeConfig:
     deterministic: bool = False
 
 
-class ConfigFile:
-    """Conversions shared by the top-level config dataclasses (a stage, a pretraining run).
-
-    Subclasses are dataclasses built by ``_from_dict`` and define ``validate()``.
-    """
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain nested dict (JSON/YAML-ready)."""
-        return dataclasses.asdict(self)  # type: ignore[call-overload]
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]):
-        """Build and validate from a nested dict; unknown keys raise :class:`ConfigError` naming them."""
-        config = _from_dict(cls, data, prefix="")
-        config.validate()
-        return config
-
-    def validate(self) -> None:  # pragma: no cover - overridden
-        """Raise :class:`ConfigError` naming the first bad field."""
-
-    def to_yaml(self) -> str:
-        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
-
-    def save(self, path: str | Path) -> None:
-        """Write atomically as YAML (``.yaml``/``.yml``) or JSON (anything else)."""
-        from care.data.io import atomic_write
-
-        path = Path(path)
-        text = self.to_yaml() if path.suffix in (".yaml", ".yml") else self.to_json() + "\n"
-        with atomic_write(path) as fh:
-            fh.write(text)
-
-
-def read_config_file(path: str | Path, what: str = "config file") -> dict[str, Any]:
-    """The mapping in a YAML / JSON file; :class:`ConfigError` for a missing file, bad syntax or a non-mapping."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{what} not found: {path}")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML/JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level")
-    return data
-
-
 @dataclass
-class TrainConfig(ConfigFile):
+class TrainConfig(Config):
     """One training stage. ``output_dir`` receives checkpoints, logs, metrics and the trained model(s)."""
 
     stage: str = "stage2"
@@ -282,16 +206,24 @@ class TrainConfig(ConfigFile):
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
 
+    @classmethod
+    def for_stage(cls, stage: str, overrides: Sequence[str] = ()) -> TrainConfig:
+        """The built-in defaults of ``stage`` (its declared hyperparameters), then ``overrides``; not yet
+        validated (model paths and data files are the caller's to fill in)."""
+        if stage not in STAGES:
+            raise ConfigError(f"config field 'stage': must be one of {', '.join(STAGES)}, got {stage!r}")
+        declared = [f"{k}={v}" for k, v in stage_declaration(stage).defaults.items()]
+        return build_unvalidated(apply_overrides(cls(stage=stage).to_dict(), [*declared, *overrides]))
+
     # ---------------------------------------------------------------- validation
     def validate(self) -> None:
         """Raise :class:`ConfigError` naming the first bad field."""
         _check(self.stage in STAGES, "stage", f"must be one of {', '.join(STAGES)}, got {self.stage!r}")
         _check(bool(self.output_dir), "output_dir", "must be a folder path")
         m, d, o, lo, c, r = self.model, self.data, self.optim, self.loss, self.checkpoint, self.runtime
-        needs_query = self.stage in ("init_query", "stage1", "stage1_sft", "stage2", *BASELINE_STAGES)
-        needs_doc = self.stage in ("init_document", "stage2") or (
-            self.stage in TEACHER_STAGES and m.teacher.kind == "document"
-        )
+        declared = stage_declaration(self.stage)
+        needs_query = declared.trains_query_tower
+        needs_doc = declared.trains_document_tower or (declared.uses_teacher and m.teacher.kind == "document")
         _check(not needs_query or bool(m.query_model), "model.query_model", f"required by stage {self.stage}")
         _check(not needs_doc or bool(m.document_model), "model.document_model", f"required by stage {self.stage}")
         _check(m.query_max_seq_length > 0, "model.query_max_seq_length", "must be > 0")
@@ -330,14 +262,11 @@ class TrainConfig(ConfigFile):
         _check(lo.temperature > 0, "loss.temperature", f"must be > 0, got {lo.temperature}")
         _check(lo.lambda_contrastive >= 0, "loss.lambda_contrastive", "must be >= 0")
         _check(lo.lambda_mse >= 0, "loss.lambda_mse", "must be >= 0")
-        if self.stage not in BASELINE_STAGES:
-            _check(lo.lambda_contrastive + lo.lambda_mse > 0, "loss.lambda_contrastive", "λ1 and λ2 cannot both be 0")
         _check(lo.teacher_temperature is None or lo.teacher_temperature > 0, "loss.teacher_temperature",
                "must be > 0 or null")
         _check(lo.lambda_distill >= 0, "loss.lambda_distill", "must be >= 0")
-        if self.stage == "score_distill":
-            _check(lo.lambda_distill + lo.lambda_contrastive > 0, "loss.lambda_distill",
-                   "λ_distill and λ_contrastive cannot both be 0")
+        for check in declared.loss_checks:
+            _check(check.ok(lo), check.field, check.problem)
         _check(lo.duplicate_threshold is None or -1 <= lo.duplicate_threshold <= 1, "loss.duplicate_threshold",
                "must be a cosine in [-1, 1] or null")
         if lo.matryoshka_dims is not None:
@@ -356,93 +285,17 @@ def _check(ok: bool, name: str, problem: str) -> None:
         raise ConfigError(f"config field '{name}': {problem}")
 
 
-def _from_dict(cls: type, data: Any, prefix: str) -> Any:
-    if not isinstance(data, dict):
-        raise ConfigError(f"config field '{prefix.rstrip('.') or '<root>'}': expected a mapping, got {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ConfigError(
-            f"config field '{prefix}{unknown[0]}': unknown field (known: {', '.join(sorted(names))})"
-        )
-    kwargs = {}
-    for key, value in data.items():
-        kwargs[key] = _coerce(hints[key], value, prefix + key)
-    return cls(**kwargs)
+def build_unvalidated(data: dict) -> TrainConfig:
+    """A typed :class:`TrainConfig` from a dict without the cross-field checks (a stage being assembled)."""
+    from care.config import build
+
+    return build(TrainConfig, data)
 
 
-def _coerce(hint: Any, value: Any, name: str) -> Any:
-    """Convert a YAML/JSON value to the annotated type, or raise naming the field."""
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
-        if value is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        return _coerce(inner[0], value, name)
-    if dataclasses.is_dataclass(hint):
-        return _from_dict(hint, value, name + ".")
-    if origin is list:
-        if not isinstance(value, list):
-            raise ConfigError(f"config field '{name}': expected a list, got {type(value).__name__}")
-        return [_coerce(args[0], v, f"{name}[{i}]") for i, v in enumerate(value)]
-    if hint is bool:
-        if isinstance(value, bool):
-            return value
-        raise ConfigError(f"config field '{name}': expected true/false, got {value!r}")
-    if hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise ConfigError(f"config field '{name}': expected an integer, got {value!r}")
-    if hint is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):  # YAML reads "1e-4" as a string
-            try:
-                return float(value)
-            except ValueError:
-                pass
-        raise ConfigError(f"config field '{name}': expected a number, got {value!r}")
-    if hint is str:
-        if isinstance(value, str):
-            return value
-        raise ConfigError(f"config field '{name}': expected a string, got {value!r}")
-    return value
-
-
-def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> TrainConfig:
-    """Read a YAML or JSON config, apply ``key.sub=value`` overrides, validate.
+def load_config(path: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
+    """Read a YAML or JSON stage config, apply ``key.sub=value`` overrides, validate; errors name the file.
 
     Relative paths inside the file stay relative to the current working directory (run from the
     repository root, as the docs show).
     """
-    data = apply_overrides(read_config_file(path), overrides)
-    try:
-        return TrainConfig.from_dict(data)
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-
-
-def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
-    """Return a copy of ``data`` with each ``"a.b.c=value"`` applied (value parsed as YAML: ``2e-5``, ``null``, ``[1,2]``)."""
-    import copy
-
-    data = copy.deepcopy(data)
-    for item in overrides:
-        if "=" not in item:
-            raise ConfigError(f"override {item!r}: expected KEY=VALUE, e.g. optim.lr=2e-5")
-        key, raw = item.split("=", 1)
-        parts = key.strip().split(".")
-        value = yaml.safe_load(raw) if raw.strip() else ""
-        node = data
-        for part in parts[:-1]:
-            child = node.get(part)
-            if child is None:
-                child = {}
-                node[part] = child
-            if not isinstance(child, dict):
-                raise ConfigError(f"override {item!r}: '{part}' is not a section")
-            node = child
-        node[parts[-1]] = value
-    return data
+    return TrainConfig.load(path, overrides)

@@ -24,12 +24,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from care.config import Config, ConfigError, apply_overrides, read_config_file
 from care.errors import CareError
-from care.train.config import ConfigError, TrainConfig, apply_overrides
+from care.train.config import TrainConfig
 from care.train.trainer import TrainResult, read_result, train
 
 logger = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ STAGE1_DATA: tuple[str, ...] = ("alignment", "finetune")
 
 
 @dataclass
-class RecipeConfig:
+class RecipeConfig(Config):
     """Ablation switches of the recipe (all off = the paper's full CARE recipe).
 
     Attributes:
@@ -76,20 +77,21 @@ class RecipeConfig:
     mine_negatives: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
         if self.mine_negatives is not None:
+            from care.config import build
             from care.train.negatives import MiningConfig
 
-            try:
-                MiningConfig(**self.mine_negatives)
-            except TypeError as exc:
-                raise ConfigError(f"recipe field 'mine_negatives': {exc}") from None
+            build(MiningConfig, self.mine_negatives, source="recipe field 'mine_negatives'")
         for name in ("skip_query_init", "skip_document_init", "skip_stage1", "skip_stage2"):
             if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"recipe field '{name}': expected true/false, got {getattr(self, name)!r}")
+                raise ConfigError(f"config field '{name}': expected true/false, got {getattr(self, name)!r}")
         if not isinstance(self.overrides, list) or not all(isinstance(o, str) and "=" in o for o in self.overrides):
-            raise ConfigError(f"recipe field 'overrides': expected a list of KEY=VALUE strings, got {self.overrides!r}")
+            raise ConfigError(f"config field 'overrides': expected a list of KEY=VALUE strings, got {self.overrides!r}")
         if self.stage1_data not in STAGE1_DATA:
-            raise ConfigError(f"recipe field 'stage1_data': must be one of {', '.join(STAGE1_DATA)}, "
+            raise ConfigError(f"config field 'stage1_data': must be one of {', '.join(STAGE1_DATA)}, "
                               f"got {self.stage1_data!r}")
 
     def skipped(self) -> set[str]:
@@ -98,27 +100,11 @@ class RecipeConfig:
                  "stage1": self.skip_stage1, "stage2": self.skip_stage2}
         return {stage for stage, off in flags.items() if off}
 
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any], source: str = "recipe config") -> RecipeConfig:
-        """Build from a dict; unknown fields raise naming ``source`` and the known ones."""
-        from care.dataclass_dict import dataclass_from_dict
-
-        if not isinstance(data, dict):
-            raise ConfigError(f"{source}: expected a mapping of recipe switches, got {type(data).__name__}")
-        try:
-            return dataclass_from_dict(cls, data, source)
-        except ConfigError as exc:
-            raise ConfigError(f"{source}: {exc}") from None
 
 
 def load_recipe_config(path: str | Path) -> RecipeConfig:
     """Read a :class:`RecipeConfig` from YAML/JSON (e.g. ``configs/ablations/no_stage1.yaml``)."""
-    from care.train.config import read_config_file
-
-    return RecipeConfig.from_dict(read_config_file(path, "recipe config"), str(path))
+    return RecipeConfig.from_dict(read_config_file(path, "recipe config"), source=str(path))
 
 
 @dataclass
@@ -147,32 +133,20 @@ def _stage_config(stage: str, config_dir: str | Path | None, overrides: Sequence
     Overrides apply to every stage; prefix one with ``<stage>:`` to target a single stage
     (``stage2:optim.lr=5e-5``).
     """
-    import yaml
-
     mine = [o.split(":", 1)[1] for o in overrides if override_stage(o) == stage]
     common = [o for o in overrides if override_stage(o) is None]
     path = Path(config_dir) / f"{stage}.yaml" if config_dir is not None else None
-    if path is not None and path.is_file():
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    else:
-        data = apply_overrides(TrainConfig(stage=stage).to_dict(), _DEFAULTS[stage])
+    source = str(path) if path is not None and path.is_file() else None
+    # the stage's file, or its declared defaults (care.train.stage_declarations)
+    data = read_config_file(path) if source else TrainConfig.for_stage(stage).to_dict()
     data = apply_overrides(data, [f"{k}={_yaml_value(v)}" for k, v in wiring.items()])
-    return TrainConfig.from_dict(apply_overrides(data, [*common, *mine]))
+    return TrainConfig.from_dict(apply_overrides(data, [*common, *mine]), source=source)
 
 
 def _yaml_value(value: object) -> str:
     import json
 
     return "null" if value is None else json.dumps(str(value), ensure_ascii=False)
-
-
-#: Paper hyperparameters per stage when no config folder is given.
-_DEFAULTS: dict[str, list[str]] = {
-    "init_query": ["loss.temperature=0.02"],
-    "init_document": ["loss.temperature=0.02"],
-    "stage1": ["loss.temperature=0.1", "data.n_negatives=1", "loss.lambda_contrastive=1", "loss.lambda_mse=1"],
-    "stage2": ["loss.temperature=0.02", "data.n_negatives=7"],
-}
 
 
 def record_run_settings(path: Path, settings: dict[str, Any], what: str, fix: str) -> None:

@@ -1,33 +1,7 @@
-"""What each training stage encodes with which tower, and which loss it optimises.
+"""A training stage at run time: which tower encodes each batch field, the loss, the teacher's texts.
 
-A batch has three fields (see :mod:`care.train.batches`): ``query`` (``B`` texts), ``positive``
-(``B``) and ``negative`` (``B·k``, query-major). A :class:`StageSpec` maps each field to a tower —
-``"query"`` (E_q), ``"document"`` (E_d), or ``"teacher"`` (frozen, cached E_d / any Encoder) — and
-builds the loss from :mod:`care.train.losses`:
-
-============  =================  ==================  ================================================
-stage         query field        positive/negative   loss
-============  =================  ==================  ================================================
-init_query    E_q                E_q                 InfoNCE (symmetric), τ = loss.temperature
-init_document E_d                E_d                 MatryoshkaLoss(InfoNCE, loss.matryoshka_dims)
-stage1        E_q                teacher (frozen)    λ1·Asym-InfoNCE + λ2·MSE  (StageOneLoss, τ≈0.1)
-stage1_sft    E_q                teacher (frozen)    Asym-InfoNCE of E_q(q) vs teacher(d⁺, d⁻)
-stage2        E_q                E_d                 Asym-InfoNCE, hard + in-batch (+ cross-device)
-============  =================  ==================  ================================================
-
-The paper's efficient-retrieval baselines (:mod:`care.train.baselines`) add *teacher fields*: the
-texts of a batch field embedded again by the frozen, cached teacher (``teacher_query`` = the query
-text as the student sees it, ``teacher_positive``, ``teacher_negative``):
-
-=============  ===========  ==========================  =============================================
-stage          student E_s  teacher fields              loss
-=============  ===========  ==========================  =============================================
-kale_align     query        query, positive, negative   KL(softmax(T(q)·T(C)/τ_t) ‖ softmax(E_s(q)·T(C)/τ_s))
-embed_distill  query        query                       ‖E_s(q) − T(q)‖² (Wang & Lyu)
-score_distill  q, pos, neg  query, positive, negative   λ_distill·KL(teacher ‖ student scores) + λ1·InfoNCE
-=============  ===========  ==========================  =============================================
-
-(``C`` = in-batch positives + hard negatives; ``T`` = the frozen teacher.)
+Each stage's routing and loss are declared in :mod:`care.train.stage_declarations`;
+:func:`build_stage` turns a declaration and a config's loss settings into a :class:`StageSpec`.
 
 The teacher embeds a query *as a query, by its own convention*: a CARE document tower
 (:class:`~care.train.teacher.TowerEncoder`, a symmetric LLM embedder) sees exactly the text the student
@@ -47,33 +21,18 @@ import numpy as np
 import torch
 from torch import nn
 
-from care.train.config import TEACHER_STAGES, TrainConfig
+from care.train.config import TrainConfig
+from care.train.stage_declarations import (
+    DOCUMENT_TOWER,
+    FIELDS,
+    QUERY_TOWER,
+    TEACHER,
+    TEACHER_FIELD_SOURCES,
+    stage_declaration,
+)
 
-FIELDS: tuple[str, ...] = ("query", "positive", "negative")
-QUERY_TOWER, DOCUMENT_TOWER, TEACHER = "query", "document", "teacher"
-#: Teacher fields of the baseline stages: the same texts as the batch field, embedded by the teacher.
-TEACHER_FIELD_SOURCES: dict[str, str] = {"teacher_query": "query", "teacher_positive": "positive",
-                                         "teacher_negative": "negative"}
-_KL_ARGS = ("query", "positive", "negative", "teacher_query", "teacher_positive", "teacher_negative")
-
-_FIELD_TOWERS: dict[str, dict[str, str]] = {
-    "init_query": {"query": QUERY_TOWER, "positive": QUERY_TOWER, "negative": QUERY_TOWER},
-    "init_document": {"query": DOCUMENT_TOWER, "positive": DOCUMENT_TOWER, "negative": DOCUMENT_TOWER},
-    "stage1": {"query": QUERY_TOWER, "positive": TEACHER, "negative": TEACHER},
-    "stage1_sft": {"query": QUERY_TOWER, "positive": TEACHER, "negative": TEACHER},
-    "stage2": {"query": QUERY_TOWER, "positive": DOCUMENT_TOWER, "negative": DOCUMENT_TOWER},
-    "kale_align": {"query": QUERY_TOWER, "positive": TEACHER, "negative": TEACHER, "teacher_query": TEACHER},
-    "embed_distill": {"query": QUERY_TOWER, "teacher_query": TEACHER},
-    "score_distill": {"query": QUERY_TOWER, "positive": QUERY_TOWER, "negative": QUERY_TOWER,
-                      "teacher_query": TEACHER, "teacher_positive": TEACHER, "teacher_negative": TEACHER},
-}
-#: Fields passed positionally to each stage's loss (default :data:`FIELDS`). In ``kale_align`` the
-#: student's candidates are the teacher's: ``positive``/``negative`` are passed twice.
-_LOSS_ARGS: dict[str, tuple[str, ...]] = {
-    "kale_align": ("query", "positive", "negative", "teacher_query", "positive", "negative"),
-    "embed_distill": ("query", "teacher_query"),
-    "score_distill": _KL_ARGS,
-}
+__all__ = ["DOCUMENT_TOWER", "FIELDS", "QUERY_TOWER", "TEACHER", "QueryAwareTeacher", "StageSpec", "build_stage",
+           "parse_teacher_query_key", "source_field", "teacher_query_key"]
 
 
 def source_field(name: str) -> str:
@@ -166,7 +125,7 @@ class StageSpec:
     """One stage: field → tower routing plus the loss.
 
     Attributes:
-        name: stage name (see :data:`care.train.config.STAGES`).
+        name: stage name (see :data:`care.train.stage_declarations.STAGES`).
         field_towers: ``{field: "query" | "document" | "teacher"}``.
         loss: ``nn.Module`` called with the embeddings of ``loss_args`` in order (by default
             ``loss(query [B,d], positive [B,d], negatives [B,k,d] | None)``; any field whose source is
@@ -208,7 +167,7 @@ class StageSpec:
         row), with query-side rows' texts as query keys when :attr:`query_side_as_queries`."""
         if not self.query_side_as_queries:
             return texts
-        from care.train.data import QUERY_ALIGN
+        from care.data.training import QUERY_ALIGN
 
         per_row = max(len(texts) // max(len(types), 1), 1)
         return [teacher_query_key(t, prompts[i // per_row], types[i // per_row]) if types[i // per_row] == QUERY_ALIGN
@@ -275,42 +234,8 @@ class StageSpec:
 
 
 def build_stage(config: TrainConfig) -> StageSpec:
-    """The :class:`StageSpec` of ``config.stage`` with its loss built from ``config.loss``."""
-    from care.train.losses import (
-        AsymInfoNCELoss,
-        CandidateKLLoss,
-        EmbeddingMSELoss,
-        InBatchScoreDistillLoss,
-        InfoNCELoss,
-        MatryoshkaLoss,
-        StageOneLoss,
-    )
-
-    lc = config.loss
-    stage = config.stage
-    if stage == "init_query":
-        loss: nn.Module = InfoNCELoss(lc.temperature, gather_across_devices=lc.gather_across_devices,
-                                      duplicate_threshold=lc.duplicate_threshold)
-    elif stage == "init_document":
-        loss = InfoNCELoss(lc.temperature, gather_across_devices=lc.gather_across_devices,
-                           duplicate_threshold=lc.duplicate_threshold)
-        if lc.matryoshka_dims:
-            loss = MatryoshkaLoss(loss, lc.matryoshka_dims)
-    elif stage == "stage1":
-        loss = StageOneLoss(lc.temperature, lc.lambda_contrastive, lc.lambda_mse,
-                            gather_across_devices=lc.gather_across_devices)
-    elif stage == "kale_align":
-        loss = CandidateKLLoss(lc.temperature, lc.teacher_temperature, gather_across_devices=lc.gather_across_devices)
-    elif stage == "embed_distill":
-        loss = EmbeddingMSELoss()
-    elif stage == "score_distill":
-        loss = InBatchScoreDistillLoss(lc.temperature, lc.teacher_temperature, lambda_kl=lc.lambda_distill,
-                                       lambda_nce=lc.lambda_contrastive,
-                                       gather_across_devices=lc.gather_across_devices)
-    else:  # stage1_sft, stage2
-        loss = AsymInfoNCELoss(lc.temperature, gather_across_devices=lc.gather_across_devices,
-                               duplicate_threshold=lc.duplicate_threshold)
-    spec = StageSpec(stage, dict(_FIELD_TOWERS[stage]), loss, _LOSS_ARGS.get(stage, FIELDS),
-                     query_side_as_queries=stage == "stage1" and config.model.teacher.query_side_as_queries)
-    assert spec.uses_teacher == (stage in TEACHER_STAGES)
-    return spec
+    """The :class:`StageSpec` of ``config.stage``: its declared routing, with its loss built from ``config.loss``."""
+    declared = stage_declaration(config.stage)
+    return StageSpec(config.stage, dict(declared.field_towers), declared.loss(config.loss), declared.loss_args,
+                     query_side_as_queries=declared.teacher_embeds_query_side
+                     and config.model.teacher.query_side_as_queries)

@@ -122,7 +122,7 @@ class Trainer:
         )
 
     def _load_examples(self):
-        from care.train.data import TrainingFile
+        from care.data.training import TrainingFile
 
         return TrainingFile(self.config.data.train_file, max_examples=self.config.data.max_examples)
 

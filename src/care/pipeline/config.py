@@ -1,0 +1,371 @@
+"""What ``care run CONFIG.yaml`` does, as data: inputs, models, recipes, steps (one :class:`RunConfig`).
+
+A config file (YAML or JSON) holds the sections below; every field has a default, unknown keys are
+refused naming the field and the file, and ``--set section.field=value`` overrides one. Paths are read
+relative to the config file's folder (``$VARS`` expanded); ``demo:PATH`` names a file of the embedded demo data
+(``demo:CMedTEB-Demo-Retrieval``, ``demo:train/train.jsonl``). The settings, resolved, are stored in
+the run folder's ``manifest.json``; a rerun with other settings (but :data:`RESUME_FREE_FIELDS`) is refused.
+
+Sections:
+
+- ``inputs``: raw questions to curate and label and/or a ready training file; evaluation tasks
+  (registered names or folders, the first is the main task); the corpus to index;
+- ``curate``: the curation encoder, judges, thresholds, hard negatives per training row;
+- ``models``: CARE's base towers (``tiny`` builds tiny random-init towers from the run's own texts), the
+  teacher of the student recipes, and the reference models evaluated as they are;
+- ``recipes``: which models to train — ``care`` (init → Stage I → Stage II, with optional ablations),
+  ``student`` (:class:`care.train.student.StudentConfig`), ``symmetric`` (the student's cut fine-tuned on
+  both sides), ``baselines`` (the paper's: kale, wang_lyu, scalingnote, score_distill);
+- ``evaluate`` / ``index``: latency measurement, which models get ONNX rows, the index type;
+- ``steps`` and the run-wide ``seed``, ``threads``, ``show_progress``, ``cache_dir`` (the encoders' memos,
+  the evaluation's embedding cache and the teacher's vectors; runs that share models may share it).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from care.config import Config, ConfigError, apply_overrides, read_config_file
+from care.models.instructions import RETRIEVAL_INSTRUCTION, prompt_prefix
+from care.train.recipe import RecipeConfig
+from care.train.student import StudentConfig
+
+#: The pipeline's steps, in order. Each writes its outputs atomically and is recorded in the manifest.
+STEPS: tuple[str, ...] = ("curate", "label", "train_care", "train_student", "train_baselines", "evaluate", "latency",
+                          "index", "report")
+#: Fields that may change between a run and its resume without invalidating finished steps.
+RESUME_FREE_FIELDS: tuple[str, ...] = ("steps", "show_progress", "threads", "cache_dir")
+#: Prefix of a path inside the embedded demo data (``demo:train/train.jsonl``).
+DEMO_PREFIX = "demo:"
+#: The tiny random-init towers built from the run's own texts (``models.query`` / ``models.document``).
+TINY = "tiny"
+#: Curation encoder that needs no model download: hashed character n-grams (``curate.encoder``).
+HASHING = "hashing"
+#: Offline judge thresholds (minimum query-passage cosine for S/A/B/C) per curation encoder. e5 squeezes
+#: every question-answer pair of the demo into cosines 0.84-0.95 (median 0.87; a question's best
+#: answer ~0.93), so only the top of that range is judged relevant; on the demo's raw questions
+#: against their training answers (labels known from the generator) A >= 0.93 gives positives of
+#: precision ~0.7 and few answers of the question's own cell fall below C. The hashing encoder's
+#: character-gram cosines are lower and cruder (a question's best answer ~0.38; A >= 0.5 gives
+#: positives of precision ~0.5 on the same check). Measured by ``benchmarks/demo_judge_calibration.py``.
+E5_JUDGE_THRESHOLDS = {"S": 0.94, "A": 0.93, "B": 0.90, "C": 0.88}
+HASHING_JUDGE_THRESHOLDS = {"S": 0.55, "A": 0.50, "B": 0.35, "C": 0.25}
+
+
+@dataclass
+class InputsConfig(Config):
+    """The user's data.
+
+    Attributes:
+        raw_queries: unlabelled questions (JSONL ``{"id"?, "text"}``) to curate and label into training rows.
+        raw_documents: documents (JSONL ``{"id"?, "text"}``) to curate and judge candidates from;
+            ``null``: the positives of ``train_file``.
+        train_file: a ready training file (``{"query", "pos", "neg"?}``); labelled rows are added to it.
+        tasks: evaluation tasks — registered names or task folders; the first is the main task (it ranks
+            the trained models).
+        data_root: where registered tasks' folders are (``$CMEDTEB_DATA`` when unset).
+        split: evaluate this split of every task (``test`` reads ``test_queries.jsonl`` / ``test_qrels.tsv``).
+        corpus: the ``corpus.jsonl`` to index (and to mine negatives from when nothing is curated);
+            ``null``: the main task's corpus.
+        instruction: the query instruction of tasks that declare none (a folder without ``task.json``).
+    """
+
+    raw_queries: str | None = None
+    raw_documents: str | None = None
+    train_file: str | None = None
+    tasks: list[str] = field(default_factory=list)
+    data_root: str | None = None
+    split: str | None = None
+    corpus: str | None = None
+    instruction: str | None = None
+
+
+@dataclass
+class CurateConfig(Config):
+    """Curation and labelling of the raw questions (the paper's curation, with an offline judge by default).
+
+    Attributes:
+        encoder: model spec of the diversity filter, candidate retrieval and offline judge; ``hashing``:
+            hashed character n-grams (no model download).
+        judges: a judges config (``docs/curate.md``) to label with LLM judges instead of the offline judge.
+        raw_query_limit: label only the first N curated questions (``null``: all).
+        diversify_k / diversify_max_similar: the paper's filter (drop a text when more than
+            ``max_similar`` of its ``k`` nearest kept texts exceed the threshold).
+        query_threshold / document_threshold: similarity thresholds of the filter (e5's neighbours are far
+            closer than the paper's encoder: its 0.85 / 0.78 would drop almost everything, ``docs/curate.md``).
+        judge_thresholds: offline judge thresholds; ``null``: the encoder's calibrated set.
+        label_depth: candidates retrieved and judged per question.
+        n_negatives: hard negatives per training row; rows with fewer are topped up with BM25 negatives
+            that are not near-duplicates of a positive (0: leave rows as they are).
+    """
+
+    encoder: str = "e5"
+    judges: str | None = None
+    raw_query_limit: int | None = None
+    diversify_k: int = 5
+    diversify_max_similar: int = 1
+    query_threshold: float = 0.95
+    document_threshold: float = 0.97
+    judge_thresholds: dict[str, float] | None = None
+    label_depth: int = 50
+    n_negatives: int = 7
+
+
+@dataclass
+class ModelsConfig(Config):
+    """The models of the run.
+
+    Attributes:
+        query / document: CARE's base towers — a model folder or hub id, or ``tiny`` (a tiny BERT /
+            tiny Qwen3 with a character vocabulary built from the run's texts, random init).
+        teacher: the frozen document encoder of the student recipes (any model spec).
+        references: models evaluated as they are, ``{row label: model spec}`` (e.g. BM25 and e5).
+    """
+
+    query: str = TINY
+    document: str = TINY
+    teacher: str = "e5"
+    references: dict[str, str] = field(default_factory=lambda: {"BM25": "bm25", "e5 (zero-shot)": "e5"})
+
+
+@dataclass
+class CareRecipeConfig(Config):
+    """CARE's recipe: init_query → init_document → Stage I → Stage II (:func:`care.train.recipe.run_recipe`).
+
+    Attributes:
+        enabled: train it.
+        config_dir: ``<stage>.yaml`` per stage (e.g. ``configs/care_tiny``); ``null``: the stages' declared defaults.
+        epochs / batch_size / lr / query_max_length / document_max_length / max_train_examples /
+            checkpoint_every: settings of every stage (they win over ``config_dir``'s files).
+        query_prompt: prepended to training queries (the paper's instruction format, as at evaluation);
+            ``null``: the stages' own.
+        init_negatives / stage2_negatives: hard negatives per row in the initialisations and in Stage II.
+        full_fine_tune_document: no LoRA on the document tower; ``null``: exactly when it is ``tiny`` (a
+            random-init tower learns nothing useful through LoRA; the paper's LoRA setup is ``configs/care_paper``).
+        tiny_document_dims: Matryoshka widths of a tiny document tower's MRL loss in init_document (``null``:
+            the stage's own settings).
+        overrides: more ``key=value`` / ``stage:key=value`` settings (applied last).
+        ablations: ``{row label: recipe switches}`` trained besides the full recipe (in their own folders,
+            sharing the finished initialisations), e.g. ``{"CARE w/o Stage I": {skip_stage1: true}}``.
+        labels: row labels of the recipe's models (``init_query``, ``init_document``, ``stage1``, ``stage2``).
+    """
+
+    enabled: bool = True
+    config_dir: str | None = None
+    epochs: int | None = 5
+    batch_size: int | None = 32
+    lr: float | None = 1e-3
+    query_max_length: int | None = 64
+    document_max_length: int | None = 64
+    max_train_examples: int | None = None
+    checkpoint_every: int | None = 20
+    query_prompt: str | None = field(default_factory=lambda: prompt_prefix(RETRIEVAL_INSTRUCTION))
+    init_negatives: int | None = 1
+    stage2_negatives: int | None = 3
+    full_fine_tune_document: bool | None = None
+    tiny_document_dims: list[int] | None = field(default_factory=lambda: [32, 64, 128])
+    overrides: list[str] = field(default_factory=list)
+    ablations: dict[str, RecipeConfig] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=lambda: {
+        "init_query": "symmetric small", "init_document": "symmetric large", "stage1": "CARE w/o Stage II",
+        "stage2": "CARE"})
+
+
+@dataclass
+class StudentRecipeConfig(Config):
+    """The student recipe (``care train student``) against ``models.teacher``.
+
+    Attributes:
+        enabled: train it.
+        config: a student recipe file (``configs/student/*.yaml``); ``null``: the fields of ``settings``.
+        settings: the recipe itself (:class:`~care.train.student.StudentConfig`; its ``teacher`` and ``seed``
+            are the run's).
+        label / stage1_label: row labels of the student and (when set) of the student after Stage I.
+        symmetric: also train the student's cut on both sides (the fair small symmetric model).
+        symmetric_label: its row label.
+    """
+
+    enabled: bool = False
+    config: str | None = None
+    settings: StudentConfig = field(default_factory=StudentConfig)
+    label: str = "student"
+    stage1_label: str | None = None
+    symmetric: bool = False
+    symmetric_label: str = "symmetric small (student's cut, both sides)"
+
+
+@dataclass
+class BaselineRecipeConfig(Config):
+    """One of the paper's baselines (:func:`care.train.baselines.run_baseline`) on the run's towers.
+
+    Attributes:
+        label: its row label (default: the baseline's name).
+        config_dir: ``<step>.yaml`` per step (``configs/baselines/<name>``); ``null``: built-in defaults.
+        overrides: ``key=value`` / ``<step>:key=value`` settings.
+    """
+
+    label: str | None = None
+    config_dir: str | None = None
+    overrides: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RecipesConfig(Config):
+    """Which models the run trains."""
+
+    care: CareRecipeConfig = field(default_factory=CareRecipeConfig)
+    student: StudentRecipeConfig = field(default_factory=StudentRecipeConfig)
+    baselines: dict[str, BaselineRecipeConfig] = field(default_factory=dict)
+
+
+@dataclass
+class EvaluateConfig(Config):
+    """Evaluation and query latency.
+
+    Attributes:
+        latency_queries / latency_rounds: single queries of the main task timed, passes over them.
+        onnx: also export these rows' query sides to ONNX and evaluate / time them (fp32 and int8 rows).
+    """
+
+    latency_queries: int = 20
+    latency_rounds: int = 2
+    onnx: list[str] = field(default_factory=list)
+
+
+@dataclass
+class IndexStepConfig(Config):
+    """The index built with the best trained model.
+
+    Attributes:
+        model: build it with this row instead of the best one (``null``: the best on the main task).
+        type: FAISS index type.
+    """
+
+    model: str | None = None
+    type: str = "flat"
+
+
+@dataclass
+class RunConfig(Config):
+    """Everything ``care run`` does (see the module docstring)."""
+
+    inputs: InputsConfig = field(default_factory=InputsConfig)
+    curate: CurateConfig = field(default_factory=CurateConfig)
+    models: ModelsConfig = field(default_factory=ModelsConfig)
+    recipes: RecipesConfig = field(default_factory=RecipesConfig)
+    evaluate: EvaluateConfig = field(default_factory=EvaluateConfig)
+    index: IndexStepConfig = field(default_factory=IndexStepConfig)
+    steps: list[str] = field(default_factory=lambda: list(STEPS))
+    seed: int = 0
+    threads: int = 0
+    show_progress: bool = True
+    cache_dir: str | None = None
+
+    def validate(self) -> None:
+        unknown = [s for s in self.steps if s not in STEPS]
+        if unknown:
+            raise ConfigError(f"config field 'steps': unknown step(s) {unknown}; choose from {', '.join(STEPS)}")
+        if not self.inputs.tasks:
+            raise ConfigError("config field 'inputs.tasks': name at least one evaluation task (a registered name "
+                              "or a task folder); the first one ranks the trained models")
+        if not (self.inputs.raw_queries or self.inputs.train_file):
+            raise ConfigError("config field 'inputs': give raw_queries (to curate and label) or a train_file "
+                              "(or both)")
+        for name in ("latency_queries", "latency_rounds"):
+            if getattr(self.evaluate, name) < 1:
+                raise ConfigError(f"config field 'evaluate.{name}': must be >= 1")
+        if self.curate.n_negatives < 0 or self.curate.label_depth < 1:
+            raise ConfigError("config field 'curate': n_negatives must be >= 0 and label_depth >= 1")
+
+    @property
+    def main_task(self) -> str:
+        return self.inputs.tasks[0]
+
+    def applicable_steps(self) -> list[str]:
+        """The steps this config has work for, in pipeline order."""
+        skip = set()
+        if not self.inputs.raw_queries:  # nothing to curate; "label" still writes the training file
+            skip.add("curate")
+        if not self.recipes.care.enabled:
+            skip.add("train_care")
+        student = self.recipes.student
+        if not student.enabled and not student.symmetric:
+            skip.add("train_student")
+        if not self.recipes.baselines:
+            skip.add("train_baselines")
+        return [s for s in STEPS if s not in skip]
+
+    @property
+    def selected_steps(self) -> list[str]:
+        """The requested steps that have work, in pipeline order."""
+        applicable = self.applicable_steps()
+        return [s for s in applicable if s in self.steps]
+
+    def resume_key(self) -> dict[str, Any]:
+        """The settings a resumed run must share with the run it continues."""
+        return {k: v for k, v in self.to_dict().items() if k not in RESUME_FREE_FIELDS}
+
+
+# ---------------------------------------------------------------------------------------- loading
+#: Fields holding one path / a list of paths or names, resolved against the config file's folder.
+_PATH_FIELDS = (("inputs", "raw_queries"), ("inputs", "raw_documents"), ("inputs", "train_file"),
+                ("inputs", "data_root"), ("inputs", "corpus"), ("curate", "judges"), ("models", "query"),
+                ("models", "document"), ("recipes", "care", "config_dir"), ("recipes", "student", "config"))
+
+
+def resolve_path(value: str, folder: Path) -> str:
+    """``demo:PATH`` -> the embedded demo data's file; ``$VAR`` / ``~`` expanded; a relative path that exists
+    next to the config file -> that file; anything else (a registered name, a hub id, ``tiny``, ``e5``) unchanged."""
+    value = os.path.expanduser(os.path.expandvars(value))
+    if value.startswith(DEMO_PREFIX):
+        from care.demo import demo_tasks_root
+
+        return str(demo_tasks_root() / value[len(DEMO_PREFIX):])
+    candidate = folder / value
+    if not Path(value).expanduser().is_absolute() and candidate.exists():
+        return str(candidate.resolve())
+    return value
+
+
+def _resolve(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    for path in _PATH_FIELDS:
+        node = data
+        for key in path[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+            if node is None:
+                break
+        if isinstance(node, dict) and isinstance(node.get(path[-1]), str):
+            node[path[-1]] = resolve_path(node[path[-1]], folder)
+    inputs = data.get("inputs")
+    if isinstance(inputs, dict) and isinstance(inputs.get("tasks"), list):
+        inputs["tasks"] = [resolve_path(t, folder) if isinstance(t, str) else t for t in inputs["tasks"]]
+    recipes = data.get("recipes")
+    if isinstance(recipes, dict) and isinstance(recipes.get("baselines"), dict):
+        for entry in recipes["baselines"].values():
+            if isinstance(entry, dict) and isinstance(entry.get("config_dir"), str):
+                entry["config_dir"] = resolve_path(entry["config_dir"], folder)
+    return data
+
+
+def _student_file(data: dict[str, Any]) -> dict[str, Any]:
+    """Fold ``recipes.student.config`` (a student recipe file) into ``recipes.student.settings``."""
+    student = (data.get("recipes") or {}).get("student")
+    if isinstance(student, dict) and student.get("config"):
+        from_file = read_config_file(student["config"], "student recipe")
+        student["settings"] = {**from_file, **(student.get("settings") or {})}
+    return data
+
+
+def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
+    """A :class:`RunConfig` from a YAML / JSON file: ``KEY=VALUE`` overrides, paths resolved, validated.
+
+    Raises:
+        ConfigError: a missing file, bad YAML, an unknown or badly typed field (named, with the file).
+    """
+    path = Path(path)
+    data = apply_overrides(read_config_file(path, "run config"), overrides)
+    data = _student_file(_resolve(data, path.resolve().parent))
+    return RunConfig.from_dict(data, source=str(path))

@@ -1,0 +1,215 @@
+"""Steps 4-6 of a run: evaluate every model on every task, time their query sides, build the index.
+
+``evaluate``: the reference models (``models.references``) and every trained model on each task with
+the harness (:func:`care.bench.runner.evaluate`); one ``TaskResult`` JSON per (model, task) under
+``eval/results``, read back on a rerun (a killed evaluation resumes at the next unfinished pair).
+Rows named in ``evaluate.onnx`` are also exported with ``care export-onnx`` and evaluated as
+``<row>, ONNX fp32`` / ``<row>, ONNX int8`` (their document side unchanged).
+
+``latency``: single-query encoding time of every dense model's query side with the project's latency
+routine (model order randomised per query, p50 with p10 / p90, a self-check of two copies of one
+trained tower, overhead-dominated towers flagged).
+
+``index``: ``care index build`` over the corpus with the best trained model on the main task (or
+``index.model``): for a student, documents through its teacher and queries through the student.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from care.bench.result import TaskResult, safe_name
+from care.data.io import write_json
+from care.encoders.base import Encoder
+from care.errors import CareError
+from care.pipeline.context import RunContext
+from care.pipeline.sources import corpus_file, main_queries, tasks
+
+logger = logging.getLogger(__name__)
+
+RESULTS_FOLDER = "results"
+LATENCY_FILE = "latency.json"
+#: The latency measurement runs at least ``latency_rounds`` passes over the queries and at most this
+#: many times as many (fewer once every median is stable), within LATENCY_SECONDS.
+MAX_LATENCY_PASS_FACTOR = 10
+LATENCY_SECONDS = 60.0
+INDEX_FOLDER = "index"
+ONNX_FOLDER = "onnx"
+ONNX_ROWS = (("ONNX fp32", False), ("ONNX int8", True))
+
+
+def onnx_rows(ctx: RunContext) -> dict[str, tuple[str, bool]]:
+    """``{row label: (source row, int8)}`` of the ONNX rows ``evaluate.onnx`` asks for."""
+    return {f"{row}, {suffix}": (row, int8) for row in ctx.config.evaluate.onnx for suffix, int8 in ONNX_ROWS}
+
+
+def model_labels(ctx: RunContext) -> list[str]:
+    """Every evaluated model, in table order (references, trained models, their ONNX rows)."""
+    labels = list(ctx.all_models())
+    return [*labels, *(label for label, (row, _) in onnx_rows(ctx).items() if row in labels)]
+
+
+def _export_dir(ctx: RunContext, row: str) -> Path:
+    return ctx.root / "eval" / ONNX_FOLDER / safe_name(row)
+
+
+def _export(ctx: RunContext, row: str, spec: str) -> Path:
+    """The ONNX export of ``row``'s query side (made once)."""
+    from care.encoders.onnx import CONFIG_FILE
+    from care.models.onnx_export import export_query_encoder
+
+    folder = _export_dir(ctx, row)
+    if not (folder / CONFIG_FILE).is_file():
+        export_query_encoder(spec, folder, quantize=True)
+    return folder
+
+
+def _shared(ctx: RunContext, spec: object) -> Encoder | None:
+    """The run's shared encoder (behind its memo) when ``spec`` is the curation encoder or the teacher."""
+    if isinstance(spec, str) and spec in (ctx.config.curate.encoder, ctx.config.models.teacher):
+        return ctx.shared_encoder(spec)
+    return None
+
+
+def _pair_with_memo(ctx: RunContext, label: str, spec: str) -> Encoder | None:
+    """A trained pair folder (a student) whose document side is the run's teacher, paired with the teacher's
+    memo so its documents are not encoded again; ``None`` for anything else."""
+    from care.encoders.asymmetric import AsymmetricEncoder
+    from care.encoders.registry import read_spec_file, spec_file_in_folder
+    from care.encoders.sides import load_side
+
+    spec_file = spec_file_in_folder(spec)
+    memo = _shared(ctx, read_spec_file(spec_file).get("document")) if spec_file is not None else None
+    return None if memo is None else AsymmetricEncoder(load_side(spec, "query"), memo, name=label)
+
+
+def load_row(ctx: RunContext, label: str, *, for_latency: bool = False) -> Any:
+    """The model behind a table row. For latency only the query side (a memo would answer instantly)."""
+    from care.encoders.asymmetric import AsymmetricEncoder
+    from care.encoders.registry import load_model
+    from care.encoders.sides import load_side
+
+    models = ctx.all_models()
+    onnx = onnx_rows(ctx)
+    if label in onnx:
+        from care.encoders.onnx import OnnxQueryEncoder
+
+        row, int8 = onnx[label]
+        query = OnnxQueryEncoder(_export(ctx, row, models[row]), int8=int8, threads=ctx.config.threads)
+        return query if for_latency else AsymmetricEncoder(query, load_side(models[row], "document"), name=label)
+    spec = models[label]
+    if label in ctx.config.models.references:
+        shared = _shared(ctx, spec)
+        if shared is not None:  # the run's e5: evaluated through its memo, timed raw
+            return getattr(shared, "encoder", shared) if for_latency else shared
+        return load_model(spec)
+    if for_latency:
+        return load_side(spec, "query")
+    return _pair_with_memo(ctx, label, spec) or load_model(spec)
+
+
+def _result_path(ctx: RunContext, label: str, task: str) -> Path:
+    return ctx.dir("eval", RESULTS_FOLDER) / f"{safe_name(label)}__{safe_name(task)}.json"
+
+
+def load_results(ctx: RunContext) -> list[TaskResult]:
+    """The evaluation results found in the run folder, in table order."""
+    found = []
+    for label in model_labels(ctx):
+        for name in ctx.config.inputs.tasks:
+            path = _result_path(ctx, label, name)
+            if path.is_file():
+                found.append(TaskResult.load(path))
+    return found
+
+
+def step_evaluate(ctx: RunContext) -> dict[str, Any]:
+    """Every model on every task; returns ``{model: {task: main score}}``."""
+    from care.bench.options import RunOptions
+    from care.bench.runner import evaluate
+    from care.encoders.cache import EmbeddingCache
+
+    options = RunOptions(cache=EmbeddingCache(ctx.cache_dir("embeddings")), show_progress=ctx.config.show_progress)
+    run_tasks = tasks(ctx)
+    scores: dict[str, dict[str, float]] = {}
+    for label in model_labels(ctx):
+        todo = [name for name in run_tasks if not _result_path(ctx, label, name).is_file()]
+        model = load_row(ctx, label) if todo else None
+        scores[label] = {}
+        for name, task in run_tasks.items():
+            path = _result_path(ctx, label, name)
+            if path.is_file():
+                result = TaskResult.load(path)
+            else:
+                result = evaluate(model, task, options, label=label)
+                write_json(path, result.to_dict())
+                ctx.save_memo()
+            scores[label][task.name] = round(result.main_value, 4)
+            logger.info("evaluate: %s on %s: %s = %.4f", label, task.name, result.main_score, result.main_value)
+    return {"scores": scores}
+
+
+def step_latency(ctx: RunContext) -> dict[str, Any]:
+    """Single-query latency of every dense model's query side with the project's latency routine
+    (:func:`care.bench.latency.measure_latency`: model order randomised per query, stable medians with
+    p10 / p90, a self-check of two copies of one tower, overhead-dominated towers flagged); the
+    ``LatencyReport`` dict goes to ``eval/latency.json``."""
+    from care.bench.latency import LatencySettings, measure_latency
+    from care.encoders.base import LexicalRetriever
+
+    cfg = ctx.config.evaluate
+    models = {}
+    for label in model_labels(ctx):
+        model = load_row(ctx, label, for_latency=True)
+        if not isinstance(model, LexicalRetriever):
+            models[label] = model
+    queries = main_queries(ctx, cfg.latency_queries)
+    instruction = tasks(ctx)[ctx.config.main_task].instruction
+    calls = cfg.latency_queries * cfg.latency_rounds
+    settings = LatencySettings(min_calls=calls, max_calls=calls * MAX_LATENCY_PASS_FACTOR, max_seconds=LATENCY_SECONDS)
+    trained = [label for label in models if label in ctx.trained_models()]
+    control = (trained or list(models))[0]  # its second copy must time within 10 % of the first
+    report = measure_latency(models, queries, instruction=instruction, settings=settings,
+                             control=(control, load_row(ctx, control, for_latency=True)))
+    write_json(ctx.dir("eval") / LATENCY_FILE, report.to_dict())
+    logger.info("latency (p50 ms, batch 1): %s; %s", {k: round(v, 3) for k, v in report.medians().items()},
+                report.self_check.describe())
+    return {"median_ms": report.medians(), "self_check_passed": report.trusted}
+
+
+def best_model(ctx: RunContext) -> tuple[str, str]:
+    """``(row label, model spec)`` of the model the index is built with: ``index.model``, else the trained
+    model (not a reference, not an ONNX row) with the best main score on the main task."""
+    trained = ctx.trained_models()
+    chosen = ctx.config.index.model
+    if chosen is not None:
+        if chosen not in trained:
+            raise CareError(f"index.model {chosen!r} is not a trained model of this run; choose from {', '.join(trained)}")
+        return chosen, trained[chosen]
+    if not trained:
+        raise CareError("no trained model to index: enable a recipe (recipes.care / recipes.student / recipes.baselines)")
+    main = tasks(ctx)[ctx.config.main_task].name
+    scores = {r.model: r.main_value for r in load_results(ctx) if r.task == main and r.model in trained}
+    if not scores:
+        raise CareError("no evaluation of the trained models on the main task: run the 'evaluate' step first")
+    label = max(scores, key=lambda k: scores[k])
+    return label, trained[label]
+
+
+def step_index(ctx: RunContext) -> dict[str, Any]:
+    """Encode the corpus with the best model's document side and build the index (resumable)."""
+    from care.index.build import BuildOptions, build
+    from care.index.config import IndexConfig
+
+    label, spec = best_model(ctx)
+    model = str(Path(spec).resolve()) if Path(spec).exists() else spec
+    options = BuildOptions(model=model, corpus=corpus_file(ctx), output=ctx.root / INDEX_FOLDER,
+                           index=IndexConfig.from_dict({"type": ctx.config.index.type}))
+    manifest = build(options)
+    if manifest is None:
+        raise CareError(f"index build in {options.output} did not merge; rerun the same command to finish it")
+    logger.info("index: %d documents with %s (%s)", manifest.n_docs, label, model)
+    return {"index": str(options.output), "label": label, "model": model, "documents": manifest.n_docs,
+            "dim": manifest.dim, "type": manifest.index.get("type")}

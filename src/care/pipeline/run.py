@@ -1,0 +1,206 @@
+"""``care run``: the whole CARE pipeline on the user's own data, from one config, resumable.
+
+Steps (:data:`care.pipeline.config.STEPS`), each a function of the run context:
+
+1. ``curate`` — anonymise + diversify the raw questions and documents (:mod:`care.pipeline.data`);
+2. ``label`` — judge candidates (offline embedding judge, or LLM judges), add the rows to the ready
+   training file, top up hard negatives;
+3. ``train_care`` / ``train_student`` / ``train_baselines`` — the configured recipes (:mod:`care.pipeline.train`);
+4. ``evaluate`` / ``latency`` — every model on every task, median single-query latency side by side
+   (:mod:`care.pipeline.evaluate`);
+5. ``index`` — ``care index build`` with the best trained model on the main task;
+6. ``report`` — one table, the ranking, the quality-vs-QPS figure, the ``care serve`` command
+   (:mod:`care.pipeline.report`).
+
+Everything lands in one run folder with a ``manifest.json``; a rerun skips finished steps and a
+killed or failed run continues where it stopped (:mod:`care.pipeline.manifest`). ``care demo`` is
+this on the config shipped as ``care/pipeline/configs/demo.yaml``.
+
+Example::
+
+    from care.pipeline.config import load_run_config
+    from care.pipeline.run import run_pipeline
+
+    report = run_pipeline(load_run_config("my_run.yaml"), "runs/mine")
+    print(report.table, report.serve_command)
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from care.errors import CareError
+from care.pipeline.config import RunConfig
+from care.pipeline.console import LOG_FILE
+from care.pipeline.context import RunContext
+from care.pipeline.data import step_curate, step_label
+from care.pipeline.evaluate import step_evaluate, step_index, step_latency
+from care.pipeline.manifest import DONE, MANIFEST_FILE, RunManifest
+from care.pipeline.report import serve_command, step_report
+from care.pipeline.train import step_train_baselines, step_train_care, step_train_student
+
+logger = logging.getLogger(__name__)
+
+StepFunction = Callable[[RunContext], dict[str, Any]]
+
+#: The function of every step (looked up at run time, so tests can replace one).
+STEPS: dict[str, StepFunction] = {
+    "curate": step_curate,
+    "label": step_label,
+    "train_care": step_train_care,
+    "train_student": step_train_student,
+    "train_baselines": step_train_baselines,
+    "evaluate": step_evaluate,
+    "latency": step_latency,
+    "index": step_index,
+    "report": step_report,
+}
+
+
+@dataclass
+class RunReport:
+    """What :func:`run_pipeline` returns.
+
+    Attributes:
+        output: the run folder.
+        table: the markdown results table (empty when the report step did not run).
+        ranking: the trained models, best first on the main task (``main_task``: its name).
+        serve_command: the command that serves the index built by the run.
+        figure: the quality-vs-QPS PNG, when written.
+        steps_run / steps_skipped: steps executed now / found finished by an earlier run.
+        seconds: wall time of this call.
+        manifest: path of ``manifest.json``.
+    """
+
+    output: Path
+    table: str = ""
+    ranking: list[dict[str, Any]] = field(default_factory=list)
+    main_task: str = ""
+    serve_command: str = ""
+    figure: str | None = None
+    steps_run: list[str] = field(default_factory=list)
+    steps_skipped: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    manifest: Path | None = None
+
+
+def _prepare_folder(config: RunConfig, root: Path, fresh: bool) -> RunManifest:
+    """Load (resume) or create the run folder's manifest; ``fresh`` deletes an earlier run first."""
+    if fresh and root.exists():
+        if _contents(root) and not (root / MANIFEST_FILE).is_file():
+            raise CareError(f"--fresh: {root} is not a care run folder (no {MANIFEST_FILE}); not deleting it. "
+                            "Choose another output folder")
+        logger.info("--fresh: deleting the earlier run in %s", root)
+        for path in _contents(root):
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    manifest = RunManifest.load(root)
+    if manifest is None:
+        if root.exists() and _contents(root):
+            raise CareError(f"{root} exists and is not a care run folder (no {MANIFEST_FILE}); "
+                            "choose another output folder")
+        root.mkdir(parents=True, exist_ok=True)
+        manifest = RunManifest(root, config.to_dict())
+    else:
+        previous = RunConfig.from_dict(manifest.config, source=str(manifest.path)).resume_key()
+        changed = sorted(_changed(previous, config.resume_key()))
+        if changed:
+            raise CareError(f"{root} holds a run with other settings ({', '.join(changed)}); "
+                            "rerun with --fresh to start over, or pick another output folder")
+        manifest.config = config.to_dict()
+    manifest.save()
+    return manifest
+
+
+def _contents(root: Path) -> list[Path]:
+    """What a folder holds besides the log of the run being started."""
+    return [p for p in root.iterdir() if p.name != LOG_FILE] if root.is_dir() else []
+
+
+def _changed(before: dict[str, Any], after: dict[str, Any], prefix: str = "") -> list[str]:
+    """Dotted names of the fields that differ between two nested settings dicts."""
+    out = []
+    for key in sorted(set(before) | set(after)):
+        a, b = before.get(key), after.get(key)
+        if isinstance(a, dict) and isinstance(b, dict) and a and b:
+            out += _changed(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key}")
+    return out
+
+
+def run_pipeline(config: RunConfig, output: str | Path, *, fresh: bool = False,
+                 redo: Sequence[str] = ()) -> RunReport:
+    """Run (or resume) the pipeline into ``output``; returns the table, the ranking and the serve command.
+
+    Args:
+        config: the settings.
+        output: the run folder.
+        fresh: delete an earlier run in ``output`` and start over.
+        redo: steps to run again even when finished (e.g. ``["latency", "report"]`` to re-time the
+            query sides on a quieter machine); later steps that read their outputs are not redone.
+    Raises:
+        CareError: the output folder holds something else, or a run with other settings.
+        Exception: whatever a step raised; the manifest marks that step ``failed`` and a rerun resumes it.
+    """
+    started = time.perf_counter()
+    root = Path(output)
+    if config.threads:
+        import torch
+
+        torch.set_num_threads(config.threads)
+    manifest = _prepare_folder(config, root, fresh)
+    unknown = [s for s in redo if s not in STEPS]
+    if unknown:
+        raise CareError(f"--redo: unknown step(s) {unknown}; choose from {', '.join(STEPS)}")
+    for name in redo:
+        manifest.steps.pop(name, None)
+    ctx = RunContext(config, root, manifest)
+    report = RunReport(root, manifest=manifest.path)
+    steps = config.selected_steps
+    for number, name in enumerate(steps, 1):
+        if manifest.is_done(name):
+            logger.info("step %d/%d %s: already done, skipped", number, len(steps), name)
+            report.steps_skipped.append(name)
+            continue
+        logger.info("step %d/%d %s: running", number, len(steps), name)
+        manifest.start(name)
+        step_started = time.perf_counter()
+        try:
+            outputs = STEPS[name](ctx)
+        except BaseException as exc:
+            manifest.fail(name, time.perf_counter() - step_started, exc)
+            logger.error("step %d/%d %s failed after %.0f s: %s; rerun the same command to resume", number,
+                         len(steps), name, time.perf_counter() - step_started, exc)
+            raise
+        seconds = time.perf_counter() - step_started
+        manifest.finish(name, seconds, outputs)
+        report.steps_run.append(name)
+        logger.info("step %d/%d %s: done in %.1f s%s", number, len(steps), name, seconds, _summary(name, outputs))
+    record = manifest.steps.get("report")
+    if record is not None and record.status == DONE:
+        report.table = record.outputs.get("table", "")
+        report.figure = record.outputs.get("figure")
+        report.ranking = record.outputs.get("ranking", [])
+        report.main_task = record.outputs.get("main_task", "")
+    report.serve_command = serve_command(ctx)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _summary(step: str, outputs: dict[str, Any]) -> str:
+    """One short line of what a step produced, for the console."""
+    if "models" in outputs:
+        return f" ({len(outputs['models'])} model(s): {', '.join(outputs['models'])})"
+    if step == "label":
+        return f" ({outputs.get('train_rows')} training rows)"
+    if step == "index":
+        return f" ({outputs.get('documents')} documents, {outputs.get('label')})"
+    if step == "curate":
+        return "".join(f" ({k}: kept {v['kept']}, dropped {v['dropped']})" for k, v in outputs.items() if isinstance(v, dict))
+    return ""

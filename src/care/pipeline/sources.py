@@ -1,0 +1,56 @@
+"""The run's evaluation tasks and corpus, resolved from ``inputs`` (names or folders, split, data root)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from care.bench.task import TaskMetadata
+from care.data.io import iter_jsonl
+from care.errors import CareError
+from care.pipeline.context import RunContext
+
+
+def tasks(ctx: RunContext) -> dict[str, TaskMetadata]:
+    """``{task name as configured: task}`` of every evaluation task (the configured split applied)."""
+    from care.bench.registry import get_task
+
+    inputs = ctx.config.inputs
+    out = {}
+    for name in inputs.tasks:
+        task = get_task(name, data_root=inputs.data_root)
+        if inputs.split is not None:
+            task = replace(task, split=inputs.split)
+        if task.instruction is None and inputs.instruction is not None:
+            task = replace(task, instruction=inputs.instruction)
+        out[name] = task
+    return out
+
+
+def main_task(ctx: RunContext) -> TaskMetadata:
+    return tasks(ctx)[ctx.config.main_task]
+
+
+def corpus_file(ctx: RunContext) -> Path:
+    """The corpus to index: ``inputs.corpus``, else the main task's ``corpus.jsonl``."""
+    if ctx.config.inputs.corpus:
+        return Path(ctx.config.inputs.corpus)
+    task = main_task(ctx)
+    if task.path is None or not (Path(task.path) / "corpus.jsonl").is_file():
+        raise CareError(f"the main task {task.name!r} has no corpus.jsonl; set inputs.corpus to the corpus to index")
+    return Path(task.path) / "corpus.jsonl"
+
+
+def main_queries(ctx: RunContext, limit: int) -> list[str]:
+    """The first ``limit`` questions of the main task (its split's queries file)."""
+    task = main_task(ctx)
+    if task.path is None:
+        raise CareError(f"task {task.name!r} has no data folder")
+    folder = Path(task.path)
+    name = f"{task.split}_queries.jsonl" if task.split else "queries.jsonl"
+    path = folder / name if (folder / name).is_file() else folder / "queries.jsonl"
+    if path.is_file():
+        return [row["text"] for _, row in iter_jsonl(path)][:limit]
+    if (folder / "rerank.jsonl").is_file():
+        return [row["query"] for _, row in iter_jsonl(folder / "rerank.jsonl")][:limit]
+    raise CareError(f"{folder}: no queries to time (queries.jsonl or rerank.jsonl)")

@@ -1,0 +1,175 @@
+"""Step 3 of a run: train the configured recipes on the run's training file.
+
+``train_care``: CARE's recipe (:func:`care.train.recipe.run_recipe`: init_query = the symmetric small
+model, init_document = the symmetric large model, Stage I, Stage II = CARE) from ``models.query`` /
+``models.document``; ``tiny`` builds a character vocabulary from the run's texts and random-init tiny
+towers (:func:`care.models.presets.make_tiny_models`), whose document tower is then fully fine-tuned.
+Ablations (``recipes.care.ablations``) train in their own folders and start from the finished
+initialisations.
+
+``train_student``: the student (:func:`care.train.student.train_student`) against ``models.teacher``,
+and with ``recipes.student.symmetric`` its cut fine-tuned on both sides.
+
+``train_baselines``: the paper's baselines (:func:`care.train.baselines.run_baseline`) on CARE's trained
+document tower (or ``models.document``) and query base.
+
+Each returns ``{"models": {row label: model spec}, ...}``; everything resumes (finished stages are skipped,
+an interrupted one continues from its last checkpoint).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from care.data.io import iter_jsonl
+from care.pipeline.config import TINY
+from care.pipeline.context import RunContext
+from care.pipeline.sources import corpus_file
+
+logger = logging.getLogger(__name__)
+
+CARE_FOLDER, STUDENT_FOLDER, BASELINES_FOLDER, ABLATIONS_FOLDER = "care", "student", "baselines", "ablations"
+TINY_FOLDER = "base"
+#: Stages whose output a recipe ablation shares with the full recipe when it keeps both initialisations.
+SHARED_INIT_STAGES: tuple[str, ...] = ("init_query", "init_document")
+
+
+def tokenizer_texts(ctx: RunContext) -> list[str]:
+    """Texts a tiny character vocabulary is built from: the training file and the corpus."""
+    texts: list[str] = []
+    for _, row in iter_jsonl(ctx.train_file):
+        texts += [row["query"], *row["pos"], *row.get("neg", [])]
+    texts += [row["text"] for _, row in iter_jsonl(corpus_file(ctx))]
+    return sorted(set(texts))
+
+
+def base_towers(ctx: RunContext) -> tuple[str, str]:
+    """CARE's base query / document towers: the configured ones, or tiny ones built once from the run's texts."""
+    models = ctx.config.models
+    if TINY not in (models.query, models.document):
+        return models.query, models.document
+    from care.models.presets import TINY_DOCUMENT_DIRNAME, TINY_QUERY_DIRNAME, make_tiny_models
+
+    base = ctx.model_dir(CARE_FOLDER, TINY_FOLDER)
+    if not (base / TINY_DOCUMENT_DIRNAME).is_dir():
+        make_tiny_models(tokenizer_texts(ctx), base, seed=ctx.config.seed)
+    return (str(base / TINY_QUERY_DIRNAME) if models.query == TINY else models.query,
+            str(base / TINY_DOCUMENT_DIRNAME) if models.document == TINY else models.document)
+
+
+def care_overrides(ctx: RunContext) -> list[str]:
+    """The recipe's settings as ``key=value`` / ``stage:key=value`` (typed fields first, ``overrides`` last)."""
+    recipe, config = ctx.config.recipes.care, ctx.config
+    typed = {"optim.epochs": recipe.epochs, "optim.batch_size": recipe.batch_size, "optim.lr": recipe.lr,
+             "model.query_max_seq_length": recipe.query_max_length,
+             "model.document_max_seq_length": recipe.document_max_length,
+             "data.max_examples": recipe.max_train_examples, "checkpoint.every_steps": recipe.checkpoint_every}
+    out = [f"seed={config.seed}", "runtime.log_with=null", f"runtime.progress_bar={str(config.show_progress).lower()}",
+           "optim.grad_cache_chunk_size=null", *(f"{k}={v}" for k, v in typed.items() if v is not None)]
+    if recipe.query_prompt is not None:
+        out.append(f"model.query_prompt={json.dumps(recipe.query_prompt, ensure_ascii=False)}")
+    if recipe.init_negatives is not None:
+        out += [f"init_query:data.n_negatives={recipe.init_negatives}",
+                f"init_document:data.n_negatives={recipe.init_negatives}"]
+    if recipe.stage2_negatives is not None:
+        out.append(f"stage2:data.n_negatives={recipe.stage2_negatives}")
+    if config.models.document == TINY and recipe.tiny_document_dims:  # MRL-trained at its own small widths
+        out += ["init_document:model.truncate_to_query_width=false",
+                f"init_document:loss.matryoshka_dims={list(recipe.tiny_document_dims)}"]
+    full = recipe.full_fine_tune_document
+    if full or (full is None and config.models.document == TINY):
+        out += ["init_document:model.lora=null", "stage2:model.lora=null"]
+    return [*out, *recipe.overrides]
+
+
+def _share_initialisations(source: Path, target: Path) -> None:
+    """Give an ablation's folder the full recipe's finished initialisations (hard links: no extra disk)."""
+    from care.data.io import link_tree
+    from care.train.trainer import read_result
+
+    for stage in SHARED_INIT_STAGES:
+        done = read_result(source / stage)
+        if done is not None and done.completed and not (target / stage).exists():
+            link_tree(source / stage, target / stage)
+
+
+def step_train_care(ctx: RunContext) -> dict[str, Any]:
+    """CARE's recipe (and its ablations); returns the row label -> model folder of each stage's model."""
+    from care.train.recipe import RecipePaths, final_care_model, run_recipe
+
+    recipe = ctx.config.recipes.care
+    train_file = str(ctx.require(ctx.train_file, "label"))
+    query, document = base_towers(ctx)
+    out = ctx.model_dir(CARE_FOLDER)
+    overrides = care_overrides(ctx)
+    results = run_recipe(RecipePaths(query, document, train_file, str(out)), config_dir=recipe.config_dir,
+                         overrides=overrides)
+    folders = {"init_query": results["init_query"].query_model, "init_document": results["init_document"].document_model,
+               "stage1": results["stage1"].care_model, "stage2": results["stage2"].care_model}
+    models = {recipe.labels.get(stage, stage): folder for stage, folder in folders.items() if folder}
+    for label, switches in recipe.ablations.items():
+        target = out / ABLATIONS_FOLDER / "".join(c if c.isalnum() else "_" for c in label)
+        shares = not (switches.skip_query_init or switches.skip_document_init or switches.pretrained_query_model)
+        if shares:
+            target.mkdir(parents=True, exist_ok=True)
+            _share_initialisations(out, target)
+        ablated = run_recipe(RecipePaths(query, document, train_file, str(target)), config_dir=recipe.config_dir,
+                             overrides=overrides, recipe=switches)
+        models[label] = final_care_model(ablated) or ablated[list(ablated)[-1]].query_model
+    return {"models": models, "stages": {stage: {"steps": r.global_step, "final_loss": r.final_loss}
+                                         for stage, r in results.items()}}
+
+
+def student_config(ctx: RunContext):
+    """The run's student recipe: ``recipes.student.settings`` with the run's teacher, seed and progress bars."""
+    settings = ctx.config.recipes.student.settings
+    return settings.with_overrides([f"teacher={ctx.config.models.teacher}", f"seed={ctx.config.seed}",
+                                    f"progress_bar={str(ctx.config.show_progress).lower()}"])
+
+
+def step_train_student(ctx: RunContext) -> dict[str, Any]:
+    """The student against ``models.teacher`` (and its symmetric baseline); returns their model folders."""
+    from care.train.student import STAGE1_FOLDER, StudentPaths, tower_model_spec, train_student, train_symmetric_baseline
+
+    recipe = ctx.config.recipes.student
+    config = student_config(ctx)
+    out = ctx.model_dir(STUDENT_FOLDER)
+    corpus = str(corpus_file(ctx)) if config.stage1.sentence_source == "corpus" else None
+    paths = StudentPaths(str(ctx.require(ctx.train_file, "label")), str(out), corpus, str(ctx.cache_dir("teacher")))
+    models: dict[str, str] = {}
+    summary: dict[str, Any] = {}
+    if recipe.enabled:
+        teacher = ctx.shared_encoder(config.teacher)  # shares its memo with curation and evaluation
+        result = train_student(config, paths, teacher=teacher)
+        ctx.save_memo()
+        if recipe.stage1_label and config.stage1.enabled:
+            models[recipe.stage1_label] = f"asym:{tower_model_spec(config, out / STAGE1_FOLDER / 'query')}|{config.teacher}"
+        models[recipe.label] = result.model
+        summary["student"] = result.summary()
+    if recipe.symmetric:
+        symmetric = train_symmetric_baseline(config, paths)
+        models[recipe.symmetric_label] = symmetric.model
+        summary["symmetric"] = symmetric.summary()
+    return {"models": models, **summary}
+
+
+def step_train_baselines(ctx: RunContext) -> dict[str, Any]:
+    """The paper's baselines on CARE's trained document tower (or ``models.document``); returns their models."""
+    from care.train.baselines import BaselinePaths, run_baseline
+
+    train_file = str(ctx.require(ctx.train_file, "label"))
+    query, document = base_towers(ctx)
+    trained = ctx.step_outputs("train_care").get("models", {})
+    init_document = ctx.config.recipes.care.labels.get("init_document", "init_document")
+    document_trained = init_document in trained
+    models, steps = {}, {}
+    for name, baseline in ctx.config.recipes.baselines.items():
+        paths = BaselinePaths(trained.get(init_document, document), train_file,
+                              str(ctx.model_dir(BASELINES_FOLDER, name)), query, document_trained)
+        result = run_baseline(name, paths, baseline.overrides, config_dir=baseline.config_dir)
+        models[baseline.label or name] = result.model
+        steps[name] = {step: {"steps": r.global_step, "final_loss": r.final_loss} for step, r in result.steps.items()}
+    return {"models": models, "baselines": steps}

@@ -1,0 +1,72 @@
+"""Generated result tables: marked sections rewritten (and nothing else), every committed record readable,
+and the README's / docs' tables equal to what the records say."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from care.bench.record import read_records
+from care.bench.tables import markdown_table, mean_std, replace_sections, rewrite_file, section_names
+from care.errors import CareError
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "results"
+
+DOC = """# Results
+Some prose 0.5.
+<!-- results:a -->
+| old |
+<!-- /results:a -->
+More prose.
+<!-- results:b -->
+keep me
+<!-- /results:b -->
+"""
+
+
+def test_only_the_named_sections_are_replaced():
+    new = replace_sections(DOC, {"a": "| new |\n"})
+    assert "| new |" in new and "| old |" not in new
+    assert "Some prose 0.5." in new and "keep me" in new and new.count("<!-- results:") == 2
+    assert replace_sections(new, {"a": "| new |"}) == new  # idempotent
+
+
+def test_bad_markers_and_unknown_sections_are_errors():
+    with pytest.raises(CareError, match="unbalanced"):
+        section_names("<!-- results:a -->\nx\n")
+    with pytest.raises(CareError, match=r"doc.md: no marked section \['c'\]"):
+        replace_sections(DOC, {"c": "x"}, source="doc.md")
+
+
+def test_rewrite_file_reports_a_change(tmp_path):
+    path = tmp_path / "doc.md"
+    path.write_text(DOC, encoding="utf-8")
+    assert rewrite_file(path, {"b": "changed"}) and "changed" in path.read_text(encoding="utf-8")
+    assert not rewrite_file(path, {"b": "changed"})
+
+
+def test_cells():
+    assert mean_std({"ndcg_at_10_mean": 0.2421, "ndcg_at_10_std": 0.0031}) == "0.242 ± 0.003"
+    assert mean_std({"ndcg_at_10_mean": 0.183, "ndcg_at_10_std": 0.0}, bold=True) == "**0.183**"
+    assert mean_std({"ndcg_at_10": 0.5}) == "0.500" and mean_std(None) is None
+    assert markdown_table(["a", "b"], [[1, None]]) == "| a | b |\n|---|---|\n| 1 | – |\n"
+
+
+def test_every_committed_result_is_a_record():
+    folders = [p for p in RESULTS.iterdir() if p.is_dir()]
+    assert folders
+    for folder in folders:
+        records = read_records(RESULTS, folder.name)
+        assert records, folder
+        for name, record in records.items():
+            assert record.experiment == folder.name and record.name == name and record.command and record.commit
+
+
+def test_readme_and_docs_tables_match_the_records():
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "tables.py"), "--check"], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, f"{done.stdout}{done.stderr} — run `python benchmarks/tables.py`"

@@ -1,0 +1,54 @@
+"""The run config: paths resolved (next to the file, demo:, $VARS), the student recipe file folded in, bad
+fields named with the file, steps that have no work left out."""
+
+from __future__ import annotations
+
+import pytest
+
+from care.config import ConfigError
+from care.demo import demo_tasks_root
+from care.pipeline.cli import demo_config_path
+from care.pipeline.config import STEPS, RunConfig, load_run_config
+
+
+def test_the_shipped_demo_config_resolves_into_the_demo_data():
+    config = load_run_config(demo_config_path())
+    root = demo_tasks_root()
+    assert config.inputs.train_file == str(root / "train" / "train.jsonl")
+    assert config.inputs.tasks[0] == str(root / "CMedTEB-Demo-Retrieval") and config.main_task == config.inputs.tasks[0]
+    assert config.recipes.student.enabled and config.recipes.student.settings.layers == 6
+    assert config.selected_steps == [s for s in STEPS if s != "train_baselines"]
+    assert RunConfig.from_dict(config.to_dict()) == config
+
+
+def test_paths_are_read_next_to_the_file_and_vars_expand(tmp_path, monkeypatch):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train.jsonl").write_text('{"query": "q", "pos": ["p"]}\n', encoding="utf-8")
+    (tmp_path / "student.yaml").write_text("layers: 4\nstage1: {epochs: 1}\n", encoding="utf-8")
+    monkeypatch.setenv("MY_TASKS", str(tmp_path / "tasks"))
+    path = tmp_path / "run.yaml"
+    path.write_text("inputs: {train_file: data/train.jsonl, tasks: [$MY_TASKS/a, CMedTEB-Retrieval]}\n"
+                    "recipes:\n  care: {enabled: false}\n"
+                    "  student: {enabled: true, config: student.yaml, settings: {keep: first}}\n", encoding="utf-8")
+    config = load_run_config(path)
+    assert config.inputs.train_file == str(tmp_path / "data" / "train.jsonl")
+    assert config.inputs.tasks == [f"{tmp_path}/tasks/a", "CMedTEB-Retrieval"]  # a registered name stays a name
+    student = config.recipes.student.settings
+    assert (student.layers, student.keep, student.stage1.epochs) == (4, "first", 1)  # the file, settings win
+    assert config.selected_steps == ["label", "train_student", "evaluate", "latency", "index", "report"]
+    assert load_run_config(path, ["steps=[label, evaluate]"]).selected_steps == ["label", "evaluate"]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("inputs: {train_file: t.jsonl, tasks: [x]}\nrecipes: {student: {settings: {layers: six}}}\n",
+     r"run.yaml: config field 'recipes.student.settings.layers': expected an integer, got 'six'"),
+    ("inputs: {train_file: t.jsonl, tasks: [x]}\nmodels: {querry: tiny}\n", r"run.yaml: unknown field 'models.querry'"),
+    ("inputs: {train_file: t.jsonl}\n", r"run.yaml: config field 'inputs.tasks': name at least one evaluation task"),
+    ("inputs: {tasks: [x]}\n", r"run.yaml: config field 'inputs': give raw_queries .* or a train_file"),
+    ("inputs: {train_file: t.jsonl, tasks: [x]}\nsteps: [train]\n", r"unknown step\(s\) \['train'\]"),
+])
+def test_bad_configs_name_the_field_and_the_file(tmp_path, text, message):
+    path = tmp_path / "run.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=message):
+        load_run_config(path)
