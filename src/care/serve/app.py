@@ -29,7 +29,7 @@ from care.errors import CareError
 from care.serve.batcher import MicroBatcher, QueueFullError
 from care.serve.engine import EMBED, SEARCH, SearchEngine, usage_tokens
 from care.serve.guard import RequestGuard
-from care.serve.metrics import ServiceMetrics
+from care.serve.metrics import RequestMetrics, ServiceMetrics
 from care.serve.schemas import (
     EmbedRequest,
     EmbedResponse,
@@ -47,6 +47,8 @@ logger = logging.getLogger(__name__)
 DOCUMENT_MODEL_SUFFIX = ":document"
 #: The JSON endpoints: API key, body size and body encoding are checked before they read anything.
 GUARDED_PATHS = ("/search", "/embed", "/v1/embeddings")
+#: Paths counted under their own name in the request metrics (anything else is "other").
+COUNTED_ROUTES = ("/search", "/embed", "/v1/embeddings", "/health", "/metrics", "/")
 
 
 def _static_dir() -> str:
@@ -103,22 +105,9 @@ def create_app(engine: SearchEngine) -> FastAPI:
     )
     app.state.engine, app.state.metrics, app.state.batcher = engine, metrics, batcher
 
-    # inside the request counter below (middleware added later wraps the earlier), so its answers are counted
+    # the guard runs inside the request counter (middleware added later wraps the earlier), so its answers are counted
     app.add_middleware(RequestGuard, paths=GUARDED_PATHS, api_key=api_key, max_body_bytes=config.max_body_bytes)
-
-    @app.middleware("http")
-    async def count_requests(request: Request, call_next):
-        started = time.perf_counter()
-        route = request.url.path if request.url.path in ("/search", "/embed", "/v1/embeddings", "/health", "/metrics", "/") else "other"
-        status = 500
-        try:
-            response = await call_next(request)
-            status = response.status_code
-            return response
-        finally:
-            metrics.requests.labels(route, str(status)).inc()
-            metrics.latency.labels(route).observe(time.perf_counter() - started)
-            metrics.queue.set(batcher.pending)
+    app.add_middleware(RequestMetrics, metrics=metrics, routes=COUNTED_ROUTES, queue_depth=lambda: batcher.pending)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_body(_: Request, exc: RequestValidationError) -> JSONResponse:

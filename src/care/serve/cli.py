@@ -77,6 +77,9 @@ def serve(
     config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file of ServeConfig limits (max_k, max_query_chars, ...)."),
     device: Optional[str] = typer.Option(None, "--device"),
     threads: int = typer.Option(0, "--threads", help="torch / onnxruntime threads (0 = library default)."),
+    access_log: bool = typer.Option(False, "--access-log/--no-access-log",
+                                    help="Log every request (uvicorn's access log; costs CPU per request; "
+                                         "/metrics counts requests either way)."),
 ) -> None:
     """Serve /search, /embed, /v1/embeddings, /health, /metrics and a search page at /."""
     import dataclasses
@@ -98,7 +101,7 @@ def serve(
                          device=device, onnx_threads=threads)
     app = create_app(engine)
     typer.echo(f"serving {index} on http://{host}:{port} (OpenAPI schema at /openapi.json)")
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    uvicorn.run(app, host=host, port=port, log_level="info", access_log=access_log)
 
 
 def export_onnx(
