@@ -137,7 +137,8 @@ class CareRecipeConfig(Config):
 
     Attributes:
         enabled: train it.
-        config_dir: ``<stage>.yaml`` per stage (e.g. ``configs/care_tiny``); ``null``: the stages' declared defaults.
+        config_dir: ``<stage>.yaml`` per stage (e.g. ``configs/care_tiny``) or ``preset:e5``; ``null``: the ``e5`` preset for
+            an e5 document model (care.train.presets), else the stages' declared defaults.
         epochs / batch_size / lr / query_max_length / document_max_length / max_train_examples /
             checkpoint_every: settings of every stage (they win over ``config_dir``'s files).
         query_prompt: prepended to training queries (the paper's instruction format, as at evaluation);

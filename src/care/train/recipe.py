@@ -229,13 +229,18 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
     Args:
         paths: base models, training file, output folder, optional Stage I alignment file.
         config_dir: folder with ``init_query.yaml``, ``init_document.yaml``, ``stage1.yaml``,
-            ``stage2.yaml`` (e.g. ``configs/care_tiny``); model paths, data files and output folders
-            in them are replaced by the recipe's wiring.
+            ``stage2.yaml`` (e.g. ``configs/care_tiny``), or ``preset:NAME`` for a shipped preset
+            (:mod:`care.train.presets`); model paths, data files and output folders in them are
+            replaced by the recipe's wiring. ``None``: the ``e5`` preset for an e5 document model,
+            else the stages' declared defaults.
         overrides: ``key=value`` for every stage or ``stage:key=value`` for one.
         stages: subset of :data:`RECIPE_STAGES` to run (in recipe order).
         recipe: ablation switches (:class:`RecipeConfig`); they remove stages from ``stages`` and
             rewire the rest.
     """
+    from care.train.presets import resolve_config_dir
+
+    config_dir = resolve_config_dir(config_dir, paths.document_model)
     recipe = recipe or RecipeConfig()
     given = list(overrides)
     overrides = [*overrides, *recipe.overrides]
