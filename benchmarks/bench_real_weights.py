@@ -75,6 +75,9 @@ QUERY_PREFIX, PASSAGE_PREFIX = "query: ", "passage: "
 E5_OPTIONS = f"query_prefix={quote(QUERY_PREFIX)}&document_prefix={quote(PASSAGE_PREFIX)}&instructions=false"
 #: The peer's and the symmetric towers' settings (issue 15): 1 epoch, batch 32, lr 2e-5, 10 % warm-up.
 PEER = {"epochs": 1, "batch_size": 32, "lr": 2e-5, "warmup": 0.1, "scale": 50.0, "max_length": 192}
+#: The peer row's label, and the rows a seed may be recorded without (``--skip-rows``).
+PEER_ROW = "peer (sentence-transformers trainer)"
+SKIPPABLE_ROWS = {"peer": PEER_ROW, "without_stage1": "CARE w/o Stage I"}
 #: Token budget of both towers in training (set by --max-length; configs/care_e5 say 192).
 LENGTH_OVERRIDES: list[str] = []
 #: Validation hold-out (care.data.splits): share of the training rows, fixed seed.
@@ -86,7 +89,7 @@ ALIGNMENT_SENTENCES = 10000
 #: Cosine at which two e5 passage vectors count as the same answer (diagnosis: in-batch copies masked).
 DUPLICATE_THRESHOLD = 0.98
 #: Rows of the table, in order.
-ROWS = ("e5 zero-shot", "peer (sentence-transformers trainer)", "symmetric small", "symmetric large",
+ROWS = ("e5 zero-shot", PEER_ROW, "symmetric small", "symmetric large",
         "CARE w/o Stage I", "CARE w/o Stage II", "CARE", "student vs frozen e5")
 
 
@@ -350,14 +353,16 @@ def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, 
     specs.update({row: f"{path}?{E5_OPTIONS}&dtype=float32" for row, path in trained.items()})
     timings["care"] = time.perf_counter() - started
     score_rows(specs, prep.task, work, cache)  # scores as soon as they exist (kept per row; a rerun reads them)
-    t0 = time.perf_counter()
-    specs["peer (sentence-transformers trainer)"] = f"{train_peer(e5, prep.train_file, work / 'peer', seed)}?{E5_OPTIONS}&dtype=float32"
-    timings["peer"] = time.perf_counter() - t0
-    score_rows(specs, prep.task, work, cache)
-    t0 = time.perf_counter()
-    specs["CARE w/o Stage I"] = (f"{train_without_stage1(prep, work / 'care', seed, trained, args.care_variant[1])}"
-                                 f"?{E5_OPTIONS}&dtype=float32")
-    timings["care_without_stage1"] = time.perf_counter() - t0
+    if "peer" not in args.skip_rows:
+        t0 = time.perf_counter()
+        specs[PEER_ROW] = f"{train_peer(e5, prep.train_file, work / 'peer', seed)}?{E5_OPTIONS}&dtype=float32"
+        timings["peer"] = time.perf_counter() - t0
+        score_rows(specs, prep.task, work, cache)
+    if "without_stage1" not in args.skip_rows:
+        t0 = time.perf_counter()
+        specs["CARE w/o Stage I"] = (f"{train_without_stage1(prep, work / 'care', seed, trained, args.care_variant[1])}"
+                                     f"?{E5_OPTIONS}&dtype=float32")
+        timings["care_without_stage1"] = time.perf_counter() - t0
     stage1_query = str(Path(trained["CARE w/o Stage II"]).parent / "query")
     for name, items in args.variant:  # other Stage II settings from the same Stage I model and document tower
         t0 = time.perf_counter()
@@ -435,7 +440,8 @@ def summarise(args) -> None:
     if large and "CARE" in rows:
         checks["CARE / symmetric large"] = rows["CARE"]["mean"] / large
         checks["CARE - symmetric small"] = rows["CARE"]["mean"] - small
-        checks["peer - symmetric large"] = rows["peer (sentence-transformers trainer)"]["mean"] - large
+        if PEER_ROW in rows:
+            checks["peer - symmetric large"] = rows[PEER_ROW]["mean"] - large
     record = BenchmarkRecord(EXPERIMENT, name, config={"peer": PEER, "recipe": "configs/care_e5",
                                                         "devices": sorted({r.machine.get("gpu") or r.machine.get("cpu")
                                                                            for r in runs.values()})},
@@ -549,6 +555,9 @@ def main() -> None:
     parser.add_argument("--dense-miner", action="store_true", help="Stage I negatives by e5 instead of BM25 (no jieba)")
     parser.add_argument("--max-train", type=int, default=None, help="use only the first N training rows (smoke tests)")
     parser.add_argument("--no-student", action="store_true", help="skip the student against frozen e5 documents")
+    parser.add_argument("--skip-rows", nargs="*", default=[], choices=sorted(SKIPPABLE_ROWS),
+                        help="record the seed without these rows (each costs a 12-layer epoch; the record names "
+                             "what was skipped)")
     parser.add_argument("--no-int8", action="store_true", help="skip the ONNX int8 quality rows")
     parser.add_argument("--summarise", action="store_true", help="train nothing: aggregate the seeds' records")
     parser.add_argument("--latency", action="store_true", help="with --summarise: measure query latency here")
@@ -581,7 +590,7 @@ def main() -> None:
                                          "variants": dict(args.variant), "max_train": args.max_train,
                                          "care_variant": {"name": args.care_variant[0],
                                                           "settings": args.care_variant[1]},
-                                         "specs": result["specs"]},
+                                         "specs": result["specs"], "skipped_rows": args.skip_rows},
                                  seeds=[seed], scores=result["scores"],
                                  extra={"timings_s": result["timings_s"], "travel": result["travel"]})
         logger.info("seed %d: %s", seed, write_record(record, args.out))
