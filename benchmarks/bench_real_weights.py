@@ -8,7 +8,7 @@ trained on the dev set's ``train.jsonl``, then scored on its test queries agains
 - ``peer``: e5 fine-tuned on both sides with sentence-transformers' own trainer
   (MultipleNegativesRankingLoss, scale 50 = τ 0.02, no-duplicates batches, 1 epoch, batch 32,
   lr 2e-5, 10 % warm-up, max length 192) — the standard tool, same data;
-- the CARE recipe (``configs/care_e5``, ``care train recipe``), whose stages are the other rows:
+- the CARE recipe (the ``e5`` preset, ``care.train.presets``: ``care train recipe`` and ``care run`` use it for e5 document towers), whose stages are the other rows:
   ``symmetric small`` (init_query: e5 cut to 6 strided layers, both sides), ``symmetric large``
   (init_document: e5's 12 layers, both sides, the peer's settings), ``CARE w/o Stage II`` (Stage I:
   the 6-layer query tower aligned to the frozen 12-layer document tower), ``CARE`` (Stage II: both
@@ -59,6 +59,7 @@ from care.data.retrieval import load_corpus
 from care.data.splits import hold_out_by_positive, write_validation_task
 from care.encoders.cache import EmbeddingCache
 from care.encoders.registry import load_model
+from care.train.presets import preset_dir
 from care.train.recipe import RecipeConfig, RecipePaths, run_recipe
 from care.train.trainer import read_result, train
 
@@ -66,7 +67,7 @@ logger = logging.getLogger("bench_real_weights")
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV_SET = ROOT.parent / "shared" / "data" / "toyhom_neike_sample"
-CONFIGS = ROOT / "configs" / "care_e5"
+CONFIGS = preset_dir("e5")  # care.train.presets: what care train recipe / care run use for e5 document towers
 DEMO_RETRIEVAL = ROOT / "src" / "care" / "demo" / "data" / "CMedTEB-Demo-Retrieval"
 RESULTS = ROOT / "benchmarks" / "results"
 EXPERIMENT = "real_weights"
@@ -78,7 +79,7 @@ PEER = {"epochs": 1, "batch_size": 32, "lr": 2e-5, "warmup": 0.1, "scale": 50.0,
 #: The peer row's label, and the rows a seed may be recorded without (``--skip-rows``).
 PEER_ROW = "peer (sentence-transformers trainer)"
 SKIPPABLE_ROWS = {"peer": PEER_ROW, "without_stage1": "CARE w/o Stage I"}
-#: Token budget of both towers in training (set by --max-length; configs/care_e5 say 192).
+#: Token budget of both towers in training (set by --max-length; the e5 preset says 192).
 LENGTH_OVERRIDES: list[str] = []
 #: Validation hold-out (care.data.splits): share of the training rows, fixed seed.
 VALIDATION_SHARE, VALIDATION_SEED = 0.1, 20261125
@@ -191,7 +192,7 @@ def _variant_overrides(variant: list[str]) -> tuple[list[str], dict | None]:
 
 def train_care(prep: Prepared, e5: Path, cut: Path, out: Path, seed: int, variant: list[str],
                document: str | None = None) -> dict[str, str]:
-    """The CARE recipe (configs/care_e5) and its ablation without Stage I; returns row -> model folder.
+    """The CARE recipe (the e5 preset, care.train.presets) and its ablation without Stage I; returns row -> model folder.
 
     ``document``: an already fine-tuned document tower (symmetric large) to start from instead of
     running init_document again (the trade-off rows with other query-tower depths share it).
@@ -219,7 +220,7 @@ def train_without_stage1(prep: Prepared, out: Path, seed: int, trained: dict[str
 
 def stage2_run(prep: Prepared, out: Path, seed: int, query_model: str, document_model: str, overrides: list[str],
                mining: dict | None) -> str:
-    """One Stage II run (configs/care_e5/stage2.yaml + the ``stage2:`` overrides) from the given towers;
+    """One Stage II run (the e5 preset's stage2.yaml + the ``stage2:`` overrides) from the given towers;
     negatives mined with ``document_model`` when ``mining`` is set. Returns the CARE model folder."""
     from care.train.config import TrainConfig, apply_overrides, load_config
     from care.train.negatives import MiningConfig, mine_hard_negatives
@@ -442,7 +443,7 @@ def summarise(args) -> None:
         checks["CARE - symmetric small"] = rows["CARE"]["mean"] - small
         if PEER_ROW in rows:
             checks["peer - symmetric large"] = rows[PEER_ROW]["mean"] - large
-    record = BenchmarkRecord(EXPERIMENT, name, config={"peer": PEER, "recipe": "configs/care_e5",
+    record = BenchmarkRecord(EXPERIMENT, name, config={"peer": PEER, "recipe": "preset:e5",
                                                         "devices": sorted({r.machine.get("gpu") or r.machine.get("cpu")
                                                                            for r in runs.values()})},
                              seeds=sorted(runs), scores=rows, latencies=latency,
@@ -585,7 +586,7 @@ def main() -> None:
     for seed in args.seeds:
         result = run_seed(args, seed, prep, e5, cut)
         record = BenchmarkRecord(EXPERIMENT, f"{prep.name}_seed{seed}",
-                                 config={"peer": PEER, "recipe": "configs/care_e5", "layers": args.layers,
+                                 config={"peer": PEER, "recipe": "preset:e5", "layers": args.layers,
                                          "length_overrides": LENGTH_OVERRIDES,
                                          "variants": dict(args.variant), "max_train": args.max_train,
                                          "care_variant": {"name": args.care_variant[0],
