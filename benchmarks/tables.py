@@ -82,6 +82,47 @@ def care_table(results: Path = RESULTS) -> str:
     return markdown_table(["row", "toyhom (test queries, full corpus)", "demo retrieval"], rows)
 
 
+#: The real-weights table: (row, label in real_weights/test.json, query-tower layers, bold).
+REAL_WEIGHTS_ROWS: tuple[tuple[str, str, int, bool], ...] = (
+    ("e5 zero-shot (multilingual-e5-small, PyTorch)", "e5 zero-shot", 12, False),
+    ("peer: e5 fine-tuned on both sides by sentence-transformers' trainer", "peer (sentence-transformers trainer)", 12, False),
+    ("symmetric small: e5's 6-layer strided cut fine-tuned on both sides", "symmetric small", 6, False),
+    ("symmetric large: e5's 12 layers fine-tuned on both sides (care train)", "symmetric large", 12, False),
+    ("CARE w/o Stage I", "CARE w/o Stage I", 6, False),
+    ("CARE w/o Stage II (Stage I only)", "CARE w/o Stage II", 6, False),
+    ("**CARE** (6-layer query tower, 12-layer document tower)", "CARE", 6, True),
+    ("CARE, query tower in ONNX int8", "CARE, ONNX int8", 6, False),
+    ("student vs frozen e5 documents", "student vs frozen e5", 6, False),
+)
+
+
+def real_weights_table(results: Path = RESULTS) -> str:
+    """CARE on real weights (bench_real_weights.py --summarise): nDCG@10 per row and its query tower's
+    latency in ONNX fp32 / int8 side by side with symmetric large's query side in the same engine."""
+    rec = record("real_weights", "test", results)
+    latency = rec.latencies
+
+    def timed(layers: int, engine: str) -> str | None:
+        key = f"{layers} layers" + (" (symmetric large's query side)" if layers == 12 else "") + f", ONNX {engine}"
+        lat = latency.get(key)
+        if not lat:
+            return None
+        ratio = lat.get("large_over_this")
+        return f"{lat['p50_ms']:.2f}" + (f" ({ratio:.1f}×)" if ratio and layers != 12 else "")
+
+    rows = []
+    for label, key, layers, bold in REAL_WEIGHTS_ROWS:
+        if key not in rec.scores:
+            continue
+        r = rec.scores[key]
+        value = f"{r['mean']:.3f}" + (f" ± {r['std']:.3f}" if len(r["per_seed"]) > 1 else "")
+        engine = "int8" if "int8" in key else None
+        rows.append([label, f"**{value}**" if bold else value, str(layers),
+                     timed(layers, "fp32") if engine is None else None, timed(layers, "int8")])
+    return markdown_table(["row", f"nDCG@10 (seeds {', '.join(map(str, rec.seeds))})", "query layers",
+                           "query p50 ms, ONNX fp32", "query p50 ms, ONNX int8"], rows)
+
+
 def results_index(results: Path = RESULTS) -> str:
     """Every record: experiment / name, the command that wrote it, its commit and date."""
     rows = []
@@ -93,7 +134,7 @@ def results_index(results: Path = RESULTS) -> str:
 
 
 TABLES: dict[str, Callable[[Path], str]] = {"harness-table": harness_table, "care-table": care_table,
-                                            "results-index": results_index}
+                                            "real-weights-table": real_weights_table, "results-index": results_index}
 
 
 def render(document: Path, results: Path = RESULTS) -> str:
