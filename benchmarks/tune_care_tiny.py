@@ -32,7 +32,6 @@ if "--threads" in sys.argv:  # before torch starts its OpenMP pool
 import argparse
 import json
 import logging
-import random
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +45,8 @@ from care.train.config import TrainConfig, apply_overrides, load_config
 
 from care.bench.registry import infer_task
 from care.bench.task import TaskMetadata
-from care.data.io import atomic_write, iter_jsonl, write_json, write_jsonl
+from care.data.splits import hold_out_by_positive, positive_of, write_validation_task
+from care.data.io import iter_jsonl, write_json, write_jsonl
 from care.data.retrieval import load_corpus
 from care.train.mining import N_MINED_NEGATIVES, mine_negatives
 from care.encoders.cache import EmbeddingCache
@@ -124,37 +124,16 @@ def carve_validation(work: Path) -> Dataset:
     """Split ``train.jsonl`` into training rows and a validation task over the full corpus."""
     if not TOYHOM.is_dir():
         raise SystemExit(f"dev set not found at {TOYHOM}")
-    corpus = load_corpus(TOYHOM / "corpus.jsonl")
-    corpus_texts = [d.text for d in corpus.values()]
-    doc_id = {d.text: i for i, d in corpus.items()}
+    corpus_texts = [d.text for d in load_corpus(TOYHOM / "corpus.jsonl").values()]
     rows = [obj for _, obj in iter_jsonl(TOYHOM / "train.jsonl")]
-    groups: dict[str, list[dict]] = {}
-    for row in rows:
-        groups.setdefault(row["positive"], []).append(row)
-    keys = sorted(groups)
-    random.Random(SPLIT_SEED).shuffle(keys)
-    held, n_held = set(), 0
-    for key in keys:
-        if n_held >= VALIDATION_SHARE * len(rows):
-            break
-        held.add(key)
-        n_held += len(groups[key])
+    kept, held = hold_out_by_positive(rows, VALIDATION_SHARE, SPLIT_SEED)  # whole answer groups
     folder = work / "validation_task"
     train_file = work / "train.jsonl"
     if not train_file.is_file():
-        kept = [r for r in rows if r["positive"] not in held]
         write_jsonl(train_file, mine_negatives(kept, corpus_texts, n=N_MINED_NEGATIVES, seed=0))
-        folder.mkdir(parents=True, exist_ok=True)
-        val = [r for r in rows if r["positive"] in held]
-        write_jsonl(folder / "queries.jsonl", [{"id": f"v{i:05d}", "text": r["query"]} for i, r in enumerate(val)])
-        with atomic_write(folder / "qrels.tsv") as fh:
-            fh.write("query-id\tcorpus-id\tscore\n")
-            fh.writelines(f"v{i:05d}\t{doc_id[r['positive']]}\t1\n" for i, r in enumerate(val))
-        link = folder / "corpus.jsonl"
-        if not link.exists():
-            link.symlink_to(TOYHOM / "corpus.jsonl")
+        write_validation_task(held, TOYHOM / "corpus.jsonl", folder)
     logger.info("validation split: %d held-out answer groups, %d queries; training rows in %s",
-                len(held), n_held, train_file)
+                len({positive_of(r) for r in held}), len(held), train_file)
     task = TaskMetadata.from_dict({**infer_task(folder).to_dict(), "name": "toyhom-validation",
                                    "path": str(folder), "instruction": instruction_for_task("CMedTEB-Retrieval")})
     queries = [r["query"] for _, r in iter_jsonl(train_file)]

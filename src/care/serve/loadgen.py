@@ -246,4 +246,4 @@ async def run_mixed_load_async(base_url: str, queries: Sequence[str], *, clients
 
 def run_mixed_load(base_url: str, queries: Sequence[str], **options: Any) -> MixedLoadReport:
     """Synchronous wrapper of :func:`run_mixed_load_async` (its own event loop)."""
-    return asyncio.run(run_mixed_load_async(base_url, queries, **options))
+    return _run(run_mixed_load_async(base_url, queries, **options))
