@@ -45,7 +45,7 @@ def test_kill_and_resume_is_exact(tiny_root, tiny_bert, tmp_path, method, data, 
     def config(out: Path) -> dict:
         cfg = config_dict(method, tiny_bert, tiny_root / data, out,
                           optim={"batch_size": 3, "max_steps": MAX_STEPS, "lr": 2e-3, "warmup_ratio": 0.2},
-                          checkpoint={"every_steps": KILL_AT, "keep_last": 1}, **section)
+                          checkpoint={"every_steps": KILL_AT, "keep_last": 1, "keep_after_training": True}, **section)
         cfg["data"]["shuffle_buffer"] = 4
         return cfg
 

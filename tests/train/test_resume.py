@@ -30,7 +30,7 @@ def test_kill_and_resume_is_exact(tiny_dir, tmp_path):
     # RNG (dropout masks, negative sampling) and the data position.
     def config(out: Path) -> dict:
         return tiny_config_dict(tiny_dir, "stage2", out, optim={"batch_size": 4, "max_steps": 4, "lr": 2e-3},
-                                checkpoint={"every_steps": 3, "keep_last": 1},
+                                checkpoint={"every_steps": 3, "keep_last": 1, "keep_after_training": True},
                                 model={"lora": {"r": 4, "alpha": 8, "dropout": 0.1}})
 
     straight = tmp_path / "straight"

@@ -251,3 +251,27 @@ def test_document_lr_must_be_positive(tiny_dir, tmp_path):
     data["optim"] = {**data.get("optim", {}), "document_lr": 0}
     with pytest.raises(ConfigError, match="optim.document_lr"):
         TrainConfig.from_dict(data)
+
+
+def test_a_finished_stage_drops_its_checkpoints_and_is_not_trained_again(tiny_dir, tmp_path):
+    """Checkpoints (weights + optimiser state) only serve resume: once train_result.json is written
+    they are deleted unless asked for, and resuming the finished stage returns its result untouched."""
+    from care.errors import CareError
+    from care.train.checkpoint import checkpoint_root
+
+    out = tmp_path / "r"
+    cfg = tiny_config_dict(tiny_dir, "init_query", out, optim={"max_steps": 2}, checkpoint={"every_steps": 1})
+    first = train(TrainConfig.from_dict(cfg))
+    assert not checkpoint_root(out).exists()
+    weights = (out / "query" / "model.safetensors").read_bytes()
+    again = train(TrainConfig.from_dict(cfg), resume=True)
+    assert again.global_step == first.global_step == 2
+    assert (out / "query" / "model.safetensors").read_bytes() == weights
+    with pytest.raises(CareError, match="finished stage"):
+        train(TrainConfig.from_dict(cfg))
+
+    kept = tmp_path / "kept"
+    cfg = tiny_config_dict(tiny_dir, "init_query", kept, optim={"max_steps": 2},
+                           checkpoint={"every_steps": 1, "keep_after_training": True})
+    train(TrainConfig.from_dict(cfg))
+    assert [p.name for p in sorted(checkpoint_root(kept).iterdir())] == ["step-1", "step-2"]

@@ -29,7 +29,14 @@ from care.models.folders import atomic_dir
 from care.pretrain.config import PretrainConfig
 from care.pretrain.stream import TextStream
 from care.pretrain.tasks import PretrainTask, make_task
-from care.train.checkpoint import STATE_FILE, TrainerState, latest_checkpoint, list_checkpoints, save_checkpoint
+from care.train.checkpoint import (
+    STATE_FILE,
+    TrainerState,
+    latest_checkpoint,
+    list_checkpoints,
+    remove_checkpoints,
+    save_checkpoint,
+)
 from care.train.trainer import NO_DECAY
 
 logger = logging.getLogger(__name__)
@@ -221,6 +228,8 @@ def pretrain(config: PretrainConfig, *, resume: bool = False, callbacks: Sequenc
             task.save(acc.unwrap_model(task.model), tmp)
         write_json(out_dir / RESULT_FILE, asdict(result))
         logger.info("pretrained encoder saved to %s", result.model)
+        if not config.checkpoint.keep_after_training:
+            remove_checkpoints(out_dir)
     acc.wait_for_everyone()
     if rc.log_with:
         acc.end_training()

@@ -46,6 +46,14 @@ def checkpoint_root(output_dir: str | Path) -> Path:
     return Path(output_dir) / CHECKPOINT_DIRNAME
 
 
+def remove_checkpoints(output_dir: str | Path) -> None:
+    """Delete ``<output_dir>/checkpoints`` (called once a stage's outputs are safely written)."""
+    root = checkpoint_root(output_dir)
+    if root.is_dir():
+        shutil.rmtree(root, ignore_errors=True)
+        logger.info("removed %s (the stage is finished; set checkpoint.keep_after_training to keep it)", root)
+
+
 def list_checkpoints(output_dir: str | Path) -> list[Path]:
     """Complete checkpoints (with a trainer state), oldest first."""
     root = checkpoint_root(output_dir)

@@ -164,10 +164,17 @@ class LossConfig:
 
 @dataclass
 class CheckpointConfig:
-    """Checkpoints every ``every_steps`` optimiser steps (atomic), keeping the last ``keep_last``."""
+    """Checkpoints every ``every_steps`` optimiser steps (atomic), keeping the last ``keep_last``.
+
+    keep_after_training: keep ``checkpoints/`` once the stage has finished and written its models
+    and ``train_result.json``. Off by default: a finished stage is never resumed (it is skipped), and
+    each checkpoint holds weights plus optimiser state (about 3x the model), which for an e5-sized
+    tower is over a gigabyte of disk that nothing reads again.
+    """
 
     every_steps: int = 500
     keep_last: int = 2
+    keep_after_training: bool = False
 
 
 @dataclass

@@ -27,7 +27,13 @@ import torch
 from care.encoders.base import Encoder
 from care.errors import CareError, DimensionMismatchError
 from care.models.folders import atomic_dir
-from care.train.checkpoint import TrainerState, latest_checkpoint, list_checkpoints, save_checkpoint
+from care.train.checkpoint import (
+    TrainerState,
+    latest_checkpoint,
+    list_checkpoints,
+    remove_checkpoints,
+    save_checkpoint,
+)
 from care.train.config import TrainConfig
 from care.train.stages import DOCUMENT_TOWER, QUERY_TOWER, TEACHER, StageSpec, build_stage
 
@@ -301,6 +307,8 @@ class Trainer:
             from care.data.io import write_json
 
             write_json(self.output_dir / RESULT_FILE, asdict(result))
+            if not self.config.checkpoint.keep_after_training:
+                remove_checkpoints(self.output_dir)
         acc.wait_for_everyone()
         return result
 
@@ -309,8 +317,9 @@ class Trainer:
         """Run the stage to the end (``optim.epochs`` or ``optim.max_steps``) and save the outputs.
 
         Args:
-            resume: continue from the latest complete checkpoint in ``output_dir/checkpoints``.
-                Without it, an output folder that already holds checkpoints is an error.
+            resume: continue from the latest complete checkpoint in ``output_dir/checkpoints``, or
+                return the recorded result when the stage already finished there. Without it, an
+                output folder that already holds checkpoints or a finished stage is an error.
         """
         from accelerate.utils import set_seed
         from tqdm.auto import tqdm
@@ -319,6 +328,13 @@ class Trainer:
         from care.train.batches import batches_per_epoch, epoch_loader
 
         cfg = self.config
+        finished = read_result(self.output_dir)
+        if finished is not None:
+            if not resume:
+                raise CareError(f"{self.output_dir} holds a finished stage ({RESULT_FILE}); pass --resume to "
+                                "reuse it, or choose another output_dir")
+            logger.info("%s already finished (%s): nothing to do", self.output_dir, RESULT_FILE)
+            return finished
         if list_checkpoints(self.output_dir) and not resume:
             raise CareError(f"{self.output_dir} already holds checkpoints; pass --resume to continue that run, "
                             "or choose another output_dir")
