@@ -190,40 +190,65 @@ class Service:
         self.log.close()
 
 
-def overhead_at_one_client(engine: Any, url: str, queries: list[str]) -> dict[str, Any]:
-    """Bare loop vs one HTTP client, interleaved per query in random order (self-checked).
+class FloorService(Service):
+    """``benchmarks/http_floor_app.py`` (a no-op ASGI app) under uvicorn in a child process, with the
+    event loop and HTTP parser ``care serve`` uses (uvloop, httptools, no access log). Started, waited
+    for and stopped like :class:`Service` (any path answers 200, /health included)."""
 
-    The client is the standard library's ``http.client`` on one kept-alive connection: the lightest
-    client there is, so the difference measures the service (HTTP parsing, validation, the batcher's
-    hand-off, JSON of the hits), not a client library."""
+    def __init__(self, work: Path) -> None:
+        from care.serve.server import free_port
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        command = [sys.executable, "-m", "uvicorn", "http_floor_app:app", "--app-dir", str(Path(__file__).parent),
+                   "--port", str(self.port), "--loop", "uvloop", "--http", "httptools", "--no-access-log",
+                   "--log-level", "warning"]
+        self.log = open(work / f"floor-{self.port}.log", "w", encoding="utf-8")  # noqa: SIM115 — closed in __exit__
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT)
+
+
+def overhead_at_one_client(engine: Any, url: str, floor_url: str, queries: list[str]) -> dict[str, Any]:
+    """Bare loop vs one HTTP client vs the transport floor, interleaved per query in random order (self-checked).
+
+    The client is the standard library's ``http.client`` on one kept-alive connection per server: the
+    lightest client there is. ``floor`` is the same request to a no-op app under the same uvicorn
+    settings, so ``http - bare`` (the overhead) splits into ``floor`` (loopback TCP, HTTP parsing, the
+    client) and ``http - bare - floor`` (the service's own code: validation, the batcher's hand-off,
+    JSON of the hits, middleware)."""
     import http.client
     from urllib.parse import urlsplit
 
     from care.bench.latency import COPY_SUFFIX, LatencySettings, measure_calls
 
-    where = urlsplit(url)
-    client = http.client.HTTPConnection(where.hostname, where.port, timeout=30.0)
+    def connect(address: str) -> http.client.HTTPConnection:
+        where = urlsplit(address)
+        return http.client.HTTPConnection(where.hostname, where.port, timeout=30.0)
+
+    client, floor_client = connect(url), connect(floor_url)
     bodies = [json.dumps({"query": q, "k": TOP_K}).encode("utf-8") for q in queries]
 
     def bare(i: int) -> None:
         (found,) = engine.search_vectors([queries[i]], [TOP_K], instruction=None)
         engine.hits(found, TOP_K, None)
 
-    def http(i: int) -> None:
-        client.request("POST", "/search", body=bodies[i], headers={"Content-Type": "application/json"})
-        response = client.getresponse()
+    def post(connection: http.client.HTTPConnection, i: int) -> None:
+        connection.request("POST", "/search", body=bodies[i], headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
         response.read()
         if response.status != 200:
             raise SystemExit(f"/search answered {response.status}")
 
     settings = LatencySettings(warmup_calls=5, min_calls=300, max_calls=2000, max_seconds=240.0, target_relative_ci=0.02)
-    report = measure_calls({"bare": bare, "bare" + COPY_SUFFIX: bare, "http": http}, len(queries), settings=settings,
-                           control="bare")
+    report = measure_calls({"bare": bare, "bare" + COPY_SUFFIX: bare, "http": lambda i: post(client, i),
+                            "floor": lambda i: post(floor_client, i)}, len(queries), settings=settings, control="bare")
     client.close()
+    floor_client.close()
     m = report.models
+    bare_ms, http_ms, floor_ms = m["bare"].p50_ms, m["http"].p50_ms, m["floor"].p50_ms
     return {"report": report.to_dict(), "self_check": report.self_check.describe(), "trusted": report.trusted,
-            "bare_p50_ms": m["bare"].p50_ms, "http_p50_ms": m["http"].p50_ms,
-            "overhead_p50": m["http"].p50_ms / m["bare"].p50_ms - 1.0 if report.trusted else None}
+            "bare_p50_ms": bare_ms, "http_p50_ms": http_ms, "floor_p50_ms": floor_ms,
+            "service_code_p50_ms": http_ms - bare_ms - floor_ms,
+            "overhead_p50": http_ms / bare_ms - 1.0 if report.trusted else None}
 
 
 def bare_ceiling(engine: Any, queries: list[str], seconds: float) -> dict[str, Any]:
@@ -272,15 +297,24 @@ def run_setting(name: str, setting: dict[str, Any], index: Path, onnx: Path, que
     if cached.is_file():
         return json.loads(cached.read_text(encoding="utf-8"))
     engine = load_engine(index, onnx_dir=onnx, int8=True, onnx_threads=setting["threads"])
-    with Service(index, onnx, setting, work) as service:
-        overhead = overhead_at_one_client(engine, service.url, queries)
-        logger.info("%s: bare p50 %.3f ms, http p50 %.3f ms (%s)", name, overhead["bare_p50_ms"], overhead["http_p50_ms"],
-                    overhead["self_check"])
+    with Service(index, onnx, setting, work) as service, FloorService(work) as floor:
+        overhead = overhead_at_one_client(engine, service.url, floor.url, queries)
+        logger.info("%s: bare p50 %.3f ms, http p50 %.3f ms, transport floor %.3f ms (%s)", name, overhead["bare_p50_ms"],
+                    overhead["http_p50_ms"], overhead["floor_p50_ms"], overhead["self_check"])
         curve = load_curve(service, queries, seconds)
     ceiling = bare_ceiling(engine, queries, min(seconds, 20.0))
     result = {"setting": setting, "overhead": overhead, "curve": curve, "bare_ceiling": ceiling}
     cached.write_text(json.dumps(result, indent=2), encoding="utf-8")
     return result
+
+
+def _split_lines(overhead: dict[str, Any]) -> list[str]:
+    """Where the one-client overhead goes (records before the floor was measured have no split)."""
+    if overhead.get("floor_p50_ms") is None:
+        return []
+    return [f"Split: transport floor (a no-op ASGI app under the same uvicorn, same client) p50 "
+            f"{overhead['floor_p50_ms']:.3f} ms; the service's own code (validation, batcher hand-off, hits to JSON, "
+            f"middleware) {overhead['service_code_p50_ms']:.3f} ms (http − bare − floor)."]
 
 
 def _p99_cliff(curve: list[dict[str, Any]]) -> bool:
@@ -302,7 +336,8 @@ def write_report(results: dict[str, Any], args: argparse.Namespace, index: Path,
                 "settings": {name: r["setting"] for name, r in results.items()}, "queries": N_QUERIES},
         scores={name: {"overhead_p50": r["overhead"]["overhead_p50"], "p99_cliff": _p99_cliff(r["curve"])}
                 for name, r in results.items()},
-        latencies={name: {"one_client": {k: r["overhead"][k] for k in ("bare_p50_ms", "http_p50_ms")},
+        latencies={name: {"one_client": {k: r["overhead"].get(k) for k in ("bare_p50_ms", "http_p50_ms", "floor_p50_ms",
+                                                                           "service_code_p50_ms")},
                           "curve": r["curve"], "bare_ceiling": r["bare_ceiling"]} for name, r in results.items()},
         extra={"self_checks": {name: r["overhead"]["self_check"] for name, r in results.items()}})
     path = write_record(record, RESULTS)
@@ -317,7 +352,7 @@ def write_report(results: dict[str, Any], args: argparse.Namespace, index: Path,
         lines += [f"## max_batch_size={s['max_batch_size']}, max_wait_ms={s['max_wait_ms']}, encoder threads={s['threads']}", "",
                   f"One client, interleaved per query: bare encode + search + lookup p50 {o['bare_p50_ms']:.3f} ms, "
                   f"HTTP p50 {o['http_p50_ms']:.3f} ms → service overhead {overhead} (target ≤ {OVERHEAD_TARGET * 100:.0f} %). "
-                  f"{o['self_check']}.", "",
+                  f"{o['self_check']}.", "", *_split_lines(o), "",
                   "| clients | q/s | p50 ms | p90 ms | p99 ms | non-200 | dropped | service cores busy | load generator cores |",
                   "|---|---|---|---|---|---|---|---|---|"]
         for row in r["curve"]:

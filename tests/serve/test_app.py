@@ -38,6 +38,11 @@ def test_search_returns_documents_ranked_like_the_engine(service, engine):
     assert np.allclose([h["score"] for h in body["hits"]], scores[0], atol=1e-5)
     first = next(d for d in SAMPLE_DOCS if d["id"] == expected[0])
     assert body["hits"][0]["text"] == first["text"] and body["hits"][0]["metadata"] == {"department": first["department"]}
+    # the body is written directly (orjson), not through response_model: it must still be the documented schema
+    from care.serve.schemas import SearchResponse
+
+    assert SearchResponse.model_validate_json(response.content).model_dump() == body
+    assert response.headers["content-type"] == "application/json"
 
 
 def test_filters_keep_only_matching_metadata(service):
