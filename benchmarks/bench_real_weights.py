@@ -75,6 +75,8 @@ EXPERIMENT = "real_weights"
 QUERY_PREFIX, PASSAGE_PREFIX = "query: ", "passage: "
 E5_OPTIONS = f"query_prefix={quote(QUERY_PREFIX)}&document_prefix={quote(PASSAGE_PREFIX)}&instructions=false"
 #: The peer's and the symmetric towers' settings (issue 15): 1 epoch, batch 32, lr 2e-5, 10 % warm-up.
+#: The peer's training wall time (sentence-transformers' train_runtime), beside its model.
+PEER_TIME_FILE = "peer_train_time.json"
 PEER = {"epochs": 1, "batch_size": 32, "lr": 2e-5, "warmup": 0.1, "scale": 50.0, "max_length": 192}
 #: The peer row's label, and the rows a seed may be recorded without (``--skip-rows``).
 PEER_ROW = "peer (sentence-transformers trainer)"
@@ -174,9 +176,20 @@ def train_peer(e5: Path, train_file: Path, out: Path, seed: int) -> Path:
         seed=seed, data_seed=seed, save_strategy="no", report_to="none", logging_steps=50)
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset,
                                          loss=MultipleNegativesRankingLoss(model, scale=PEER["scale"]))
-    trainer.train()
+    output = trainer.train()
     model.save(str(model_dir))
+    write_json(out / PEER_TIME_FILE, {"train_seconds": round(output.metrics["train_runtime"], 3)})
     return model_dir
+
+
+def stage_train_seconds(work: Path) -> dict[str, float | None]:
+    """Training wall time of every stage trained under ``work`` (one seed's folder), summed over resumes:
+    ``train_result.json`` of the project's stages, the peer's own record; keyed by folder relative to ``work``."""
+    found = {str(path.parent.relative_to(work)): read_result(path.parent).train_seconds  # type: ignore[union-attr]
+             for path in sorted(work.rglob("train_result.json"))}
+    for path in sorted(work.rglob(PEER_TIME_FILE)):
+        found[str(path.parent.relative_to(work))] = json.loads(path.read_text(encoding="utf-8"))["train_seconds"]
+    return found
 
 
 def _variant_overrides(variant: list[str]) -> tuple[list[str], dict | None]:
@@ -392,7 +405,8 @@ def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, 
         task = TaskMetadata.from_dict({**infer_task(folder).to_dict(), "instruction": None})
         travel[task.name] = score_rows(specs, task, work / "travel" / task.name, cache)
     timings["total"] = time.perf_counter() - started
-    return {"scores": scores, "specs": specs, "timings_s": timings, "travel": travel}
+    return {"scores": scores, "specs": specs, "timings_s": timings, "travel": travel,
+            "train_seconds": stage_train_seconds(work)}
 
 
 def chosen_variant(out: Path) -> tuple[str, list[str]]:
@@ -593,7 +607,8 @@ def main() -> None:
                                                           "settings": args.care_variant[1]},
                                          "specs": result["specs"], "skipped_rows": args.skip_rows},
                                  seeds=[seed], scores=result["scores"],
-                                 extra={"timings_s": result["timings_s"], "travel": result["travel"]})
+                                 extra={"timings_s": result["timings_s"], "travel": result["travel"],
+                                        "train_seconds_by_stage": result["train_seconds"]})
         logger.info("seed %d: %s", seed, write_record(record, args.out))
 
 

@@ -45,8 +45,11 @@ def test_kill_and_resume_is_exact(tiny_dir, tmp_path):
     assert [p.name for p in list_checkpoints(killed)] == ["step-3"]
     assert not (killed / "train_result.json").exists()
 
+    before_kill = json.loads((killed / "checkpoints" / "step-3" / "trainer_state.json").read_text())["elapsed_s"]
     result = train(TrainConfig.from_dict(config(killed)), resume=True)
     assert result.global_step == 4
+    # the wall time recorded for the stage sums the killed run's loop time and the resumed one's
+    assert 0 < before_kill < result.train_seconds
 
     a, b = _weights(straight, 4), _weights(killed, 4)
     assert a.keys() == b.keys()

@@ -263,6 +263,7 @@ def test_a_finished_stage_drops_its_checkpoints_and_is_not_trained_again(tiny_di
     cfg = tiny_config_dict(tiny_dir, "init_query", out, optim={"max_steps": 2}, checkpoint={"every_steps": 1})
     first = train(TrainConfig.from_dict(cfg))
     assert not checkpoint_root(out).exists()
+    assert first.train_seconds is not None and first.train_seconds > 0
     weights = (out / "query" / "model.safetensors").read_bytes()
     again = train(TrainConfig.from_dict(cfg), resume=True)
     assert again.global_step == first.global_step == 2

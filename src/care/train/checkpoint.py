@@ -29,12 +29,14 @@ _STEP_DIR = re.compile(r"^step-(\d+)$")
 
 @dataclass
 class TrainerState:
-    """Where the loop is. ``batches_in_epoch`` counts micro-batches of ``epoch`` already consumed."""
+    """Where the loop is. ``batches_in_epoch`` counts micro-batches of ``epoch`` already consumed;
+    ``elapsed_s`` is the wall time spent in the training loop so far, summed over resumes."""
 
     global_step: int = 0
     epoch: int = 0
     batches_in_epoch: int = 0
     last_loss: float | None = None
+    elapsed_s: float = 0.0
     extra: dict = field(default_factory=dict)
 
     @classmethod

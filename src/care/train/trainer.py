@@ -17,6 +17,7 @@ import contextlib
 import json
 import logging
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -61,6 +62,8 @@ class TrainResult:
     document_model: str | None = None
     care_model: str | None = None
     completed: bool = True
+    #: wall time of the training loop, summed over interrupted runs (None in results written before it existed)
+    train_seconds: float | None = None
     extra: dict = field(default_factory=dict)
 
 
@@ -286,7 +289,8 @@ class Trainer:
         from care.train.towers import load_document_tower, save_tower
 
         acc = self.accelerator
-        result = TrainResult(self.config.stage, str(self.output_dir), self.state.global_step, final_loss)
+        result = TrainResult(self.config.stage, str(self.output_dir), self.state.global_step, final_loss,
+                             train_seconds=round(self.state.elapsed_s, 3))
         acc.wait_for_everyone()
         if acc.is_main_process:
             towers = dict(acc.unwrap_model(self.model).towers.items())
@@ -384,6 +388,7 @@ class Trainer:
 
         logger.info("stage %s: %d rows, %d batches/epoch/process, %d optimiser steps (%d warmup), %d process(es)",
                     cfg.stage, len(examples), per_epoch, total_steps, warmup, acc.num_processes)
+        loop_started, elapsed_before = time.perf_counter(), self.state.elapsed_s
         progress = tqdm(total=total_steps, initial=self.state.global_step, desc=cfg.stage,
                         disable=not (cfg.runtime.progress_bar and acc.is_main_process))
         last_loss = self.state.last_loss
@@ -421,6 +426,7 @@ class Trainer:
                     self._log(metrics)
                 self._fire("step")
                 if self.state.global_step % cfg.checkpoint.every_steps == 0 or self.state.global_step == total_steps:
+                    self.state.elapsed_s = elapsed_before + time.perf_counter() - loop_started
                     save_checkpoint(acc, self.output_dir, self.state, keep_last=cfg.checkpoint.keep_last)
                     self._fire("checkpoint")
                 if self.state.global_step >= total_steps:
@@ -431,6 +437,7 @@ class Trainer:
                 continue
             break
         progress.close()
+        self.state.elapsed_s = elapsed_before + time.perf_counter() - loop_started
         result = self._save_outputs(last_loss)
         if cfg.runtime.log_with:
             acc.end_training()
