@@ -333,7 +333,7 @@ class Trainer:
 
         cfg = self.config
         finished = read_result(self.output_dir)
-        if finished is not None:
+        if finished is not None and finished.completed:
             if not resume:
                 raise CareError(f"{self.output_dir} holds a finished stage ({RESULT_FILE}); pass --resume to "
                                 "reuse it, or choose another output_dir")
