@@ -63,3 +63,24 @@ def test_writers_round_trip_non_ascii(tmp_path):
     assert "头痛" in (tmp_path / "a.jsonl").read_text(encoding="utf-8")
     write_json(tmp_path / "b.json", {"t": "胃痛"})
     assert json.loads((tmp_path / "b.json").read_text(encoding="utf-8")) == {"t": "胃痛"}
+
+
+def test_atomic_writes_get_the_mode_a_plain_open_would(tmp_path):
+    """mkstemp makes its file 0o600; renamed into place it must not stay unreadable to the group."""
+    import stat
+
+    import numpy as np
+
+    from care.encoders.cache import CacheKey, EmbeddingCache
+
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    expected = stat.S_IMODE(plain.stat().st_mode)
+    write_json(tmp_path / "a.json", {"a": 1})
+    assert stat.S_IMODE((tmp_path / "a.json").stat().st_mode) == expected
+    cache = EmbeddingCache(tmp_path / "cache")
+    key = CacheKey(fingerprint="f" * 64, role="document", instruction=None, content="c" * 64, n_rows=2)
+    cache.store(key, np.zeros((2, 3), dtype=np.float32))
+    for path in (tmp_path / "cache").rglob("*"):
+        if path.is_file():
+            assert stat.S_IMODE(path.stat().st_mode) == expected, path

@@ -18,6 +18,27 @@ from typing import IO, Any
 from care.data.errors import DataFormatError
 
 
+def _file_mode() -> int:
+    """The mode a plain ``open(path, "w")`` would give a new file: 0o666 less the process umask.
+
+    ``tempfile.mkstemp`` creates its file 0o600, and a temporary renamed into place keeps that mode, so
+    without this every atomically written file would be unreadable to the user's group (a shared run
+    folder, a results file checked by a colleague). The umask is read once, at import."""
+    return 0o666 & ~_UMASK
+
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+def new_temporary_sibling(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
+    """``mkstemp`` next to ``path`` (same file system, so the rename is atomic), with the mode a new file
+    would have had. Returns ``(fd, name)``."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    os.fchmod(fd, _file_mode())
+    return fd, tmp
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
     """Open a temporary sibling of ``path`` for writing; rename it to ``path`` on success.
@@ -32,7 +53,7 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = new_temporary_sibling(path)
     try:
         with os.fdopen(fd, mode, encoding=None if "b" in mode else encoding) as fh:
             yield fh

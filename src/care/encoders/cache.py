@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from care.data.io import write_json
+from care.data.io import new_temporary_sibling, write_json
 from care.errors import CareError
 
 logger = logging.getLogger(__name__)
@@ -153,7 +153,7 @@ class EmbeddingCache:
         embeddings = check_embeddings(embeddings, key.n_rows, f"embeddings for {name or key.fingerprint}")
         folder = self.entry_dir(key)
         folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".store.", suffix=".npy", dir=folder)
+        fd, tmp = new_temporary_sibling(folder / EMBEDDINGS_FILE, suffix=".npy")
         os.close(fd)
         try:
             np.save(tmp, np.asarray(embeddings, dtype=self.dtype))
