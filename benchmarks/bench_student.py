@@ -132,6 +132,25 @@ def summarise(dataset: str, seeds: list[int], results: Path = RESULTS) -> Benchm
                            latencies=ratios, extra={"runs": [f"{dataset}_seed{s}.json" for s in seeds]})
 
 
+def summary_markdown(record: BenchmarkRecord) -> str:
+    """The seed summary as a table: mean, std and per-seed nDCG@10, share of e5, e5's latency over each row."""
+    e5 = record.scores[E5]["ndcg_at_10_mean"]
+    threads = record.config.get("threads")
+    lines = [f"# The e5 student on {record.config.get('dataset', 'toyhom')}: seeds {', '.join(map(str, record.seeds))}", "",
+             "| query side | nDCG@10 mean | std | per seed | share of e5 | e5 latency / this (mean over seeds) |",
+             "|---|---|---|---|---|---|"]
+    for row, r in record.scores.items():
+        ratio = record.latencies.get(row, {}).get("e5_latency_over_this_mean")
+        lines.append(f"| {row} | {r['ndcg_at_10_mean']:.4f} | {r['ndcg_at_10_std']:.4f} | "
+                     f"{', '.join(f'{v:.4f}' for v in r['ndcg_at_10'])} | {r['ndcg_at_10_mean'] / e5:.1%} | "
+                     f"{f'{ratio:.2f}×' if ratio else '–'} |")
+    lines += ["", f"Latency: batch-1 queries, {threads or 'default'} thread(s) per engine, the project's latency "
+              "routine per seed (a ratio counts only where that seed's self-check passed and neither model was "
+              "overhead-dominated). Per-seed records: " + ", ".join(f"`{r}`" for r in record.extra["runs"]) + ".",
+              f"Command: `{record.command}` (commit {record.commit[:10]})."]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="student recipe (YAML)")
@@ -160,6 +179,11 @@ def main() -> None:
         ds = prepare_toyhom(work) if args.dataset == "toyhom" else prepare_demo(work)
         record = run_seed(args, ds, work, args.seed)
     path = write_record(record, args.results)
+    if args.summarise_seeds:
+        from care.data.io import atomic_write
+
+        with atomic_write(path.with_suffix(".md")) as fh:
+            fh.write(summary_markdown(record))
     print(f"{path}")  # noqa: T201 — the script's report
     for row, values in record.scores.items():
         print(f"  {row}: {values}")  # noqa: T201
