@@ -74,9 +74,9 @@ EXPERIMENT = "real_weights"
 #: e5's conventions: the prefixes it was trained with, no task instruction.
 QUERY_PREFIX, PASSAGE_PREFIX = "query: ", "passage: "
 E5_OPTIONS = f"query_prefix={quote(QUERY_PREFIX)}&document_prefix={quote(PASSAGE_PREFIX)}&instructions=false"
-#: The peer's and the symmetric towers' settings (issue 15): 1 epoch, batch 32, lr 2e-5, 10 % warm-up.
 #: The peer's training wall time (sentence-transformers' train_runtime), beside its model.
 PEER_TIME_FILE = "peer_train_time.json"
+#: The peer's and the symmetric towers' settings (issue 15): 1 epoch, batch 32, lr 2e-5, 10 % warm-up.
 PEER = {"epochs": 1, "batch_size": 32, "lr": 2e-5, "warmup": 0.1, "scale": 50.0, "max_length": 192}
 #: The peer row's label, and the rows a seed may be recorded without (``--skip-rows``).
 PEER_ROW = "peer (sentence-transformers trainer)"

@@ -84,3 +84,10 @@ def test_atomic_writes_get_the_mode_a_plain_open_would(tmp_path):
     for path in (tmp_path / "cache").rglob("*"):
         if path.is_file():
             assert stat.S_IMODE(path.stat().st_mode) == expected, path
+    # folders renamed into place (models, indexes) get the mode a plain mkdir would
+    from care.models.folders import atomic_dir
+
+    (tmp_path / "plain_dir").mkdir()
+    with atomic_dir(tmp_path / "model") as tmp:
+        (tmp / "x").write_text("x")
+    assert stat.S_IMODE((tmp_path / "model").stat().st_mode) == stat.S_IMODE((tmp_path / "plain_dir").stat().st_mode)

@@ -18,24 +18,25 @@ from typing import IO, Any
 from care.data.errors import DataFormatError
 
 
-def _file_mode() -> int:
-    """The mode a plain ``open(path, "w")`` would give a new file: 0o666 less the process umask.
-
-    ``tempfile.mkstemp`` creates its file 0o600, and a temporary renamed into place keeps that mode, so
-    without this every atomically written file would be unreadable to the user's group (a shared run
-    folder, a results file checked by a colleague). The umask is read once, at import."""
-    return 0o666 & ~_UMASK
+def _read_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
-_UMASK = os.umask(0)
-os.umask(_UMASK)
+#: The modes a plain ``open(path, "w")`` / ``mkdir`` give under this process's umask (read once, at
+#: import). ``tempfile.mkstemp`` / ``mkdtemp`` create 0o600 / 0o700, and a temporary renamed into place
+#: keeps that mode: without these, every atomically written file or folder would be closed to the
+#: user's group (a shared run folder, an index, a results file checked by a colleague).
+NEW_FILE_MODE = 0o666 & ~_read_umask()
+NEW_DIR_MODE = 0o777 & ~_read_umask()
 
 
 def new_temporary_sibling(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
     """``mkstemp`` next to ``path`` (same file system, so the rename is atomic), with the mode a new file
     would have had. Returns ``(fd, name)``."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
-    os.fchmod(fd, _file_mode())
+    os.fchmod(fd, NEW_FILE_MODE)
     return fd, tmp
 
 

@@ -9,6 +9,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from care.data.io import NEW_DIR_MODE
+
 
 @contextlib.contextmanager
 def atomic_dir(path: str | Path) -> Iterator[Path]:
@@ -20,6 +22,7 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    tmp.chmod(NEW_DIR_MODE)  # mkdtemp's 0o700 would stay on the renamed folder
     try:
         yield tmp
         if path.exists():
