@@ -1,0 +1,148 @@
+"""Stage I probes: which Stage I setting moves CARE's query tower on real weights (issue 15).
+
+Each probe is one Stage I run (the e5 preset's ``stage1.yaml`` plus the probe's overrides) from a
+finished ``bench_real_weights.py`` seed: the 6-layer query tower starts from that seed's
+``init_query`` (or, with ``start=cut``, from the fine-tuned document tower cut to 6 strided layers)
+and aligns to that seed's frozen, fine-tuned ``init_document`` tower. A probe is scored two ways:
+
+- nDCG@10 of the Stage I CARE model (probe query tower + the frozen document tower), and
+- the mean cosine between the probe's and the document tower's *query* vectors (``query: `` + text)
+  of the first test queries: how closely the cut reproduces the tower it is aligned to.
+
+Probes run one epoch by default (``optim.epochs=1``, a quarter of the preset's Stage I) so several
+fit in an hour of two CPU cores; they rank settings, the full recipe confirms the winner. Finished
+probes are skipped on rerun (resumable like every stage). The record goes to
+``benchmarks/results/real_weights/stage1_probe_<split>_seed<N>.json`` with a markdown table beside it.
+
+Usage::
+
+    python benchmarks/bench_stage1_probe.py --seed 0 --max-length 128 \\
+        --probe "base=" --probe "mse x10=loss.lambda_mse=10" --probe "tau 0.02=loss.temperature=0.02"
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+
+from bench_real_weights import (CONFIGS, DEV_SET, E5_OPTIONS, EXPERIMENT, QUERY_PREFIX, RESULTS, ROOT, _e5_spec,
+                                _NotDone, prepare, score_rows)
+from care.bench.record import BenchmarkRecord, write_record
+from care.data.io import atomic_write, iter_jsonl
+from care.encoders.cache import EmbeddingCache
+from care.train.config import TrainConfig, apply_overrides, load_config
+from care.train.trainer import read_result, train
+
+logger = logging.getLogger("bench_stage1_probe")
+
+#: Settings every probe shares unless it overrides them: a quarter of the preset's Stage I.
+PROBE_DEFAULTS = ["optim.epochs=1"]
+#: Test queries whose query-vector cosine to the document tower is reported.
+COSINE_QUERIES = 400
+#: ``start=`` values: the seed's init_query tower, or the fine-tuned document tower cut to the query depth.
+STARTS = ("init_query", "cut")
+
+
+def parse_probe(text: str) -> tuple[str, list[str]]:
+    """``NAME=KEY=VALUE;KEY=VALUE`` -> ``(NAME, [KEY=VALUE, ...])``; ``NAME=`` is the preset unchanged."""
+    name, _, rest = text.partition("=")
+    if not name:
+        raise argparse.ArgumentTypeError(f"--probe {text!r}: expected NAME=KEY=VALUE;... (NAME= for the preset)")
+    return name, [item for item in rest.split(";") if item]
+
+
+def query_cosine(query_tower: Path, document_tower: Path, queries: list[str]) -> float:
+    """Mean cosine between the two towers' normalised vectors of ``query: `` + each query."""
+    from sentence_transformers import SentenceTransformer
+
+    texts = [QUERY_PREFIX + q for q in queries]
+    a = SentenceTransformer(str(document_tower), device="cpu").encode(texts, normalize_embeddings=True, batch_size=64)
+    b = SentenceTransformer(str(query_tower), device="cpu").encode(texts, normalize_embeddings=True, batch_size=64)
+    return float((a * b).sum(axis=1).mean())
+
+
+def run_probe(name: str, settings: list[str], recipe: Path, work: Path, alignment: Path,
+              length: list[str], layers: int, seed: int) -> tuple[Path, float]:
+    """Train one probe (skipped when finished); returns its folder and training seconds (0 when skipped)."""
+    from care.models.prune import prune_layers
+
+    folder = work / name.replace(" ", "_")
+    document = recipe / "init_document" / "document"
+    start = next((s.split("=", 1)[1] for s in settings if s.startswith("start=")), "init_query")
+    if start not in STARTS:
+        raise SystemExit(f"--probe {name}: start={start!r}; choose from {', '.join(STARTS)}")
+    overrides = [s for s in settings if not s.startswith("start=")]
+    query = recipe / "init_query" / "query"
+    if start == "cut":
+        query = work / f"document-L{layers}-strided"
+        if not query.is_dir():
+            prune_layers(document, layers, query, keep="strided")
+    if (read_result(folder) or _NotDone).completed:
+        return folder, 0.0
+    cache = recipe / "stage1" / "teacher_cache"  # the same frozen tower's targets: computed once per seed
+    if cache.is_dir() and not (folder / "teacher_cache").exists():
+        shutil.copytree(cache, folder / "teacher_cache")
+    data = apply_overrides(load_config(CONFIGS / "stage1.yaml").to_dict(),
+                           [f"seed={seed}", "runtime.progress_bar=false", f"output_dir={folder}",
+                            f"model.query_model={query}", f"model.document_model={document}",
+                            f"data.train_file={alignment}", *length, *PROBE_DEFAULTS, *overrides])
+    started = time.perf_counter()
+    train(TrainConfig.from_dict(data), resume=True)
+    return folder, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DEV_SET)
+    parser.add_argument("--e5", type=Path, default=ROOT / "runs" / "e5" / "L12")
+    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "real_weights",
+                        help="bench_real_weights.py's --work (the seed's recipe must have finished init_document)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--layers", type=int, default=6)
+    parser.add_argument("--max-length", type=int, default=None)
+    parser.add_argument("--probe", action="append", type=parse_probe, required=True, metavar="NAME=KEY=VALUE;...",
+                        help="a Stage I setting to probe (repeatable); start=cut starts from the cut document tower")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    prep = prepare(args.data, args.work, False, _e5_spec(args.e5, "float32"), None)
+    seed_dir = args.work / prep.name / f"seed{args.seed}"
+    recipe = seed_dir / "care" / "recipe"
+    if not (read_result(recipe / "init_document") or _NotDone).completed:
+        raise SystemExit(f"{recipe / 'init_document'} is not finished: run bench_real_weights.py --seeds {args.seed} first")
+    length = ([f"model.query_max_seq_length={args.max_length}", f"model.document_max_seq_length={args.max_length}"]
+              if args.max_length else [])
+    queries = [r["text"] for _, r in iter_jsonl(args.data / "test_queries.jsonl")][:COSINE_QUERIES]
+    cache = EmbeddingCache(args.work / "embedding_cache")
+    scores, seconds = {}, {}
+    for name, settings in args.probe:
+        folder, seconds[name] = run_probe(name, settings, recipe, seed_dir / "stage1_probe", prep.alignment_file,
+                                          length, args.layers, args.seed)
+        row = score_rows({name: f"{folder / 'model'}?{E5_OPTIONS}&dtype=float32"}, prep.task,
+                         seed_dir / "stage1_probe", cache)[name]
+        row["query_cosine_to_document_tower"] = query_cosine(folder / "query", recipe / "init_document" / "document",
+                                                             queries)
+        scores[name] = row
+        logger.info("probe %s %s: nDCG@10 %.4f, cosine %.4f", name, settings, row["ndcg_at_10"],
+                    row["query_cosine_to_document_tower"])
+    key = f"stage1_probe_{prep.name}_seed{args.seed}"
+    record = BenchmarkRecord(EXPERIMENT, key, config={"probes": dict(args.probe), "defaults": PROBE_DEFAULTS,
+                                                      "length_overrides": length, "layers": args.layers,
+                                                      "cosine_queries": COSINE_QUERIES, "stage1": str(CONFIGS / "stage1.yaml")},
+                             seeds=[args.seed], scores=scores, extra={"train_seconds": seconds})
+    write_record(record, args.out)
+    lines = [f"# Stage I probes — dev set, {prep.name} split, seed {args.seed} ({' '.join(PROBE_DEFAULTS)} unless set)", "",
+             "| probe | settings | nDCG@10 (Stage I model) | query cosine to the document tower |", "|---|---|---|---|"]
+    lines += [f"| {name} | {'; '.join(settings) or 'preset'} | {scores[name]['ndcg_at_10']:.4f} | "
+              f"{scores[name]['query_cosine_to_document_tower']:.4f} |" for name, settings in args.probe]
+    with atomic_write(args.out / EXPERIMENT / f"{key}.md") as fh:
+        fh.write("\n".join(lines) + "\n")
+    print(json.dumps(scores, indent=1))  # noqa: T201 - the script's report
+
+
+if __name__ == "__main__":
+    main()
