@@ -26,7 +26,6 @@ import argparse
 import json
 import logging
 import shutil
-import time
 from pathlib import Path
 
 from bench_real_weights import (CONFIGS, DEV_SET, E5_OPTIONS, EXPERIMENT, QUERY_PREFIX, RESULTS, ROOT, _e5_spec,
@@ -35,6 +34,7 @@ from care.bench.record import BenchmarkRecord, write_record
 from care.data.io import atomic_write, iter_jsonl
 from care.encoders.cache import EmbeddingCache
 from care.train.config import TrainConfig, apply_overrides, load_config
+from care.train.recipe import record_run_settings
 from care.train.trainer import read_result, train
 
 logger = logging.getLogger("bench_stage1_probe")
@@ -66,8 +66,9 @@ def query_cosine(query_tower: Path, document_tower: Path, queries: list[str]) ->
 
 
 def run_probe(name: str, settings: list[str], recipe: Path, work: Path, alignment: Path,
-              length: list[str], layers: int, seed: int) -> tuple[Path, float]:
-    """Train one probe (skipped when finished); returns its folder and training seconds (0 when skipped)."""
+              length: list[str], layers: int, seed: int) -> tuple[Path, float | None]:
+    """Train one probe (skipped when finished with the same settings; refused when its folder holds
+    other settings); returns its folder and its recorded training wall time."""
     from care.models.prune import prune_layers
 
     folder = work / name.replace(" ", "_")
@@ -81,18 +82,22 @@ def run_probe(name: str, settings: list[str], recipe: Path, work: Path, alignmen
         query = work / f"document-L{layers}-strided"
         if not query.is_dir():
             prune_layers(document, layers, query, keep="strided")
-    if (read_result(folder) or _NotDone).completed:
-        return folder, 0.0
+    record_run_settings(folder / "probe.json", {"settings": settings, "length": length, "seed": seed,
+                                                "defaults": PROBE_DEFAULTS}, "Stage I probe",
+                        "give the probe another name")
+    if not (read_result(folder) or _NotDone).completed:
+        _train_probe(folder, query, document, alignment, [f"seed={seed}", *length, *PROBE_DEFAULTS, *overrides], recipe)
+    return folder, read_result(folder).train_seconds
+
+
+def _train_probe(folder: Path, query: Path, document: Path, alignment: Path, overrides: list[str], recipe: Path) -> None:
     cache = recipe / "stage1" / "teacher_cache"  # the same frozen tower's targets: computed once per seed
     if cache.is_dir() and not (folder / "teacher_cache").exists():
         shutil.copytree(cache, folder / "teacher_cache")
     data = apply_overrides(load_config(CONFIGS / "stage1.yaml").to_dict(),
-                           [f"seed={seed}", "runtime.progress_bar=false", f"output_dir={folder}",
-                            f"model.query_model={query}", f"model.document_model={document}",
-                            f"data.train_file={alignment}", *length, *PROBE_DEFAULTS, *overrides])
-    started = time.perf_counter()
+                           ["runtime.progress_bar=false", f"output_dir={folder}", f"model.query_model={query}",
+                            f"model.document_model={document}", f"data.train_file={alignment}", *overrides])
     train(TrainConfig.from_dict(data), resume=True)
-    return folder, time.perf_counter() - started
 
 
 def main() -> None:
@@ -133,7 +138,7 @@ def main() -> None:
     record = BenchmarkRecord(EXPERIMENT, key, config={"probes": dict(args.probe), "defaults": PROBE_DEFAULTS,
                                                       "length_overrides": length, "layers": args.layers,
                                                       "cosine_queries": COSINE_QUERIES, "stage1": str(CONFIGS / "stage1.yaml")},
-                             seeds=[args.seed], scores=scores, extra={"train_seconds": seconds})
+                             seeds=[args.seed], scores=scores, extra={"train_seconds": seconds})  # recorded by the trainer, summed over resumes
     write_record(record, args.out)
     lines = [f"# Stage I probes — dev set, {prep.name} split, seed {args.seed} ({' '.join(PROBE_DEFAULTS)} unless set)", "",
              "| probe | settings | nDCG@10 (Stage I model) | query cosine to the document tower |", "|---|---|---|---|"]
