@@ -89,6 +89,8 @@ VALIDATION_SHARE, VALIDATION_SEED = 0.1, 20261125
 #: document-side rows: passages cost the query tower ~8x a short text and the e5 student did as well
 #: without them (benchmarks/results, e5_student ..._sent10000_nodoc).
 ALIGNMENT_SENTENCES = 10000
+#: Where bench_stage1_probe.py trains its probes inside a seed's folder.
+PROBE_FOLDER = "stage1_probe"
 #: Cosine at which two e5 passage vectors count as the same answer (diagnosis: in-batch copies masked).
 DUPLICATE_THRESHOLD = 0.98
 #: Rows of the table, in order.
@@ -184,9 +186,11 @@ def train_peer(e5: Path, train_file: Path, out: Path, seed: int) -> Path:
 
 def stage_train_seconds(work: Path) -> dict[str, float | None]:
     """Training wall time of every stage trained under ``work`` (one seed's folder), summed over resumes:
-    ``train_result.json`` of the project's stages, the peer's own record; keyed by folder relative to ``work``."""
+    ``train_result.json`` of the project's stages, the peer's own record; keyed by folder relative to ``work``.
+    Stage I probes (``bench_stage1_probe.py``, :data:`PROBE_FOLDER`) train no row and record their own."""
     found = {str(path.parent.relative_to(work)): read_result(path.parent).train_seconds  # type: ignore[union-attr]
-             for path in sorted(work.rglob("train_result.json"))}
+             for path in sorted(work.rglob("train_result.json"))
+             if PROBE_FOLDER not in path.relative_to(work).parts}
     for path in sorted(work.rglob(PEER_TIME_FILE)):
         found[str(path.parent.relative_to(work))] = json.loads(path.read_text(encoding="utf-8"))["train_seconds"]
     return found
