@@ -145,8 +145,8 @@ def main() -> None:
                                                       "length_overrides": length, "layers": args.layers,
                                                       "cosine_queries": COSINE_QUERIES, "stage1": str(CONFIGS / "stage1.yaml")},
                              seeds=[args.seed], scores=scores,
-                             extra={"train_seconds": seconds,
-                                    "document_tower_mean_pairwise_query_cosine": mean_pairwise_cosine(target)})  # recorded by the trainer, summed over resumes
+                             extra={"train_seconds": seconds,  # the trainer's, summed over resumes
+                                    "document_tower_mean_pairwise_query_cosine": mean_pairwise_cosine(target)})
     write_record(record, args.out)
     lines = [f"# Stage I probes — dev set, {prep.name} split, seed {args.seed} ({' '.join(PROBE_DEFAULTS)} unless set)", "",
              "| probe | settings | nDCG@10 (Stage I model) | query cosine to the document tower |", "|---|---|---|---|"]
