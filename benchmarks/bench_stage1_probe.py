@@ -17,7 +17,11 @@ probes are skipped on rerun (resumable like every stage). The record goes to
 Usage::
 
     python benchmarks/bench_stage1_probe.py --seed 0 --max-length 128 \\
-        --probe "base=" --probe "mse x10=loss.lambda_mse=10" --probe "tau 0.02=loss.temperature=0.02"
+        --probe "tau 0.1=loss.temperature=0.1" --probe "tau 0.02=loss.temperature=0.02" \\
+        --probe "tau 0.1 + mse x10=loss.temperature=0.1;loss.lambda_mse=10"
+
+Name every setting a probe depends on (``NAME=`` means "the preset as it is now", which changes
+with the preset); a probe folder refuses to be rerun under the same name with other settings.
 """
 
 from __future__ import annotations
