@@ -149,7 +149,10 @@ class LossConfig:
 
     Baseline stages: ``teacher_temperature`` is the teacher's softmax temperature in the KL of
     ``kale_align`` / ``score_distill`` (``None``: ``temperature``); ``lambda_distill`` weighs that KL
-    in ``score_distill`` (``lambda_contrastive`` weighs its InfoNCE).
+    in ``score_distill`` (``lambda_contrastive`` weighs its InfoNCE) and ``bank_distill``.
+
+    ``bank_size`` (``bank_distill``): how many of the training file's distinct documents form the
+    candidate bank (a seeded random subset; ``None``: all of them — ``N × dim`` float32 in memory).
     """
 
     temperature: float = 0.02
@@ -157,6 +160,7 @@ class LossConfig:
     lambda_mse: float = 1.0
     teacher_temperature: float | None = None
     lambda_distill: float = 1.0
+    bank_size: int | None = None
     matryoshka_dims: list[int] | None = None
     gather_across_devices: bool = True
     duplicate_threshold: float | None = None
@@ -272,6 +276,7 @@ class TrainConfig(Config):
         _check(lo.teacher_temperature is None or lo.teacher_temperature > 0, "loss.teacher_temperature",
                "must be > 0 or null")
         _check(lo.lambda_distill >= 0, "loss.lambda_distill", "must be >= 0")
+        _check(lo.bank_size is None or lo.bank_size > 0, "loss.bank_size", "must be > 0 or null")
         for check in declared.loss_checks:
             _check(check.ok(lo), check.field, check.problem)
         _check(lo.duplicate_threshold is None or -1 <= lo.duplicate_threshold <= 1, "loss.duplicate_threshold",

@@ -16,7 +16,10 @@ init_document E_d                E_d                 MatryoshkaLoss(InfoNCE, los
 stage1        E_q                teacher (frozen)    λ1·Asym-InfoNCE + λ2·MSE  (StageOneLoss, τ≈0.1)
 stage1_sft    E_q                teacher (frozen)    Asym-InfoNCE of E_q(q) vs teacher(d⁺, d⁻)
 stage2        E_q                E_d                 Asym-InfoNCE, hard + in-batch (+ cross-device)
+bank_distill  E_q                teacher: the bank   KL(softmax(T(q)·Bankᵀ/τ_t) ‖ softmax(E_q(q)·Bankᵀ/τ)) + λ2·MSE
 ============  =================  ==================  ================================================
+
+(``Bank`` = the frozen teacher's vectors of every positive and negative of the training file.)
 
 The paper's efficient-retrieval baselines (:mod:`care.train.baselines`) add *teacher fields*: the
 texts of a batch field embedded again by the frozen, cached teacher (``teacher_query`` = the query
@@ -54,6 +57,7 @@ class LossSettings(Protocol):
     lambda_mse: float
     teacher_temperature: float | None
     lambda_distill: float
+    bank_size: int | None
     matryoshka_dims: list[int] | None
     gather_across_devices: bool
     duplicate_threshold: float | None
@@ -81,6 +85,8 @@ class StageDeclaration:
         loss_args: field names passed positionally to the loss.
         defaults: dotted-key hyperparameters a stage starts from when no config file is given (the paper's).
         teacher_embeds_query_side: ``model.teacher.query_side_as_queries`` applies (Stage I rows ``(q, q, q⁻)``).
+        candidate_bank: the loss scores every query against a bank of the teacher's vectors of all the
+            training file's documents (the trainer fills it from the teacher cache).
         loss_checks: conditions on the loss settings checked with the config.
     """
 
@@ -91,6 +97,7 @@ class StageDeclaration:
     loss_args: tuple[str, ...] = FIELDS
     defaults: Mapping[str, Any] = field(default_factory=dict)
     teacher_embeds_query_side: bool = False
+    candidate_bank: bool = False
     loss_checks: tuple[LossCheck, ...] = ()
 
     @property
@@ -158,6 +165,13 @@ def _score_distill(lc: LossSettings):
                                    lambda_nce=lc.lambda_contrastive, gather_across_devices=lc.gather_across_devices)
 
 
+def _bank_distill(lc: LossSettings):
+    from care.train.losses import BankDistillLoss
+
+    return BankDistillLoss(lc.temperature, lc.teacher_temperature, lambda_distill=lc.lambda_distill,
+                           lambda_mse=lc.lambda_mse)
+
+
 _CONTRASTIVE_OR_MSE = LossCheck("loss.lambda_contrastive", lambda lc: lc.lambda_contrastive + lc.lambda_mse > 0,
                                 "λ1 and λ2 cannot both be 0")
 _ALL_QUERY = {"query": QUERY_TOWER, "positive": QUERY_TOWER, "negative": QUERY_TOWER}
@@ -182,6 +196,13 @@ STAGE_DECLARATIONS: dict[str, StageDeclaration] = {d.name: d for d in (
                      "(+ cross-device) negatives",
                      {"query": QUERY_TOWER, "positive": DOCUMENT_TOWER, "negative": DOCUMENT_TOWER}, _asym_infonce,
                      defaults={"loss.temperature": 0.02, "data.n_negatives": 7}, loss_checks=(_CONTRASTIVE_OR_MSE,)),
+    StageDeclaration("bank_distill", "listwise distillation: E_q learns the frozen teacher's ranking of every document "
+                     "of the training file (KL over the cached bank) + λ2·MSE to the teacher's query vector",
+                     {"query": QUERY_TOWER, "teacher_query": TEACHER}, _bank_distill,
+                     loss_args=("query", "teacher_query"), defaults={"loss.temperature": 0.02, "data.n_negatives": 0},
+                     candidate_bank=True,
+                     loss_checks=(LossCheck("loss.lambda_distill", lambda lc: lc.lambda_distill + lc.lambda_mse > 0,
+                                            "λ_distill and λ2 cannot both be 0"),)),
     # the paper's efficient-retrieval baselines; in kale_align the student's candidates are the teacher's:
     # positive / negative are passed twice
     StageDeclaration("kale_align", "KALE: KL between the student's and the teacher's in-batch score distributions",

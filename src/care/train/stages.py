@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from care.errors import CareError
 from care.train.config import TrainConfig
 from care.train.stage_declarations import (
     DOCUMENT_TOWER,
@@ -134,6 +135,8 @@ class StageSpec:
         loss_args: field names passed positionally to ``loss``.
         query_side_as_queries: the teacher embeds the positive and negatives of ``query_align`` rows
             as queries (``model.teacher.query_side_as_queries``; Stage I).
+        candidate_bank: the loss scores queries against the teacher's vectors of every document of the
+            training file (:meth:`bank_texts`, set with :meth:`set_candidate_bank`).
     """
 
     name: str
@@ -141,6 +144,7 @@ class StageSpec:
     loss: nn.Module
     loss_args: tuple[str, ...] = field(default=FIELDS)
     query_side_as_queries: bool = False
+    candidate_bank: bool = False
 
     @property
     def trainable_towers(self) -> tuple[str, ...]:
@@ -212,6 +216,8 @@ class StageSpec:
         ``query_prompt`` for a symmetric teacher).
         """
         sources = {source_field(n) for n, tower in self.field_towers.items() if tower == TEACHER}
+        if self.candidate_bank:
+            sources |= {"positive", "negative"}
         texts: set[str] = set()
         for ex in examples:
             if sources & {"positive", "negative"}:
@@ -219,6 +225,22 @@ class StageSpec:
             if "query" in sources:
                 texts.add(teacher_query_key(ex.query, ex.prompt, ex.type))
         return sorted(texts)
+
+    def bank_texts(self, examples: Iterable, size: int | None, seed: int) -> list[str]:
+        """The documents of the candidate bank: every distinct ``pos`` and ``neg`` text of ``examples``
+        (sorted), or a seeded random ``size`` of them."""
+        import random
+
+        texts = sorted({t for ex in examples for t in (*ex.pos, *ex.neg)})
+        if size is not None and size < len(texts):
+            texts = sorted(random.Random(seed).sample(texts, size))
+        return texts
+
+    def set_candidate_bank(self, bank: torch.Tensor) -> None:
+        """Hand the bank (``[N, d]`` frozen teacher vectors) to the loss."""
+        if not self.candidate_bank:
+            raise CareError(f"stage {self.name} does not use a candidate bank")
+        self.loss.set_bank(bank)
 
     def compute_loss(self, embeddings: Mapping[str, torch.Tensor], n_negatives: int):
         """Apply the loss to ``{field: embeddings}``; negatives ``[B·k, d]`` are reshaped to ``[B, k, d]``."""
@@ -238,4 +260,4 @@ def build_stage(config: TrainConfig) -> StageSpec:
     declared = stage_declaration(config.stage)
     return StageSpec(config.stage, dict(declared.field_towers), declared.loss(config.loss), declared.loss_args,
                      query_side_as_queries=declared.teacher_embeds_query_side
-                     and config.model.teacher.query_side_as_queries)
+                     and config.model.teacher.query_side_as_queries, candidate_bank=declared.candidate_bank)

@@ -174,6 +174,10 @@ class Trainer:
                 show_progress=self.config.runtime.progress_bar and acc.is_main_process)
         if teacher is not self.teacher:
             del teacher  # the frozen model is not needed any more: free its memory
+        if self.stage.candidate_bank:
+            bank = self.stage.bank_texts(examples, self.config.loss.bank_size, self.config.seed)
+            self.stage.set_candidate_bank(self.teacher_embeddings.lookup(bank).to(acc.device))
+            logger.info("candidate bank: the teacher's vectors of %d documents", len(bank))
 
     def _build_towers(self) -> dict[str, Any]:
         from care.train.towers import enable_gradient_checkpointing, load_document_tower, load_query_tower

@@ -6,9 +6,12 @@
 - :class:`ScoreDistillKLLoss` / :class:`ScoreDistillLoss`: the score-distillation baseline.
 - :class:`CandidateKLLoss` / :class:`InBatchScoreDistillLoss`: KALE's KL alignment and in-batch score
   distillation against a frozen teacher encoder.
+- :class:`CandidateBankKLLoss` / :class:`BankDistillLoss`: the teacher's ranking of a fixed bank of
+  frozen document vectors (every document of the training file), distilled into the query encoder.
 - :class:`WeightedSum` / :class:`StageOneLoss`: named weighted terms returning :class:`LossOutput`.
 """
 
+from care.train.losses.bank_distill import BankDistillLoss, CandidateBankKLLoss
 from care.train.losses.combined import StageOneLoss, WeightedSum
 from care.train.losses.distill import ScoreDistillKLLoss, ScoreDistillLoss
 from care.train.losses.kl_align import CandidateKLLoss, InBatchScoreDistillLoss
@@ -21,6 +24,8 @@ __all__ = [
     "STAGE_ONE_TEMPERATURE",
     "STAGE_TWO_TEMPERATURE",
     "AsymInfoNCELoss",
+    "BankDistillLoss",
+    "CandidateBankKLLoss",
     "CandidateKLLoss",
     "EmbeddingMSELoss",
     "InBatchScoreDistillLoss",
