@@ -224,7 +224,7 @@ def train_care(prep: Prepared, e5: Path, cut: Path, out: Path, seed: int, varian
         return {"symmetric small": results["init_query"].query_model, "CARE": results["stage2"].care_model}
     return {"symmetric small": results["init_query"].query_model,
             "symmetric large": results["init_document"].document_model,
-            "CARE w/o Stage II": results["stage1"].care_model,
+            "CARE w/o Stage II": (results.get("stage1_rank") or results["stage1"]).care_model,
             "CARE": results["stage2"].care_model}
 
 

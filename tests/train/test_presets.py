@@ -10,7 +10,7 @@ from care.errors import CareError
 from care.models.e5_export import EXPORT_RECORD
 from care.train.config import TrainConfig
 from care.train.presets import PRESETS, default_preset, is_e5_checkpoint, preset_dir, resolve_config_dir
-from care.train.recipe import RECIPE_STAGES, _stage_config
+from care.train.recipe import RECIPE_STAGES, TRAINING_STAGE, _stage_config
 
 
 def _hf_folder(tmp_path, name: str, name_or_path: str):
@@ -48,10 +48,11 @@ def test_the_recipe_picks_the_e5_preset_only_for_e5_documents(tmp_path):
 def test_every_preset_file_is_a_valid_stage_config(name, stage, tmp_path):
     folder = preset_dir(name)
     assert (folder / f"{stage}.yaml").is_file()
-    wiring = {"stage": stage, "output_dir": str(tmp_path / stage), "model.query_model": "q",
+    trained_as = TRAINING_STAGE.get(stage, stage)
+    wiring = {"stage": trained_as, "output_dir": str(tmp_path / stage), "model.query_model": "q",
               "model.document_model": "d", "data.train_file": "train.jsonl"}
     config = _stage_config(stage, folder, [], wiring)
-    assert isinstance(config, TrainConfig) and config.stage == stage and config.output_dir == str(tmp_path / stage)
+    assert isinstance(config, TrainConfig) and config.stage == trained_as and config.output_dir == str(tmp_path / stage)
     if name == "e5":  # e5's prefixes on both sides: the zero-shot model was trained with them
         assert config.model.query_prompt == "query: "
         if stage != "init_query":

@@ -200,3 +200,48 @@ def test_cli_ablation_file_combines_with_flags(tmp_path, monkeypatch):
                                       "--skip-stage2"])
     assert result.exit_code == 0, result.output
     assert captured["recipe"] == RecipeConfig(skip_stage2=True, overrides=["stage1:loss.lambda_mse=0"])
+
+
+def _config_dir_with_rank(tiny_dir: Path, folder: Path) -> Path:
+    """configs/care_tiny plus a stage1_rank.yaml: the opt-in ranking alignment after Stage I."""
+    import shutil
+
+    shutil.copytree(Path(__file__).resolve().parents[2] / "configs" / "care_tiny", folder)
+    (folder / "stage1_rank.yaml").write_text(yaml.safe_dump(
+        {"stage": "bank_distill", "output_dir": "x", "model": {"query_model": "q", "document_model": "d"},
+         "data": {"train_file": "t.jsonl", "n_negatives": 0}, "loss": {"temperature": 0.05}}), encoding="utf-8")
+    return folder
+
+
+def test_stage1_rank_runs_only_where_the_config_folder_ships_it(tiny_dir, tmp_path, calls):
+    run_recipe(_paths(tiny_dir, tmp_path / "plain"), config_dir=Path(__file__).resolve().parents[2] / "configs" / "care_tiny",
+               overrides=FAST)
+    assert [c[0] for c in calls] == ["init_query", "init_document", "stage1", "stage2"]
+    calls.clear()
+    out = tmp_path / "rank"
+    run_recipe(_paths(tiny_dir, out), config_dir=_config_dir_with_rank(tiny_dir, tmp_path / "cfg"), overrides=FAST)
+    w = _wiring(calls)
+    assert [c[0] for c in calls] == ["init_query", "init_document", "stage1", "bank_distill", "stage2"]
+    assert w["bank_distill"] == [str(out / "stage1/query"), str(out / "init_document/document"), str(tiny_dir / "train.jsonl")]
+    assert w["stage2"][0] == str(out / "stage1_rank/query")  # Stage II starts from the ranked query tower
+    rank_loss = next(c[4] for c in calls if c[0] == "bank_distill")
+    assert rank_loss.temperature == 0.05  # the folder's file, not the declared defaults
+    calls.clear()
+    run_recipe(_paths(tiny_dir, tmp_path / "off"), config_dir=tmp_path / "cfg", overrides=FAST,
+               recipe=RecipeConfig(skip_stage1_rank=True))
+    assert [c[0] for c in calls] == ["init_query", "init_document", "stage1", "stage2"]
+    calls.clear()
+    run_recipe(_paths(tiny_dir, tmp_path / "nos1"), config_dir=tmp_path / "cfg", overrides=FAST,
+               recipe=RecipeConfig(skip_stage1=True))  # no Stage I: no part of it runs
+    assert [c[0] for c in calls] == ["init_query", "init_document", "stage2"]
+
+
+def test_a_run_recorded_before_a_recipe_field_existed_is_still_resumable(tiny_dir, tmp_path, calls):
+    run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST)
+    record = tmp_path / "recipe.json"
+    settings = json.loads(record.read_text())
+    del settings["recipe"]["skip_stage1_rank"]  # as written by a version without the field
+    record.write_text(json.dumps(settings))
+    run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST)  # the new field at its default: same run
+    with pytest.raises(CareError, match="other settings"):
+        run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=RecipeConfig(skip_stage2=True))

@@ -108,7 +108,9 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
     results = run_recipe(RecipePaths(query, document, train_file, str(out)), config_dir=recipe.config_dir,
                          overrides=overrides)
     folders = {"init_query": results["init_query"].query_model, "init_document": results["init_document"].document_model,
-               "stage1": results["stage1"].care_model, "stage2": results["stage2"].care_model}
+               # Stage I ends with its ranking part where the stage configs ship one (the e5 preset)
+               "stage1": (results.get("stage1_rank") or results["stage1"]).care_model,
+               "stage2": results["stage2"].care_model}
     models = {recipe.labels.get(stage, stage): folder for stage, folder in folders.items() if folder}
     for label, switches in recipe.ablations.items():
         target = out / ABLATIONS_FOLDER / "".join(c if c.isalnum() else "_" for c in label)

@@ -8,7 +8,11 @@ never repeats finished work. Wiring between stages:
 - ``init_document``: document model → ``init_document/document``  (LoRA + MRL InfoNCE on the train file)
 - ``stage1``:        ``init_query/query`` learns against the frozen ``init_document/document``
                      on alignment data (built from the train file when none is given)
-- ``stage2``:        ``stage1/query`` + ``init_document/document`` trained jointly → ``stage2/model``
+- ``stage1_rank``:   (opt-in: runs when the config folder ships ``stage1_rank.yaml``, as the ``e5``
+                     preset does) ``stage1/query`` learns the frozen ``init_document/document``'s
+                     ranking of every document of the train file (``bank_distill``)
+- ``stage2``:        ``stage1_rank/query`` (else ``stage1/query``) + ``init_document/document``
+                     trained jointly → ``stage2/model``
 
 Ablations (:class:`RecipeConfig`, the paper's ablation table): skip any of the four stages (the next
 stage then starts from what the skipped one would have started from), run Stage I on the fine-tuning
@@ -35,7 +39,12 @@ from care.train.trainer import TrainResult, read_result, train
 
 logger = logging.getLogger(__name__)
 
-RECIPE_STAGES: tuple[str, ...] = ("init_query", "init_document", "stage1", "stage2")
+RECIPE_STAGES: tuple[str, ...] = ("init_query", "init_document", "stage1", "stage1_rank", "stage2")
+#: Recipe stages that run only when the config folder ships their ``<stage>.yaml`` (the paper's recipe
+#: has no such stage; a preset opts in).
+OPT_IN_STAGES: tuple[str, ...] = ("stage1_rank",)
+#: Recipe stages trained as another training stage (:data:`care.train.stage_declarations.STAGES`).
+TRAINING_STAGE: dict[str, str] = {"stage1_rank": "bank_distill"}
 ALIGNMENT_FILE = "alignment.jsonl"
 #: Stage II's training file with negatives mined by the initialised document tower (RecipeConfig.mine_negatives).
 MINED_FILE = "stage2_train.jsonl"
@@ -53,6 +62,7 @@ class RecipeConfig(Config):
         skip_document_init: no ``init_document``; Stage I's teacher and Stage II start from the base LLM.
         skip_stage1: no query alignment; Stage II starts from the initialised query encoder.
         skip_stage2: no joint fine-tuning; the Stage I model is the result.
+        skip_stage1_rank: no ranking alignment after Stage I even where the config folder has one.
         stage1_data: ``"alignment"`` (``(q,q,q⁻)``/``(d,d,d⁻)`` rows) or ``"finetune"`` (the training file's
             ``(q, d⁺, d⁻)`` rows).
         pretrained_query_model: checkpoint ``init_query`` starts from instead of ``RecipePaths.query_model``
@@ -71,6 +81,7 @@ class RecipeConfig(Config):
     skip_document_init: bool = False
     skip_stage1: bool = False
     skip_stage2: bool = False
+    skip_stage1_rank: bool = False
     stage1_data: str = "alignment"
     pretrained_query_model: str | None = None
     overrides: list[str] = field(default_factory=list)
@@ -85,7 +96,7 @@ class RecipeConfig(Config):
             from care.train.negatives import MiningConfig
 
             build(MiningConfig, self.mine_negatives, source="recipe field 'mine_negatives'")
-        for name in ("skip_query_init", "skip_document_init", "skip_stage1", "skip_stage2"):
+        for name in ("skip_query_init", "skip_document_init", "skip_stage1", "skip_stage2", "skip_stage1_rank"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"config field '{name}': expected true/false, got {getattr(self, name)!r}")
         if not isinstance(self.overrides, list) or not all(isinstance(o, str) and "=" in o for o in self.overrides):
@@ -97,7 +108,8 @@ class RecipeConfig(Config):
     def skipped(self) -> set[str]:
         """Stages these switches remove."""
         flags = {"init_query": self.skip_query_init, "init_document": self.skip_document_init,
-                 "stage1": self.skip_stage1, "stage2": self.skip_stage2}
+                 "stage1": self.skip_stage1, "stage1_rank": self.skip_stage1_rank or self.skip_stage1,
+                 "stage2": self.skip_stage2}
         return {stage for stage, off in flags.items() if off}
 
 
@@ -154,18 +166,25 @@ def record_run_settings(path: Path, settings: dict[str, Any], what: str, fix: st
 
     A resumed run skips finished steps, so finishing a run with other settings would silently mix
     two experiments; this names the changed fields (old -> new) and says ``fix``. A field the first
-    run did not record (a file written by an older version) is not compared.
+    run did not record (a file written by an older version), at any depth, is not compared.
     """
     from care.data.io import write_json
 
     if path.is_file():
         before = json.loads(path.read_text(encoding="utf-8"))
-        changed = sorted(k for k in settings if k in before and before[k] != settings[k])
+        changed = sorted(k for k in settings if k in before and not _same_recorded(before[k], settings[k]))
         if changed:
             raise CareError(f"{path.parent} holds a {what} run with other settings ({', '.join(changed)}: "
                             f"{ {k: before.get(k) for k in changed} } -> { {k: settings[k] for k in changed} }); {fix}")
         return
     write_json(path, settings)
+
+
+def _same_recorded(before: Any, now: Any) -> bool:
+    """``now`` equals what was recorded, ignoring dict keys the record does not have (fields added since)."""
+    if isinstance(before, dict) and isinstance(now, dict):
+        return all(k in now and _same_recorded(v, now[k]) for k, v in before.items())
+    return before == json.loads(json.dumps(now, default=str))
 
 
 #: Override keys that change how a run reports, not what it trains: a rerun may change them freely.
@@ -190,8 +209,8 @@ def _record_settings(out: Path, paths: RecipePaths, recipe: RecipeConfig, overri
 
 
 def final_care_model(results: dict[str, TrainResult]) -> str | None:
-    """The CARE model folder of the last stage that produced one (``stage2/model``, or ``stage1/model``
-    when Stage II is skipped), or ``None``."""
+    """The CARE model folder of the last stage that produced one (``stage2/model``, or ``stage1_rank/model``
+    / ``stage1/model`` when Stage II is skipped), or ``None``."""
     for stage in reversed(RECIPE_STAGES):
         if stage in results and results[stage].care_model:
             return results[stage].care_model
@@ -229,7 +248,8 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
     Args:
         paths: base models, training file, output folder, optional Stage I alignment file.
         config_dir: folder with ``init_query.yaml``, ``init_document.yaml``, ``stage1.yaml``,
-            ``stage2.yaml`` (e.g. ``configs/care_tiny``), or ``preset:NAME`` for a shipped preset
+            ``stage2.yaml`` and optionally ``stage1_rank.yaml`` (:data:`OPT_IN_STAGES`) (e.g.
+            ``configs/care_tiny``), or ``preset:NAME`` for a shipped preset
             (:mod:`care.train.presets`); model paths, data files and output folders in them are
             replaced by the recipe's wiring. ``None``: the ``e5`` preset for an e5 document model,
             else the stages' declared defaults.
@@ -247,7 +267,8 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
     unknown = [s for s in stages if s not in RECIPE_STAGES]
     if unknown:
         raise ConfigError(f"unknown recipe stage(s) {unknown}; choose from {', '.join(RECIPE_STAGES)}")
-    stages = [s for s in RECIPE_STAGES if s in stages and s not in recipe.skipped()]
+    stages = [s for s in RECIPE_STAGES if s in stages and s not in recipe.skipped()
+              and (s not in OPT_IN_STAGES or (config_dir is not None and (Path(config_dir) / f"{s}.yaml").is_file()))]
     out = Path(paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     _record_settings(out, paths, recipe, given)
@@ -257,6 +278,7 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
     query_after_init = str(dirs["init_query"] / "query") if "init_query" in stages else query_start
     doc_after_init = str(dirs["init_document"] / "document") if "init_document" in stages else paths.document_model
     query_after_stage1 = str(dirs["stage1"] / "query") if "stage1" in stages else query_after_init
+    query_after_rank = str(dirs["stage1_rank"] / "query") if "stage1_rank" in stages else query_after_stage1
     alignment = paths.alignment_file
     stage1_file = paths.train_file if recipe.stage1_data == "finetune" else None
     for stage in RECIPE_STAGES:
@@ -271,7 +293,8 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
             "init_query": (query_start, None, paths.train_file),
             "init_document": (query_start, paths.document_model, paths.train_file),
             "stage1": (query_after_init, doc_after_init, stage1_file),
-            "stage2": (query_after_stage1, doc_after_init, paths.train_file),
+            "stage1_rank": (query_after_stage1, doc_after_init, paths.train_file),
+            "stage2": (query_after_rank, doc_after_init, paths.train_file),
         }[stage]
         query_model, document_model, train_file = wiring
         if stage == "stage2" and recipe.mine_negatives is not None:
@@ -284,9 +307,10 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
 
                     alignment_from_training_file(paths.train_file, alignment)
             train_file = alignment
-        settings: dict[str, object] = {"stage": stage, "output_dir": dirs[stage], "model.query_model": query_model,
-                                       "model.document_model": document_model, "data.train_file": train_file}
-        if stage == "stage1":
+        settings: dict[str, object] = {"stage": TRAINING_STAGE.get(stage, stage), "output_dir": dirs[stage],
+                                       "model.query_model": query_model, "model.document_model": document_model,
+                                       "data.train_file": train_file}
+        if stage in ("stage1", "stage1_rank"):
             settings["model.teacher.kind"] = "document"
         config = _stage_config(stage, config_dir, overrides, settings)
         logger.info("recipe: running %s -> %s", stage, dirs[stage])
