@@ -2,7 +2,8 @@
 
 Each probe is one Stage I run (the e5 preset's ``stage1.yaml`` plus the probe's overrides) from a
 finished ``bench_real_weights.py`` seed: the 6-layer query tower starts from that seed's
-``init_query`` (or, with ``start=cut``, from the fine-tuned document tower cut to 6 strided layers)
+``init_query`` (or, with ``start=cut``, from the fine-tuned document tower cut to 6 strided layers;
+with ``start=stage1``, from that seed's finished Stage I query tower: more epochs on top of the recipe's)
 and aligns to that seed's frozen, fine-tuned ``init_document`` tower. A probe is scored two ways:
 
 - nDCG@10 of the Stage I CARE model (probe query tower + the frozen document tower), and
@@ -47,8 +48,9 @@ logger = logging.getLogger("bench_stage1_probe")
 PROBE_DEFAULTS = ["optim.epochs=1"]
 #: Test queries whose query-vector cosine to the document tower is reported.
 COSINE_QUERIES = 400
-#: ``start=`` values: the seed's init_query tower, or the fine-tuned document tower cut to the query depth.
-STARTS = ("init_query", "cut")
+#: ``start=`` values: the seed's init_query tower, the fine-tuned document tower cut to the query depth,
+#: or the seed's finished Stage I query tower (a probe of more Stage I epochs).
+STARTS = ("init_query", "cut", "stage1")
 
 
 def parse_probe(text: str) -> tuple[str, list[str]]:
@@ -87,7 +89,9 @@ def run_probe(name: str, settings: list[str], recipe: Path, work: Path, alignmen
     if start not in STARTS:
         raise SystemExit(f"--probe {name}: start={start!r}; choose from {', '.join(STARTS)}")
     overrides = [s for s in settings if not s.startswith("start=")]
-    query = recipe / "init_query" / "query"
+    query = recipe / start / "query"
+    if start == "stage1" and not (read_result(recipe / "stage1") or _NotDone).completed:
+        raise SystemExit(f"--probe {name}: start=stage1 needs {recipe / 'stage1'} finished (bench_real_weights.py)")
     if start == "cut":
         query = work / f"document-L{layers}-strided"
         if not query.is_dir():
@@ -121,7 +125,8 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=6)
     parser.add_argument("--max-length", type=int, default=None)
     parser.add_argument("--probe", action="append", type=parse_probe, required=True, metavar="NAME=KEY=VALUE;...",
-                        help="a Stage I setting to probe (repeatable); start=cut starts from the cut document tower")
+                        help="a Stage I setting to probe (repeatable); start=cut starts from the cut document tower, "
+                             "start=stage1 from the seed's finished Stage I query tower")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     prep = prepare(args.data, args.work, False, _e5_spec(args.e5, "float32"), None)
