@@ -153,10 +153,10 @@ def test_cli_recipe_passes_the_switches(tiny_dir, tmp_path, monkeypatch):
     result = CliRunner().invoke(app, [
         "train", "recipe", "--query-model", "q", "--document-model", "d", "--train", "t.jsonl", "-o", str(tmp_path),
         "--skip-stage1", "--skip-document-init", "--stage1-data", "finetune", "--pretrained-query-model", "rmae",
-        "--set", "stage1:loss.lambda_mse=0"])
+        "--skip-stage1-rank", "--set", "stage1:loss.lambda_mse=0"])
     assert result.exit_code == 0, result.output
     assert captured["recipe"] == RecipeConfig(skip_document_init=True, skip_stage1=True, stage1_data="finetune",
-                                              pretrained_query_model="rmae")
+                                              pretrained_query_model="rmae", skip_stage1_rank=True)
     assert captured["overrides"] == ["stage1:loss.lambda_mse=0"]
 
 

@@ -57,6 +57,8 @@ def recipe_command(
     skip_document_init: bool = typer.Option(False, "--skip-document-init", help="Ablation: no init_document."),
     skip_stage1: bool = typer.Option(False, "--skip-stage1", help="Ablation: no Stage I (query alignment)."),
     skip_stage2: bool = typer.Option(False, "--skip-stage2", help="Ablation: no Stage II (joint fine-tuning)."),
+    skip_stage1_rank: bool = typer.Option(
+        False, "--skip-stage1-rank", help="Ablation: no stage1_rank (Stage I's ranking part, where the configs ship one)."),
     stage1_data: str = typer.Option("alignment", "--stage1-data", help="Stage I data: alignment | finetune."),
     pretrained_query_model: str = typer.Option(
         None, "--pretrained-query-model", help="init_query starts from this checkpoint (e.g. RetroMAE-pretrained)."),
@@ -68,13 +70,15 @@ def recipe_command(
         help="Stage II: mine N hard negatives per query with the initialised document tower over --corpus, "
              "dropping candidates within 5%% of the positive's score (likely false negatives)."),
 ) -> None:
-    """Run init (query, document) -> Stage I -> Stage II, skipping finished stages on rerun (see docs: Ablations)."""
+    """Run init (query, document) -> Stage I (+ stage1_rank where the configs ship it) -> Stage II, skipping
+    finished stages on rerun (see docs: Ablations)."""
     from care.train.recipe import RecipeConfig, RecipePaths, load_recipe_config, run_recipe
 
     base = load_recipe_config(ablation) if ablation is not None else RecipeConfig()
     recipe = RecipeConfig(skip_query_init=base.skip_query_init or skip_query_init,
                           skip_document_init=base.skip_document_init or skip_document_init,
                           skip_stage1=base.skip_stage1 or skip_stage1, skip_stage2=base.skip_stage2 or skip_stage2,
+                          skip_stage1_rank=base.skip_stage1_rank or skip_stage1_rank,
                           stage1_data=stage1_data if stage1_data != "alignment" else base.stage1_data,
                           pretrained_query_model=pretrained_query_model or base.pretrained_query_model,
                           overrides=list(base.overrides),
