@@ -43,6 +43,7 @@ if "--threads" in sys.argv:  # before torch starts its OpenMP pool
 import argparse
 import json
 import logging
+import shutil
 import statistics
 import time
 from dataclasses import dataclass
@@ -327,17 +328,47 @@ class _NotDone:
     completed = False
 
 
+def _spec_folders(spec: str) -> list[Path]:
+    """The model folders a row's spec names (``asym:Q|D``, ``onnx:`` and ``?options`` stripped)."""
+    return [Path(side.removeprefix("onnx:").split("?", 1)[0]) for side in spec.removeprefix("asym:").split("|")]
+
+
+def spec_identity(spec: str) -> str:
+    """The spec plus a fingerprint of every model folder it names (file names, sizes, mtimes): a model
+    retrained into the same folder gets a new identity, so its kept score is not reused."""
+    from care.train.teacher import folder_fingerprint
+
+    return f"{spec}#{'/'.join(folder_fingerprint(f) if f.exists() else '-' for f in _spec_folders(spec))}"
+
+
+def _kept_score_is_current(path: Path, kept: dict, spec: str, identity: str) -> bool:
+    """A kept score stands for the row's current model: same identity, or (a score kept before
+    identities were recorded) written after every file of the row's model folders."""
+    if "model_identity" in kept:
+        return kept["model_identity"] == identity
+    written = path.stat().st_mtime
+    newest = max((f.stat().st_mtime for folder in _spec_folders(spec) if folder.is_dir()
+                  for f in folder.rglob("*") if f.is_file()), default=0.0)
+    return newest < written
+
+
 def score_rows(specs: dict[str, str], task: TaskMetadata, work: Path, cache: EmbeddingCache) -> dict[str, dict]:
-    """nDCG@10 and Recall@100 of every row (kept per row under ``work/scores``)."""
+    """nDCG@10 and Recall@100 of every row (kept per row under ``work/scores``, reused only while the
+    row's model folders are unchanged: :func:`spec_identity`)."""
     out = {}
     for row, spec in specs.items():
         path = work / "scores" / f"{row.replace(' ', '_').replace('/', '-')}.json"
+        identity = spec_identity(spec)
         if path.is_file():
-            out[row] = json.loads(path.read_text(encoding="utf-8"))
-            continue
+            kept = json.loads(path.read_text(encoding="utf-8"))
+            if _kept_score_is_current(path, kept, spec, identity):
+                out[row] = {k: v for k, v in kept.items() if k != "model_identity"}
+                write_json(path, {**out[row], "model_identity": identity})
+                continue
+            logger.info("%s: the model changed since it was scored; scoring again", row)
         result = evaluate(load_model(spec), task, RunOptions(cache=cache, show_progress=False, batch_size=128), label=row)
         out[row] = {"ndcg_at_10": result.scores["ndcg_at_10"], "recall_at_100": result.scores.get("recall_at_100")}
-        write_json(path, out[row])
+        write_json(path, {**out[row], "model_identity": identity})
         logger.info("%s: nDCG@10 %.4f", row, out[row]["ndcg_at_10"])
     return out
 
@@ -354,8 +385,13 @@ def int8_rows(specs: dict[str, str], task: TaskMetadata, work: Path, cache: Embe
         if not doc_spec:  # a routed CARE folder: query route through ONNX, document route as trained
             query_spec = doc_spec = specs[row]
         folder = work / "onnx" / row.replace(" ", "_")
-        if not (folder / "model.int8.onnx").is_file():  # exported on the CPU in fp32 whatever the spec says
-            export_query_encoder(query_spec.replace("&dtype=float32", ""), folder, quantize=True)
+        source = spec_identity(query_spec)
+        stamp = folder / "exported_from.txt"
+        if not (folder / "model.int8.onnx").is_file() or not stamp.is_file() or stamp.read_text(encoding="utf-8") != source:
+            if folder.exists():
+                shutil.rmtree(folder)  # exported from an earlier model in the same folder
+            export_query_encoder(query_spec.replace("&dtype=float32", ""), folder, quantize=True)  # on the CPU, fp32 first
+            stamp.write_text(source, encoding="utf-8")
         label = f"{row}, ONNX int8"
         out[label] = score_rows({label: f"asym:onnx:{folder}?int8=true|{doc_spec}"}, task, work, cache)[label]
     return out
