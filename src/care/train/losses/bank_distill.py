@@ -1,5 +1,9 @@
 """Listwise distillation over a fixed bank of documents: the student query encoder learns the frozen
-teacher's *ranking* of every document of the training file, not only of one batch's candidates."""
+teacher's *ranking* of every document of the training file, not only of one batch's candidates.
+
+Not one of the paper's objectives: this project's second part of Stage I for real-weight towers
+(recipe stage ``stage1_rank``), added because aligning vectors (Stage I's MSE + Asym-InfoNCE) did not
+reproduce the ranking of an anisotropic document tower (``docs/training.md``)."""
 
 from __future__ import annotations
 
