@@ -245,3 +245,28 @@ def test_a_run_recorded_before_a_recipe_field_existed_is_still_resumable(tiny_di
     run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST)  # the new field at its default: same run
     with pytest.raises(CareError, match="other settings"):
         run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=RecipeConfig(skip_stage2=True))
+
+
+def test_a_finished_stage_trained_from_other_towers_is_refused_not_reused(tiny_dir, tmp_path, monkeypatch):
+    """A stage added before a finished one (a preset gaining stage1_rank) must not leave Stage II
+    trained from the old query tower: the rerun names the stage and both inputs."""
+    from dataclasses import asdict
+
+    from care.train.trainer import CONFIG_FILE, RESULT_FILE
+
+    def finishing_train(config: TrainConfig, resume: bool = False):
+        out = Path(config.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        config.save(out / CONFIG_FILE)
+        result = TrainResult(config.stage, config.output_dir, 1, 0.0)
+        (out / RESULT_FILE).write_text(json.dumps(asdict(result)))
+        return result
+
+    monkeypatch.setattr("care.train.recipe.train", finishing_train)
+    care_tiny = Path(__file__).resolve().parents[2] / "configs" / "care_tiny"
+    run_recipe(_paths(tiny_dir, tmp_path), config_dir=care_tiny, overrides=FAST)
+    run_recipe(_paths(tiny_dir, tmp_path), config_dir=care_tiny, overrides=FAST)  # same inputs: every stage reused
+    with pytest.raises(CareError, match=r"finished stage2 trained from query_model=.*stage1/query.*now feeds it "
+                                        r"query_model=.*stage1_rank/query"):
+        run_recipe(_paths(tiny_dir, tmp_path), config_dir=_config_dir_with_rank(tiny_dir, tmp_path / "cfg"),
+                   overrides=FAST)

@@ -208,6 +208,35 @@ def _record_settings(out: Path, paths: RecipePaths, recipe: RecipeConfig, overri
     record_run_settings(out / RECIPE_FILE, settings, "recipe", "give each ablation its own --output folder")
 
 
+def _same_model(recorded: str | None, wired: str | None) -> bool:
+    if recorded == wired or recorded is None or wired is None:
+        return recorded == wired
+    return Path(recorded).exists() and Path(wired).exists() and Path(recorded).resolve() == Path(wired).resolve()
+
+
+def _check_finished_inputs(folder: Path, stage: str, query_model: str | None, document_model: str | None) -> None:
+    """A finished stage is reused only if it was trained from the towers the recipe feeds it now: a
+    stage added before it (e.g. a preset gaining ``stage1_rank``) must not leave it trained from the old input.
+
+    Raises:
+        CareError: naming the stage, what it was trained from and what it would get now.
+    """
+    from care.train.trainer import CONFIG_FILE
+
+    saved = folder / CONFIG_FILE
+    if not saved.is_file():
+        return  # finished by a version that did not save its config: nothing to compare
+    model = (read_config_file(saved, "stage config") or {}).get("model", {})
+    wired = {"query_model": query_model, "document_model": document_model}
+    changed = [k for k, v in wired.items() if v is not None and not _same_model(model.get(k), v)]
+    if changed:
+        raise CareError(
+            f"{folder} is a finished {stage} trained from "
+            + ", ".join(f"{k}={model.get(k)}" for k in changed)
+            + "; the recipe now feeds it " + ", ".join(f"{k}={wired[k]}" for k in changed)
+            + f" (its stage configs changed); delete {folder} to retrain it, or use another --output")
+
+
 def final_care_model(results: dict[str, TrainResult]) -> str | None:
     """The CARE model folder of the last stage that produced one (``stage2/model``, or ``stage1_rank/model``
     / ``stage1/model`` when Stage II is skipped), or ``None``."""
@@ -284,11 +313,6 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
     for stage in RECIPE_STAGES:
         if stage not in stages:
             continue
-        done = read_result(dirs[stage])
-        if done is not None and done.completed:
-            logger.info("recipe: %s already finished (%s), skipping", stage, dirs[stage])
-            results[stage] = done
-            continue
         wiring = {
             "init_query": (query_start, None, paths.train_file),
             "init_document": (query_start, paths.document_model, paths.train_file),
@@ -297,6 +321,12 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
             "stage2": (query_after_rank, doc_after_init, paths.train_file),
         }[stage]
         query_model, document_model, train_file = wiring
+        done = read_result(dirs[stage])
+        if done is not None and done.completed:
+            _check_finished_inputs(dirs[stage], stage, query_model, document_model)
+            logger.info("recipe: %s already finished (%s), skipping", stage, dirs[stage])
+            results[stage] = done
+            continue
         if stage == "stage2" and recipe.mine_negatives is not None:
             train_file = _mined_training_file(paths, recipe, query_model, document_model, out, overrides, config_dir)
         if stage == "stage1" and train_file is None:
