@@ -338,7 +338,7 @@ def spec_identity(spec: str) -> str:
     retrained into the same folder gets a new identity, so its kept score is not reused."""
     from care.train.teacher import folder_fingerprint
 
-    return f"{spec}#{'/'.join(folder_fingerprint(f) if f.exists() else '-' for f in _spec_folders(spec))}"
+    return f"{spec}#{'/'.join(folder_fingerprint(f) for f in _spec_folders(spec))}"  # a hub name: by name
 
 
 def _kept_score_is_current(path: Path, kept: dict, spec: str, identity: str) -> bool:
@@ -363,7 +363,8 @@ def score_rows(specs: dict[str, str], task: TaskMetadata, work: Path, cache: Emb
             kept = json.loads(path.read_text(encoding="utf-8"))
             if _kept_score_is_current(path, kept, spec, identity):
                 out[row] = {k: v for k, v in kept.items() if k != "model_identity"}
-                write_json(path, {**out[row], "model_identity": identity})
+                if "model_identity" not in kept:  # kept before identities were recorded: record it now
+                    write_json(path, {**out[row], "model_identity": identity})
                 continue
             logger.info("%s: the model changed since it was scored; scoring again", row)
         result = evaluate(load_model(spec), task, RunOptions(cache=cache, show_progress=False, batch_size=128), label=row)

@@ -208,10 +208,11 @@ def _record_settings(out: Path, paths: RecipePaths, recipe: RecipeConfig, overri
     record_run_settings(out / RECIPE_FILE, settings, "recipe", "give each ablation its own --output folder")
 
 
-def _same_model(recorded: str | None, wired: str | None) -> bool:
-    if recorded == wired or recorded is None or wired is None:
-        return recorded == wired
-    return Path(recorded).exists() and Path(wired).exists() and Path(recorded).resolve() == Path(wired).resolve()
+def _same_model(recorded: str | None, wired: str) -> bool:
+    """The same string, or two spellings of one existing folder."""
+    if recorded == wired:
+        return True
+    return recorded is not None and Path(recorded).exists() and Path(recorded).resolve() == Path(wired).resolve()
 
 
 def _check_finished_inputs(folder: Path, stage: str, query_model: str | None, document_model: str | None) -> None:
@@ -226,7 +227,7 @@ def _check_finished_inputs(folder: Path, stage: str, query_model: str | None, do
     saved = folder / CONFIG_FILE
     if not saved.is_file():
         return  # finished by a version that did not save its config: nothing to compare
-    model = (read_config_file(saved, "stage config") or {}).get("model", {})
+    model = read_config_file(saved, "stage config").get("model", {})
     wired = {"query_model": query_model, "document_model": document_model}
     changed = [k for k, v in wired.items() if v is not None and not _same_model(model.get(k), v)]
     if changed:
