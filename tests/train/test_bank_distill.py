@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from care.errors import CareError
 from care.train.config import ConfigError, TrainConfig
 from care.train.losses import BankDistillLoss, CandidateBankKLLoss
-from care.train.stages import build_stage
+from care.train.stages import build_stage, teacher_query_key
 
 from .trainer_fixtures import tiny_config_dict, toy_rows
 
@@ -85,13 +85,39 @@ def test_bank_texts_are_every_document_or_a_seeded_subset(tmp_path):
     subset = stage.bank_texts(rows, 2, 7)
     assert len(subset) == 2 and subset == stage.bank_texts(rows, 2, 7) and set(subset) <= {"布洛芬", "补液", "休息", "退烧"}
     # the teacher embeds the queries (as queries) and every bank document
-    assert set(stage.teacher_texts(rows, None)) >= {"布洛芬", "补液", "休息", "退烧"}
+    bank = stage.bank_texts(rows, None, 0)
+    texts = stage.teacher_texts(rows, None, bank)
+    assert set(texts) - set(bank) == {teacher_query_key("头痛", None, None), teacher_query_key("发烧", None, None)}
     with pytest.raises(CareError, match="does not use a candidate bank"):
         build_stage(TrainConfig.from_dict({**_config(tmp_path).to_dict(), "stage": "kale_align"})).set_candidate_bank(
             torch.ones(1, 2))
 
 
+def test_the_bank_can_come_from_a_corpus_or_another_training_file(tmp_path):
+    from care.data.errors import DataFormatError
+    from care.data.io import write_jsonl
+    from care.data.training import TrainingExample
+
+    queries_only = [TrainingExample(query="头痛", pos=("头痛",), type="query_align")]  # alignment rows: no documents
+    corpus = tmp_path / "corpus.jsonl"
+    write_jsonl(corpus, [{"id": "d1", "text": "布洛芬"}, {"id": "d2", "text": "补液"}, {"id": "d3", "text": "补液 "}])
+    pairs = tmp_path / "pairs.jsonl"
+    write_jsonl(pairs, [{"query": "发烧", "pos": ["退烧"], "neg": ["休息"]}, {"query": "头痛", "pos": ["退烧"]}])
+    stage = build_stage(_config(tmp_path))
+    assert stage.bank_texts(queries_only, None, 0, str(corpus)) == ["布洛芬", "补液", "补液 "]
+    assert stage.bank_texts(queries_only, None, 0, str(pairs)) == ["休息", "退烧"]
+    assert stage.bank_texts(queries_only, None, 0) == ["头痛"]  # without a bank file: the rows' own pos
+    with pytest.raises(DataFormatError, match="does not exist"):
+        stage.bank_texts(queries_only, None, 0, str(tmp_path / "missing.jsonl"))
+    write_jsonl(tmp_path / "bad.jsonl", [{"id": "d1", "text": "布洛芬"}, {"id": "d2"}])
+    with pytest.raises(DataFormatError, match=r"bad.jsonl.*line 2"):
+        stage.bank_texts(queries_only, None, 0, str(tmp_path / "bad.jsonl"))
+
+
 def test_bank_distill_config_checks(tmp_path):
+    with pytest.raises(ConfigError, match="data.bank_file"):
+        TrainConfig.from_dict({**_config(tmp_path).to_dict(), "stage": "stage1", "data": {"train_file": "t.jsonl",
+                                                                                         "bank_file": "c.jsonl"}})
     with pytest.raises(ConfigError, match="loss.bank_size"):
         _config(tmp_path, bank_size=0)
     with pytest.raises(ConfigError, match="lambda_distill"):
@@ -128,3 +154,25 @@ def test_bank_distill_trains_the_query_tower_and_pairs_it_with_the_frozen_teache
     assert len(cache) == 1 and np.load(cache[0]).shape[0] == n_docs + len(toy_rows())  # bank + the queries
     care = SentenceTransformer(result.care_model, device="cpu")  # trained query tower + frozen document tower
     assert care.encode_query(["头痛"]).shape == care.encode_document(["头痛"]).shape == (1, 128)
+
+
+def test_bank_distill_ranks_a_bank_file_for_queries_without_labels(tiny_dir, pruned, tmp_path):
+    import numpy as np
+
+    from care.data.io import write_jsonl
+    from care.train.trainer import read_result, train
+
+    torch.set_num_threads(1)
+    queries = tmp_path / "queries.jsonl"  # Stage I alignment rows: the text is its own "pos"
+    write_jsonl(queries, [{"query": q, "pos": [q], "type": "query_align"} for q in ("头痛", "发烧", "咳嗽", "腹泻")])
+    corpus = tmp_path / "corpus.jsonl"
+    write_jsonl(corpus, [{"id": str(i), "text": t} for i, t in enumerate(("布洛芬止痛", "多喝水", "止咳糖浆", "补液盐"))])
+    config = TrainConfig.from_dict(tiny_config_dict(
+        tiny_dir, "bank_distill", tmp_path / "bank", data={"n_negatives": 0, "train_file": str(queries),
+                                                          "bank_file": str(corpus)},
+        optim={"batch_size": 2, "max_steps": 2},
+        model={"query_model": str(pruned), "query_pooling": "lasttoken", "query_prompt": "Q: "}))
+    train(config)
+    assert read_result(tmp_path / "bank").completed
+    cache = list((tmp_path / "bank" / "teacher_cache").rglob("embeddings.npy"))
+    assert len(cache) == 1 and np.load(cache[0]).shape[0] == 4 + 4  # the corpus bank + the 4 queries, no query as a document

@@ -103,9 +103,16 @@ class ModelConfig:
 
 @dataclass
 class DataConfig:
-    """Training data: a FlagEmbedding / CARE-release JSONL file (``query``, ``pos``, ``neg``, ...)."""
+    """Training data: a FlagEmbedding / CARE-release JSONL file (``query``, ``pos``, ``neg``, ...).
+
+    ``bank_file`` (``bank_distill`` only): where the candidate bank's documents come from — a corpus
+    JSONL (``id``, ``text``) or a training file (every distinct ``pos`` and ``neg``); ``None``: the
+    training file's own ``pos``/``neg``. With it, ``train_file`` may hold rows whose only use is
+    their query (the ranking needs no labels), e.g. Stage I's alignment file.
+    """
 
     train_file: str = ""
+    bank_file: str | None = None
     n_negatives: int = 7
     max_examples: int | None = None
     shuffle: bool = True
@@ -277,6 +284,8 @@ class TrainConfig(Config):
                "must be > 0 or null")
         _check(lo.lambda_distill >= 0, "loss.lambda_distill", "must be >= 0")
         _check(lo.bank_size is None or lo.bank_size > 0, "loss.bank_size", "must be > 0 or null")
+        _check(d.bank_file is None or declared.candidate_bank, "data.bank_file",
+               f"stage {self.stage!r} ranks no candidate bank (only bank_distill does): remove it")
         for check in declared.loss_checks:
             _check(check.ok(lo), check.field, check.problem)
         _check(lo.duplicate_threshold is None or -1 <= lo.duplicate_threshold <= 1, "loss.duplicate_threshold",

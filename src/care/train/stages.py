@@ -207,8 +207,9 @@ class StageSpec:
             out[name] = value
         return out
 
-    def teacher_texts(self, examples: Iterable, query_prompt: str | None) -> list[str]:
-        """Every distinct text the frozen teacher must embed for ``examples`` (sorted).
+    def teacher_texts(self, examples: Iterable, query_prompt: str | None, bank: Iterable[str] = ()) -> list[str]:
+        """Every distinct text the frozen teacher must embed for ``examples`` and the candidate ``bank``
+        (:meth:`bank_texts`; candidate-bank stages) (sorted).
 
         ``positive``/``negative`` teacher fields need all of a row's ``pos`` and ``neg`` (the hard
         negatives are sampled per epoch); a ``query`` teacher field needs each row's query, as a query
@@ -216,9 +217,7 @@ class StageSpec:
         ``query_prompt`` for a symmetric teacher).
         """
         sources = {source_field(n) for n, tower in self.field_towers.items() if tower == TEACHER}
-        if self.candidate_bank:
-            sources |= {"positive", "negative"}
-        texts: set[str] = set()
+        texts: set[str] = set(bank)
         for ex in examples:
             if sources & {"positive", "negative"}:
                 texts.update(self._teacher_side([*ex.pos, *ex.neg], [ex.prompt], [ex.type]))
@@ -226,12 +225,15 @@ class StageSpec:
                 texts.add(teacher_query_key(ex.query, ex.prompt, ex.type))
         return sorted(texts)
 
-    def bank_texts(self, examples: Iterable, size: int | None, seed: int) -> list[str]:
-        """The documents of the candidate bank: every distinct ``pos`` and ``neg`` text of ``examples``
-        (sorted), or a seeded random ``size`` of them."""
+    def bank_texts(self, examples: Iterable, size: int | None, seed: int, bank_file: str | None = None) -> list[str]:
+        """The documents of the candidate bank (sorted): every distinct ``pos`` and ``neg`` text of
+        ``examples`` — or of ``bank_file`` (a corpus or training JSONL, :mod:`care.train.bank`) when
+        given — or a seeded random ``size`` of them."""
         import random
 
-        texts = sorted({t for ex in examples for t in (*ex.pos, *ex.neg)})
+        from care.train.bank import bank_file_documents, example_documents
+
+        texts = sorted(bank_file_documents(bank_file) if bank_file else example_documents(examples))
         if size is not None and size < len(texts):
             texts = sorted(random.Random(seed).sample(texts, size))
         return texts

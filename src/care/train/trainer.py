@@ -157,15 +157,20 @@ class Trainer:
             return load_model(tc.spec)
         return load_factory(tc.factory)
 
-    def _teacher_texts(self, examples) -> list[str]:
-        return self.stage.teacher_texts(examples, self.config.model.query_prompt)
+    def _bank_texts(self, examples) -> list[str]:
+        """The candidate bank's documents (``bank_distill``), empty for other stages."""
+        if not self.stage.candidate_bank:
+            return []
+        cfg = self.config
+        return self.stage.bank_texts(examples, cfg.loss.bank_size, cfg.seed, cfg.data.bank_file)
 
     def _prepare_teacher(self, examples) -> None:
         from care.train.teacher import TeacherEmbeddings
 
         acc = self.accelerator
         cache_dir = self.config.model.teacher.cache_dir or str(self.output_dir / "teacher_cache")
-        texts = self._teacher_texts(examples)
+        bank = self._bank_texts(examples)
+        texts = self.stage.teacher_texts(examples, self.config.model.query_prompt, bank)
         teacher = self._build_teacher()
         with acc.main_process_first():  # rank 0 encodes and caches; the others read the cache
             self.teacher_embeddings = TeacherEmbeddings.compute(
@@ -175,7 +180,6 @@ class Trainer:
         if teacher is not self.teacher:
             del teacher  # the frozen model is not needed any more: free its memory
         if self.stage.candidate_bank:
-            bank = self.stage.bank_texts(examples, self.config.loss.bank_size, self.config.seed)
             self.stage.set_candidate_bank(self.teacher_embeddings.lookup(bank).to(acc.device))
             logger.info("candidate bank: the teacher's vectors of %d documents", len(bank))
 
