@@ -186,6 +186,41 @@ def test_router_folder_routes_queries_and_documents(tmp_path, tiny_bert, tiny_qw
     assert not np.allclose(encoder.encode_queries(TEXTS), encoder.encode_documents(TEXTS), atol=1e-3)
 
 
+def test_a_routed_folder_identifies_each_route_by_content(tmp_path, tiny_bert, tiny_qwen3):
+    """A CARE folder saved with a new query tower but the same document tower reuses the cached document
+    vectors (same document-role fingerprint wherever it lies); any other change is a miss."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from care.bench.encoding import encode_collection
+    from care.encoders.cache import EmbeddingCache
+
+    first = _router_folder(tmp_path, tiny_bert, tiny_qwen3, "stage-a")
+    second = tmp_path / "stage-b"
+    shutil.copytree(first, second)
+    weights = second / "query_0_Transformer" / "model.safetensors"
+    tensors = load_file(weights)
+    save_file({k: v + 0.01 if v.is_floating_point() else v for k, v in tensors.items()}, weights)
+    a, b = load_model(str(first)), load_model(str(second))
+    assert a.role_fingerprint("document") == b.role_fingerprint("document")
+    assert a.role_fingerprint("query") != b.role_fingerprint("query") and a.fingerprint != b.fingerprint
+    assert load_model(f"{first}?document_prefix=passage: ").role_fingerprint("document") != a.role_fingerprint("document")
+    plain = load_model(str(tiny_bert))
+    assert plain.role_fingerprint("document") == plain.fingerprint  # not routed: the whole model
+
+    cache = EmbeddingCache(tmp_path / "cache")
+    ids = [str(i) for i in range(len(TEXTS))]
+    args = {"instruction": None, "batch_size": 4, "show_progress": False, "desc": "docs"}
+    stored = encode_collection(a, cache, role="document", ids=ids, texts=TEXTS, **args)
+    calls = []
+    original = b.encode_documents
+    b.encode_documents = lambda *x, **k: calls.append(1) or original(*x, **k)
+    np.testing.assert_allclose(encode_collection(b, cache, role="document", ids=ids, texts=TEXTS, **args), stored)
+    assert not calls  # a cache hit: the second folder never encoded a document
+    np.testing.assert_allclose(b.encode_documents(TEXTS), stored, atol=1e-5)  # and the hit is right
+
+
 def test_router_with_different_route_widths_needs_a_declared_dim(tmp_path, tiny_bert, wide_qwen3):
     folder = _router_folder(tmp_path, tiny_bert, wide_qwen3, "wide-doc")
     with pytest.raises(DimensionMismatchError, match="32-d.*48-d"):

@@ -49,3 +49,44 @@ def file_identity(path: str | Path) -> dict[str, Any]:
     resolved = Path(path).expanduser().resolve()
     stat = resolved.stat()
     return {"path": str(resolved), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+#: Bytes read at a time when hashing a file's content.
+_HASH_BLOCK = 1 << 20
+#: ``router_config.json`` of a sentence-transformers folder whose first module is a Router.
+ROUTER_CONFIG = "router_config.json"
+
+
+def file_sha256(path: str | Path) -> str:
+    """SHA-256 of a file's content (read in 1 MiB blocks)."""
+    sha = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(_HASH_BLOCK), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def route_content_identity(folder: str | Path, route: str) -> dict[str, Any] | None:
+    """Identify one route of a routed sentence-transformers folder (a CARE model) by *content*: each of
+    the route's modules (its position, type and every file's SHA-256; folder names lose their
+    ``<route>_`` prefix), so two folders holding the same document tower — a recipe stage that froze it
+    and saved its own copy — get the same identity wherever they are. ``None`` when ``folder`` has no
+    ``router_config.json`` or no such route.
+
+    Reads every byte of the route's files: about a second per GB.
+    """
+    root = Path(folder).expanduser().resolve()
+    config_file = root / ROUTER_CONFIG
+    if not config_file.is_file():
+        return None
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    names = config.get("structure", {}).get(route)
+    if not names:
+        return None
+    modules = []
+    for position, name in enumerate(names):
+        module_dir = root / name
+        files = sorted((p.relative_to(module_dir).as_posix(), file_sha256(p)) for p in module_dir.rglob("*")
+                       if p.is_file() and not any(part.startswith(".") for part in p.relative_to(module_dir).parts))
+        modules.append({"position": position, "type": config.get("types", {}).get(name), "files": files})
+    return {"route": route, "modules": modules}

@@ -34,7 +34,7 @@ import numpy as np
 
 from care.config import Config
 from care.encoders.base import format_instruction
-from care.encoders.fingerprint import digest, folder_identity
+from care.encoders.fingerprint import digest, folder_identity, route_content_identity
 from care.encoders.vectors import empty_embeddings, truncate_and_normalize
 from care.errors import CareError, DimensionMismatchError
 
@@ -326,6 +326,7 @@ class HFEncoder:
         self._settings = settings
         self._query_dim, self._document_dim = self._measure_dims()
         self._fingerprint = digest({"kind": "hf", "weights": location.identity, "settings": settings, "dim": self.dim})
+        self._role_fingerprints: dict[str, str] = {}
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -454,6 +455,19 @@ class HFEncoder:
     def fingerprint(self) -> str:
         """Hash of the weights' identity (folder files or Hub commit) and every encoding setting."""
         return self._fingerprint
+
+    def role_fingerprint(self, role: str) -> str:
+        """For a local routed folder (a CARE model), the fingerprint of the route that serves ``role``:
+        its modules' file *contents* and every encoding setting, so a saved CARE model whose document
+        tower did not change (a new query tower, trained against the frozen one) reuses the document
+        vectors cached for an earlier folder. Otherwise the whole-model :attr:`fingerprint`.
+        Computed once per role (hashing reads the route's files)."""
+        if role not in self._role_fingerprints:
+            identity = (route_content_identity(self.location.path, role)
+                        if self.location.is_sentence_transformer and "path" in self.location.identity else None)
+            self._role_fingerprints[role] = self._fingerprint if identity is None else digest(
+                {"kind": "hf-route", "weights": identity, "settings": self._settings, "dim": self.dim})
+        return self._role_fingerprints[role]
 
     @property
     def dim(self) -> int:
