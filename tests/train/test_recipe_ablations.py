@@ -15,7 +15,7 @@ from care.train.config import ConfigError, TrainConfig
 from care.train.recipe import RecipeConfig, RecipePaths, final_care_model, load_recipe_config, run_recipe
 from care.train.trainer import TrainResult, train
 
-from .trainer_fixtures import tiny_config_dict
+from .trainer_fixtures import alignment_rows, tiny_config_dict
 
 ABLATIONS = Path(__file__).resolve().parents[2] / "configs" / "ablations"
 FAST = ["optim.batch_size=8", "optim.max_steps=2", "runtime.cpu=true", "runtime.log_with=null",
@@ -30,7 +30,7 @@ def calls(monkeypatch):
 
     def fake_train(config: TrainConfig, resume: bool = False):
         m = config.model
-        seen.append((config.stage, m.query_model, m.document_model, config.data.train_file, config.loss))
+        seen.append((config.stage, m.query_model, m.document_model, config.data.train_file, config.loss, config.data))
         return TrainResult(config.stage, config.output_dir, 1, 0.0)
 
     monkeypatch.setattr("care.train.recipe.train", fake_train)
@@ -169,7 +169,7 @@ def test_shipped_ablation_configs_load(path):
 @pytest.mark.parametrize("name, zeroed", [("stage1_no_mse", "lambda_mse"), ("stage1_no_contrastive", "lambda_contrastive")])
 def test_loss_ablation_files_zero_one_stage1_weight(tiny_dir, tmp_path, calls, name, zeroed):
     run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=load_recipe_config(ABLATIONS / f"{name}.yaml"))
-    losses = {stage: loss for stage, _, _, _, loss in calls}
+    losses = {stage: loss for stage, _, _, _, loss, _ in calls}
     assert getattr(losses["stage1"], zeroed) == 0.0
     assert losses["stage2"].lambda_mse == losses["stage2"].lambda_contrastive == 1.0  # other stages untouched
     assert json.loads((tmp_path / "recipe.json").read_text())["recipe"]["overrides"] == [f"stage1:loss.{zeroed}=0"]
@@ -222,7 +222,13 @@ def test_stage1_rank_runs_only_where_the_config_folder_ships_it(tiny_dir, tmp_pa
     run_recipe(_paths(tiny_dir, out), config_dir=_config_dir_with_rank(tiny_dir, tmp_path / "cfg"), overrides=FAST)
     w = _wiring(calls)
     assert [c[0] for c in calls] == ["init_query", "init_document", "stage1", "bank_distill", "stage2"]
-    assert w["bank_distill"] == [str(out / "stage1/query"), str(out / "init_document/document"), str(tiny_dir / "train.jsonl")]
+    # the ranking part: Stage I's query-side rows as queries, the training file's documents as the bank
+    assert w["bank_distill"] == [str(out / "stage1/query"), str(out / "init_document/document"), str(out / "rank_queries.jsonl")]
+    rank_data = next(c[5] for c in calls if c[0] == "bank_distill")
+    assert rank_data.bank_file == str(tiny_dir / "train.jsonl")
+    expected = [r for r in alignment_rows() if r["type"] == "query_align"]
+    assert [json.loads(line)["query"] for line in (out / "rank_queries.jsonl").read_text().splitlines()] == \
+        [r["query"] for r in expected]
     assert w["stage2"][0] == str(out / "stage1_rank/query")  # Stage II starts from the ranked query tower
     rank_loss = next(c[4] for c in calls if c[0] == "bank_distill")
     assert rank_loss.temperature == 0.05  # the folder's file, not the declared defaults
@@ -234,6 +240,21 @@ def test_stage1_rank_runs_only_where_the_config_folder_ships_it(tiny_dir, tmp_pa
     run_recipe(_paths(tiny_dir, tmp_path / "nos1"), config_dir=tmp_path / "cfg", overrides=FAST,
                recipe=RecipeConfig(skip_stage1=True))  # no Stage I: no part of it runs
     assert [c[0] for c in calls] == ["init_query", "init_document", "stage2"]
+    calls.clear()
+    run_recipe(_paths(tiny_dir, tmp_path / "ft"), config_dir=tmp_path / "cfg", overrides=FAST,
+               recipe=RecipeConfig(stage1_data="finetune"))  # Stage I on the train file: its queries are ranked
+    assert _wiring(calls)["bank_distill"][2] == str(tiny_dir / "train.jsonl")
+
+
+def test_the_ranking_part_needs_query_side_alignment_rows(tiny_dir, tmp_path, calls):
+    from care.data.io import write_jsonl
+
+    documents_only = write_jsonl(tmp_path / "docs_only.jsonl", [r for r in alignment_rows() if r["type"] == "doc_align"])
+    paths = RecipePaths(str(tiny_dir / "tiny-bert"), str(tiny_dir / "tiny-qwen3"), str(tiny_dir / "train.jsonl"),
+                        str(tmp_path / "out"), alignment_file=str(tmp_path / "docs_only.jsonl"))
+    assert documents_only
+    with pytest.raises(CareError, match=r"docs_only.jsonl: no query-side rows.*--skip-stage1-rank"):
+        run_recipe(paths, config_dir=_config_dir_with_rank(tiny_dir, tmp_path / "cfg"), overrides=FAST)
 
 
 def test_a_run_recorded_before_a_recipe_field_existed_is_still_resumable(tiny_dir, tmp_path, calls):

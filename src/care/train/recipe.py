@@ -10,7 +10,10 @@ never repeats finished work. Wiring between stages:
                      on alignment data (built from the train file when none is given)
 - ``stage1_rank``:   (opt-in: runs when the config folder ships ``stage1_rank.yaml``, as the ``e5``
                      preset does) ``stage1/query`` learns the frozen ``init_document/document``'s
-                     ranking of every document of the train file (``bank_distill``)
+                     ranking of every document of the train file (``bank_distill``), for every
+                     query-side text of Stage I's alignment data (``rank_queries.jsonl``: the training
+                     queries plus any corpus sentences the alignment file has); for the train file's
+                     queries when Stage I trains on the train file
 - ``stage2``:        ``stage1_rank/query`` (else ``stage1/query``) + ``init_document/document``
                      trained jointly → ``stage2/model``
 
@@ -46,6 +49,8 @@ OPT_IN_STAGES: tuple[str, ...] = ("stage1_rank",)
 #: Recipe stages trained as another training stage (:data:`care.train.stage_declarations.STAGES`).
 TRAINING_STAGE: dict[str, str] = {"stage1_rank": "bank_distill"}
 ALIGNMENT_FILE = "alignment.jsonl"
+#: The ranking part's queries: the query-side rows of Stage I's alignment data.
+RANK_QUERIES_FILE = "rank_queries.jsonl"
 #: Stage II's training file with negatives mined by the initialised document tower (RecipeConfig.mine_negatives).
 MINED_FILE = "stage2_train.jsonl"
 RECIPE_FILE = "recipe.json"
@@ -271,6 +276,38 @@ def _mined_training_file(paths: RecipePaths, recipe: RecipeConfig, query_model: 
     return str(target)
 
 
+def _alignment_file(paths: RecipePaths, out: Path) -> str:
+    """Stage I's alignment data: ``paths.alignment_file``, or ``<out>/alignment.jsonl`` built from the
+    train file (once)."""
+    if paths.alignment_file is not None:
+        return paths.alignment_file
+    alignment = out / ALIGNMENT_FILE
+    if not alignment.is_file():
+        from care.train.alignment import alignment_from_training_file
+
+        alignment_from_training_file(paths.train_file, alignment)
+    return str(alignment)
+
+
+def _rank_queries_file(alignment: str, out: Path) -> str:
+    """``<out>/rank_queries.jsonl``: the query-side rows of ``alignment`` (training queries and corpus
+    sentences; document-side rows are passages, not queries). Rewritten when the alignment file is newer."""
+    from care.data.io import write_jsonl
+    from care.data.training import QUERY_ALIGN, iter_training_file
+
+    target = out / RANK_QUERIES_FILE
+    if target.is_file() and target.stat().st_mtime_ns >= Path(alignment).stat().st_mtime_ns:
+        return str(target)
+    rows = [e.to_json() for e in iter_training_file(alignment) if e.type == QUERY_ALIGN]
+    if not rows:
+        raise CareError(f"{alignment}: no query-side rows (type {QUERY_ALIGN!r}) for the ranking part (stage1_rank); "
+                        "build the alignment file with care curate build-train --alignment-out, or skip the "
+                        "ranking part with --skip-stage1-rank")
+    write_jsonl(target, rows)
+    logger.info("recipe: %d query-side rows of %s -> %s (the ranking part's queries)", len(rows), alignment, target)
+    return str(target)
+
+
 def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, overrides: Sequence[str] = (),
                stages: Sequence[str] = RECIPE_STAGES, recipe: RecipeConfig | None = None) -> dict[str, TrainResult]:
     """Run (or finish) the recipe; returns each stage's :class:`TrainResult`.
@@ -309,7 +346,6 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
     doc_after_init = str(dirs["init_document"] / "document") if "init_document" in stages else paths.document_model
     query_after_stage1 = str(dirs["stage1"] / "query") if "stage1" in stages else query_after_init
     query_after_rank = str(dirs["stage1_rank"] / "query") if "stage1_rank" in stages else query_after_stage1
-    alignment = paths.alignment_file
     stage1_file = paths.train_file if recipe.stage1_data == "finetune" else None
     for stage in RECIPE_STAGES:
         if stage not in stages:
@@ -318,7 +354,7 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
             "init_query": (query_start, None, paths.train_file),
             "init_document": (query_start, paths.document_model, paths.train_file),
             "stage1": (query_after_init, doc_after_init, stage1_file),
-            "stage1_rank": (query_after_stage1, doc_after_init, paths.train_file),
+            "stage1_rank": (query_after_stage1, doc_after_init, stage1_file),
             "stage2": (query_after_rank, doc_after_init, paths.train_file),
         }[stage]
         query_model, document_model, train_file = wiring
@@ -330,17 +366,16 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
             continue
         if stage == "stage2" and recipe.mine_negatives is not None:
             train_file = _mined_training_file(paths, recipe, query_model, document_model, out, overrides, config_dir)
+        extra: dict[str, object] = {}
         if stage == "stage1" and train_file is None:
-            if alignment is None:
-                alignment = str(out / ALIGNMENT_FILE)
-                if not Path(alignment).is_file():
-                    from care.train.alignment import alignment_from_training_file
-
-                    alignment_from_training_file(paths.train_file, alignment)
-            train_file = alignment
+            train_file = _alignment_file(paths, out)
+        if stage == "stage1_rank":
+            extra["data.bank_file"] = paths.train_file  # ranked: the training file's documents
+            if train_file is None:  # else Stage I trains on the train file: its queries are ranked
+                train_file = _rank_queries_file(_alignment_file(paths, out), out)
         settings: dict[str, object] = {"stage": TRAINING_STAGE.get(stage, stage), "output_dir": dirs[stage],
                                        "model.query_model": query_model, "model.document_model": document_model,
-                                       "data.train_file": train_file}
+                                       "data.train_file": train_file, **extra}
         if stage in ("stage1", "stage1_rank"):
             settings["model.teacher.kind"] = "document"
         config = _stage_config(stage, config_dir, overrides, settings)
