@@ -3,6 +3,8 @@ fields named with the file, steps that have no work left out."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from care.config import ConfigError
@@ -52,3 +54,26 @@ def test_bad_configs_name_the_field_and_the_file(tmp_path, text, message):
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError, match=message):
         load_run_config(path)
+
+
+def test_care_recipe_fields_left_out_keep_the_stage_files_settings(tmp_path):
+    """A run on e5 towers that sets no recipe fields trains with the e5 preset's own settings (its
+    epochs, lr, lengths and e5's ``query: `` prompt); the demo's tiny values come from demo.yaml."""
+    from types import SimpleNamespace
+
+    from care.models.instructions import RETRIEVAL_INSTRUCTION, prompt_prefix
+    from care.pipeline.train import care_overrides
+
+    demo = care_overrides(SimpleNamespace(config=load_run_config(demo_config_path())))
+    for setting in ("optim.epochs=5", "optim.lr=0.001", "optim.batch_size=32", "model.query_max_seq_length=64",
+                    "init_query:data.n_negatives=1", "stage2:data.n_negatives=3"):
+        assert setting in demo
+    assert any(s.startswith("model.query_prompt=") and prompt_prefix(RETRIEVAL_INSTRUCTION) in json.loads(s.split("=", 1)[1])
+               for s in demo)
+    (tmp_path / "train.jsonl").write_text('{"query": "q", "pos": ["p"]}\n', encoding="utf-8")
+    (tmp_path / "run.yaml").write_text("inputs: {train_file: train.jsonl, tasks: [CMedTEB-Retrieval]}\n"
+                                       "models: {query: /m/e5-L6, document: /m/e5-L12}\n", encoding="utf-8")
+    own = care_overrides(SimpleNamespace(config=load_run_config(tmp_path / "run.yaml")))
+    assert not [s for s in own if s.split("=", 1)[0].split(":")[-1] in
+                ("optim.epochs", "optim.lr", "optim.batch_size", "model.query_max_seq_length",
+                 "model.document_max_seq_length", "checkpoint.every_steps", "model.query_prompt", "data.n_negatives")]

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from care.config import Config, ConfigError, apply_overrides, read_config_file
-from care.models.instructions import RETRIEVAL_INSTRUCTION, prompt_prefix
 from care.train.recipe import RecipeConfig
 from care.train.student import StudentConfig
 
@@ -140,10 +139,13 @@ class CareRecipeConfig(Config):
         config_dir: ``<stage>.yaml`` per stage (e.g. ``configs/care_tiny``) or ``preset:e5``; ``null``: the ``e5`` preset for
             an e5 document model (care.train.presets), else the stages' declared defaults.
         epochs / batch_size / lr / query_max_length / document_max_length / max_train_examples /
-            checkpoint_every: settings of every stage (they win over ``config_dir``'s files).
-        query_prompt: prepended to training queries (the paper's instruction format, as at evaluation);
-            ``null``: the stages' own.
-        init_negatives / stage2_negatives: hard negatives per row in the initialisations and in Stage II.
+            checkpoint_every: settings of every stage (they win over ``config_dir``'s files); ``null`` (the
+            default): each stage file's own — the ``e5`` preset's for e5 towers, as ``care train recipe``
+            uses them (the demo's tiny values are set in ``configs/demo.yaml``).
+        query_prompt: prepended to training queries (e.g. the paper's instruction format, as the demo sets
+            it); ``null`` (the default): the stages' own (the ``e5`` preset's ``query: ``).
+        init_negatives / stage2_negatives: hard negatives per row in the initialisations and in Stage II
+            (``null``: the stage files' own).
         full_fine_tune_document: no LoRA on the document tower; ``null``: exactly when it is ``tiny`` (a
             random-init tower learns nothing useful through LoRA; the paper's LoRA setup is ``configs/care_paper``).
         tiny_document_dims: Matryoshka widths of a tiny document tower's MRL loss in init_document (``null``:
@@ -156,16 +158,16 @@ class CareRecipeConfig(Config):
 
     enabled: bool = True
     config_dir: str | None = None
-    epochs: int | None = 5
-    batch_size: int | None = 32
-    lr: float | None = 1e-3
-    query_max_length: int | None = 64
-    document_max_length: int | None = 64
+    epochs: int | None = None
+    batch_size: int | None = None
+    lr: float | None = None
+    query_max_length: int | None = None
+    document_max_length: int | None = None
     max_train_examples: int | None = None
-    checkpoint_every: int | None = 20
-    query_prompt: str | None = field(default_factory=lambda: prompt_prefix(RETRIEVAL_INSTRUCTION))
-    init_negatives: int | None = 1
-    stage2_negatives: int | None = 3
+    checkpoint_every: int | None = None
+    query_prompt: str | None = None
+    init_negatives: int | None = None
+    stage2_negatives: int | None = None
     full_fine_tune_document: bool | None = None
     tiny_document_dims: list[int] | None = field(default_factory=lambda: [32, 64, 128])
     overrides: list[str] = field(default_factory=list)
