@@ -77,3 +77,29 @@ def test_care_recipe_fields_left_out_keep_the_stage_files_settings(tmp_path):
     assert not [s for s in own if s.split("=", 1)[0].split(":")[-1] in
                 ("optim.epochs", "optim.lr", "optim.batch_size", "model.query_max_seq_length",
                  "model.document_max_seq_length", "checkpoint.every_steps", "model.query_prompt", "data.n_negatives")]
+
+
+def test_alignment_sentences_join_stage1s_query_side(tmp_path):
+    """recipes.care.alignment_sentences: the run's corpus sentences become query-side alignment rows (and
+    so the ranking part's queries); unset, the recipe builds its own alignment from the training file."""
+    from types import SimpleNamespace
+
+    from care.data.io import write_jsonl
+    from care.pipeline.train import care_alignment_file
+
+    write_jsonl(tmp_path / "train.jsonl", [{"query": "头痛怎么办", "pos": ["头痛可以休息。多喝水有帮助。"]},
+                                           {"query": "发烧吃什么药", "pos": ["发烧可以吃布洛芬。注意补液。"]}])
+    write_jsonl(tmp_path / "corpus.jsonl", [{"id": "d1", "text": "感冒时要多休息。咳嗽可以喝止咳糖浆。"},
+                                            {"id": "d2", "text": "腹泻时注意补充电解质。饮食要清淡。"}])
+    (tmp_path / "run.yaml").write_text("inputs: {train_file: train.jsonl, tasks: [CMedTEB-Retrieval], "
+                                       "corpus: corpus.jsonl}\nrecipes: {care: {alignment_sentences: 2}}\n",
+                                       encoding="utf-8")
+    config = load_run_config(tmp_path / "run.yaml")
+    target = care_alignment_file(SimpleNamespace(config=config), str(tmp_path / "train.jsonl"), tmp_path / "care")
+    rows = [json.loads(line) for line in open(target, encoding="utf-8")]
+    query_side = [r["query"] for r in rows if r["type"] == "query_align"]
+    assert query_side[:2] == ["头痛怎么办", "发烧吃什么药"] and len(query_side) == 4  # + 2 corpus sentences
+    corpus_sentences = {"感冒时要多休息", "咳嗽可以喝止咳糖浆", "腹泻时注意补充电解质", "饮食要清淡"}
+    assert set(query_side[2:]) <= corpus_sentences
+    off = load_run_config(tmp_path / "run.yaml", ["recipes.care.alignment_sentences=null"])
+    assert care_alignment_file(SimpleNamespace(config=off), str(tmp_path / "train.jsonl"), tmp_path / "x") is None

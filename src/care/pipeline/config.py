@@ -146,6 +146,10 @@ class CareRecipeConfig(Config):
             it); ``null`` (the default): the stages' own (the ``e5`` preset's ``query: ``).
         init_negatives / stage2_negatives: hard negatives per row in the initialisations and in Stage II
             (``null``: the stage files' own).
+        alignment_sentences: Stage I's alignment data (built from the training file's queries and
+            positives) also gets this many sentences of the run's corpus as query-side texts, which the
+            ranking part (``stage1_rank``, e5 preset) ranks for too; the real-weight runs use 10,000
+            (``benchmarks/bench_real_weights.py``). ``null``: none.
         full_fine_tune_document: no LoRA on the document tower; ``null``: exactly when it is ``tiny`` (a
             random-init tower learns nothing useful through LoRA; the paper's LoRA setup is ``configs/care_paper``).
         tiny_document_dims: Matryoshka widths of a tiny document tower's MRL loss in init_document (``null``:
@@ -168,6 +172,7 @@ class CareRecipeConfig(Config):
     query_prompt: str | None = None
     init_negatives: int | None = None
     stage2_negatives: int | None = None
+    alignment_sentences: int | None = None
     full_fine_tune_document: bool | None = None
     tiny_document_dims: list[int] | None = field(default_factory=lambda: [32, 64, 128])
     overrides: list[str] = field(default_factory=list)

@@ -96,6 +96,27 @@ def _share_initialisations(source: Path, target: Path) -> None:
             link_tree(source / stage, target / stage)
 
 
+def care_alignment_file(ctx: RunContext, train_file: str, out: Path) -> str | None:
+    """``<out>/alignment.jsonl`` with ``recipes.care.alignment_sentences`` corpus sentences on the query
+    side (built once), or ``None`` (the recipe builds its own from the training file)."""
+    from care.train.recipe import ALIGNMENT_FILE
+
+    limit = ctx.config.recipes.care.alignment_sentences
+    if not limit:
+        return None
+    target = out / ALIGNMENT_FILE
+    if not target.is_file():
+        from care.curate.train_data import build_alignment
+        from care.data.retrieval import load_corpus
+        from care.train.alignment import document_sentences
+
+        sentences = document_sentences((d.full_text for d in load_corpus(corpus_file(ctx)).values()), limit=limit,
+                                       seed=ctx.config.seed)
+        out.mkdir(parents=True, exist_ok=True)
+        build_alignment(train_file, target, extra_queries=sentences, seed=ctx.config.seed)
+    return str(target)
+
+
 def step_train_care(ctx: RunContext) -> dict[str, Any]:
     """CARE's recipe (and its ablations); returns the row label -> model folder of each stage's model."""
     from care.train.recipe import RecipePaths, final_care_model, run_recipe
@@ -105,8 +126,9 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
     query, document = base_towers(ctx)
     out = ctx.model_dir(CARE_FOLDER)
     overrides = care_overrides(ctx)
-    results = run_recipe(RecipePaths(query, document, train_file, str(out)), config_dir=recipe.config_dir,
-                         overrides=overrides)
+    alignment = care_alignment_file(ctx, train_file, out)
+    results = run_recipe(RecipePaths(query, document, train_file, str(out), alignment_file=alignment),
+                         config_dir=recipe.config_dir, overrides=overrides)
     folders = {"init_query": results["init_query"].query_model, "init_document": results["init_document"].document_model,
                # Stage I ends with its ranking part where the stage configs ship one (the e5 preset)
                "stage1": (results.get("stage1_rank") or results["stage1"]).care_model,
@@ -118,8 +140,8 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
         if shares:
             target.mkdir(parents=True, exist_ok=True)
             _share_initialisations(out, target)
-        ablated = run_recipe(RecipePaths(query, document, train_file, str(target)), config_dir=recipe.config_dir,
-                             overrides=overrides, recipe=switches)
+        ablated = run_recipe(RecipePaths(query, document, train_file, str(target), alignment_file=alignment),
+                             config_dir=recipe.config_dir, overrides=overrides, recipe=switches)
         models[label] = final_care_model(ablated) or ablated[list(ablated)[-1]].query_model
     return {"models": models, "stages": {stage: {"steps": r.global_step, "final_loss": r.final_loss}
                                          for stage, r in results.items()}}
