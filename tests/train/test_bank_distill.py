@@ -100,11 +100,12 @@ def test_the_bank_can_come_from_a_corpus_or_another_training_file(tmp_path):
 
     queries_only = [TrainingExample(query="头痛", pos=("头痛",), type="query_align")]  # alignment rows: no documents
     corpus = tmp_path / "corpus.jsonl"
-    write_jsonl(corpus, [{"id": "d1", "text": "布洛芬"}, {"id": "d2", "text": "补液"}, {"id": "d3", "text": "补液 "}])
+    write_jsonl(corpus, [{"id": "d1", "text": "布洛芬"}, {"id": "d2", "text": "补液"}, {"id": "d3", "text": "补液 "},
+                         {"id": "d4", "title": "退烧", "text": "多喝水"}])
     pairs = tmp_path / "pairs.jsonl"
     write_jsonl(pairs, [{"query": "发烧", "pos": ["退烧"], "neg": ["休息"]}, {"query": "头痛", "pos": ["退烧"]}])
     stage = build_stage(_config(tmp_path))
-    assert stage.bank_texts(queries_only, None, 0, str(corpus)) == ["布洛芬", "补液", "补液 "]
+    assert stage.bank_texts(queries_only, None, 0, str(corpus)) == ["布洛芬", "补液", "补液 ", "退烧 多喝水"]  # title + text
     assert stage.bank_texts(queries_only, None, 0, str(pairs)) == ["休息", "退烧"]
     assert stage.bank_texts(queries_only, None, 0) == ["头痛"]  # without a bank file: the rows' own pos
     with pytest.raises(DataFormatError, match="does not exist"):

@@ -68,8 +68,8 @@ def file_sha256(path: str | Path) -> str:
 
 def route_content_identity(folder: str | Path, route: str) -> dict[str, Any] | None:
     """Identify one route of a routed sentence-transformers folder (a CARE model) by *content*: each of
-    the route's modules (its position, type and every file's SHA-256; folder names lose their
-    ``<route>_`` prefix), so two folders holding the same document tower — a recipe stage that froze it
+    the route's modules (its position, type and every file's SHA-256 — not the module folder's name,
+    which carries the route), so two folders holding the same document tower — a recipe stage that froze it
     and saved its own copy — get the same identity wherever they are. ``None`` when ``folder`` has no
     ``router_config.json`` or no such route.
 

@@ -21,7 +21,8 @@ def example_documents(examples: Iterable) -> set[str]:
 
 
 def bank_file_documents(path: str | Path) -> set[str]:
-    """The distinct documents of ``path``: a corpus JSONL (``id``, ``text``) or a training file
+    """The distinct documents of ``path``: a corpus JSONL (``id``, ``text``, optional ``title``; each
+    document as the harness encodes it, :attr:`~care.data.retrieval.Document.full_text`) or a training file
     (``query``, ``pos``, ``neg``), told apart by the first row's keys.
 
     Raises:
@@ -39,4 +40,4 @@ def bank_file_documents(path: str | Path) -> set[str]:
         raise DataFormatError(path, "no rows", hint="the candidate bank needs at least one document")
     if "pos" in first[1]:
         return example_documents(iter_training_file(path))
-    return {doc.text for doc in load_corpus(path).values()}
+    return {doc.full_text for doc in load_corpus(path).values()}  # title + text, as the corpus is encoded
