@@ -14,13 +14,16 @@ Setup (cached under ``runs/service_load/``):
 Measured, in one run:
 
 1. **overhead at one client** — per query, in random order: the bare loop (``engine.search_vectors`` +
-   ``engine.hits`` in this process, no HTTP) and one HTTP ``POST /search`` to ``care serve`` (a separate
-   process with the same encoder, index and threads); the project's latency routine, with a
-   self-check of two copies of the bare loop. Service overhead = HTTP p50 / bare p50 - 1.
-2. **throughput curve** — 1, 8, 32 and 64 concurrent clients for ``--seconds`` each: q/s, p50, p90,
-   p99, errors, and the CPU the service process used (cores busy); beside it the bare loop's ceiling:
+   ``engine.hits`` in this process, no HTTP) and one HTTP ``POST /search`` to each setting's ``care serve``
+   (separate processes with the same encoder, index and threads, all up at once so the settings are
+   compared side by side); the project's latency routine, with a self-check of two copies of the bare
+   loop. Service overhead = HTTP p50 / bare p50 - 1.
+2. **throughput curve** — 1, 8, 32 and 64 concurrent clients for ``--seconds`` each (at each level the
+   settings one after the other): q/s, p50, p90, p99, errors, and the CPU the service process used
+   (cores busy); beside it the bare loop's ceiling:
    one process encoding + searching batches of 1, 8 and 32 queries back to back.
-3. for each micro-batcher setting in ``--settings`` (max batch size, max wait, encoder threads).
+3. for each micro-batcher setting in ``--settings`` (max batch size, max wait, encoder threads, and the
+   inline limit: ``b32w0t1i0`` never runs a request on the event loop, ``b32w0t1`` uses the default).
 
 Writes ``benchmarks/results/service_load/<name>.json`` (``care.bench.record``) and ``.md``.
 
@@ -37,6 +40,7 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse
+import contextlib
 import json
 import logging
 import statistics
@@ -62,18 +66,26 @@ BARE_BATCHES = (1, 8, 32)
 OVERHEAD_TARGET = 0.10
 #: Seconds to wait for ``care serve`` to answer /health.
 STARTUP_TIMEOUT_S = 120.0
+#: Rounds of alternating warm blocks (:func:`in_blocks`).
+WARM_ROUNDS = 3
 #: Queries used (dev test questions).
 N_QUERIES = 400
 
 
 def parse_setting(text: str) -> dict[str, Any]:
-    """``"b32w0t1"`` -> max_batch_size 32, max_wait_ms 0, encoder threads 1."""
+    """``"b32w0t1"`` -> max_batch_size 32, max_wait_ms 0, encoder threads 1, and the service's default
+    inline limit; ``"b32w0t1i0"`` also sets ``inline_max_items`` 0 (always through the batcher's thread)."""
     import re
 
-    match = re.fullmatch(r"b(\d+)w([\d.]+)t(\d+)", text)
+    from care.serve.config import ServeConfig
+
+    match = re.fullmatch(r"b(\d+)w([\d.]+)t(\d+)(?:i(\d+))?", text)
     if not match:
-        raise SystemExit(f"--settings: {text!r} is not like b32w0t1 (max batch, max wait ms, threads)")
-    return {"max_batch_size": int(match[1]), "max_wait_ms": float(match[2]), "threads": int(match[3])}
+        raise SystemExit(f"--settings: {text!r} is not like b32w0t1 or b32w0t1i0 (max batch, max wait ms, threads, "
+                         "inline max items)")
+    inline = int(match[4]) if match[4] is not None else ServeConfig().inline_max_items
+    return {"max_batch_size": int(match[1]), "max_wait_ms": float(match[2]), "threads": int(match[3]),
+            "inline_max_items": inline}
 
 
 def query_encoder(work: Path) -> Path:
@@ -151,7 +163,7 @@ class Service:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = work / f"serve-{self.port}.json"
-        config.write_text(json.dumps({"max_batch_size": setting["max_batch_size"], "max_wait_ms": setting["max_wait_ms"]}),
+        config.write_text(json.dumps({k: setting[k] for k in ("max_batch_size", "max_wait_ms", "inline_max_items")}),
                           encoding="utf-8")
         command = [str(Path(sys.executable).parent / "care"), "serve", "--index", str(index), "--onnx", str(onnx), "--int8",
                    "--threads", str(setting["threads"]), "--port", str(self.port), "--config", str(config)]
@@ -192,29 +204,44 @@ class Service:
 
 class FloorService(Service):
     """``benchmarks/http_floor_app.py`` (a no-op ASGI app) under uvicorn in a child process, with the
-    event loop and HTTP parser ``care serve`` uses (uvloop, httptools, no access log). Started, waited
-    for and stopped like :class:`Service` (any path answers 200, /health included)."""
+    event loop and HTTP parser ``care serve`` uses (uvloop, httptools, no access log), answering every
+    request with the bytes of ``body`` (a real ``/search`` answer). Started, waited for and stopped like
+    :class:`Service` (any path answers 200, /health included)."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, body: bytes) -> None:
         from care.serve.server import free_port
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        body_file = work / f"floor-{self.port}.json"
+        body_file.write_bytes(body)
         command = [sys.executable, "-m", "uvicorn", "http_floor_app:app", "--app-dir", str(Path(__file__).parent),
                    "--port", str(self.port), "--loop", "uvloop", "--http", "httptools", "--no-access-log",
                    "--log-level", "warning"]
         self.log = open(work / f"floor-{self.port}.log", "w", encoding="utf-8")  # noqa: SIM115 — closed in __exit__
-        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT,
+                                        env={**os.environ, "CARE_FLOOR_BODY": str(body_file)})
 
 
-def overhead_at_one_client(engine: Any, url: str, floor_url: str, queries: list[str]) -> dict[str, Any]:
-    """Bare loop vs one HTTP client vs the transport floor, interleaved per query in random order (self-checked).
+def search_answer(engine: Any, query: str) -> bytes:
+    """The bytes ``/search`` answers for ``query`` (k = TOP_K), built as the service builds them."""
+    import orjson
+
+    (found,) = engine.search_vectors([query], [TOP_K], instruction=None)
+    hits = engine.hits(found, TOP_K, None)
+    return orjson.dumps({"hits": hits, "k": TOP_K, "took_ms": 1.0}, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def overhead_at_one_client(engine: Any, urls: dict[str, str], floor_url: str, queries: list[str],
+                           floor_body_bytes: int) -> dict[str, dict[str, Any]]:
+    """Bare loop vs one HTTP client of each service vs the transport floor, interleaved per query in random
+    order (self-checked), so the settings' overheads are measured side by side.
 
     The client is the standard library's ``http.client`` on one kept-alive connection per server: the
     lightest client there is. ``floor`` is the same request to a no-op app under the same uvicorn
-    settings, so ``http - bare`` (the overhead) splits into ``floor`` (loopback TCP, HTTP parsing, the
-    client) and ``http - bare - floor`` (the service's own code: validation, the batcher's hand-off,
-    JSON of the hits, middleware)."""
+    settings that answers with the bytes of a real ``/search`` answer, so ``http - bare`` (the overhead)
+    splits into ``floor`` (loopback TCP, HTTP parsing, the client, the answer's bytes) and ``http - bare - floor`` (the service's own code: validation, the batcher's hand-off,
+    JSON of the hits, middleware). Returns one entry per setting name of ``urls``."""
     import http.client
     from urllib.parse import urlsplit
 
@@ -224,7 +251,8 @@ def overhead_at_one_client(engine: Any, url: str, floor_url: str, queries: list[
         where = urlsplit(address)
         return http.client.HTTPConnection(where.hostname, where.port, timeout=30.0)
 
-    client, floor_client = connect(url), connect(floor_url)
+    clients = {name: connect(url) for name, url in urls.items()}
+    floor_client = connect(floor_url)
     bodies = [json.dumps({"query": q, "k": TOP_K}).encode("utf-8") for q in queries]
 
     def bare(i: int) -> None:
@@ -238,17 +266,46 @@ def overhead_at_one_client(engine: Any, url: str, floor_url: str, queries: list[
         if response.status != 200:
             raise SystemExit(f"/search answered {response.status}")
 
-    settings = LatencySettings(warmup_calls=5, min_calls=300, max_calls=2000, max_seconds=240.0, target_relative_ci=0.02)
-    report = measure_calls({"bare": bare, "bare" + COPY_SUFFIX: bare, "http": lambda i: post(client, i),
-                            "floor": lambda i: post(floor_client, i)}, len(queries), settings=settings, control="bare")
-    client.close()
-    floor_client.close()
+    def poster(connection: http.client.HTTPConnection):
+        return lambda i: post(connection, i)
+
+    calls = {"bare": bare, "bare" + COPY_SUFFIX: bare, "floor": poster(floor_client),
+             **{f"http {name}": poster(client) for name, client in clients.items()}}
+    warm = in_blocks({k: v for k, v in calls.items() if k != "bare" + COPY_SUFFIX}, len(queries))
+    settings = LatencySettings(warmup_calls=5, min_calls=300, max_calls=2000, max_seconds=240.0 * len(urls),
+                               target_relative_ci=0.02)
+    report = measure_calls(calls, len(queries), settings=settings, control="bare")
+    for client in (*clients.values(), floor_client):
+        client.close()
     m = report.models
-    bare_ms, http_ms, floor_ms = m["bare"].p50_ms, m["http"].p50_ms, m["floor"].p50_ms
-    return {"report": report.to_dict(), "self_check": report.self_check.describe(), "trusted": report.trusted,
-            "bare_p50_ms": bare_ms, "http_p50_ms": http_ms, "floor_p50_ms": floor_ms,
-            "service_code_p50_ms": http_ms - bare_ms - floor_ms,
-            "overhead_p50": http_ms / bare_ms - 1.0 if report.trusted else None}
+    bare_ms, floor_ms = m["bare"].p50_ms, m["floor"].p50_ms
+    out = {}
+    for name in urls:
+        http_ms = m[f"http {name}"].p50_ms
+        out[name] = {"report": report.to_dict(), "self_check": report.self_check.describe(), "trusted": report.trusted,
+                     "bare_p50_ms": bare_ms, "http_p50_ms": http_ms, "floor_p50_ms": floor_ms,
+                     "service_code_p50_ms": http_ms - bare_ms - floor_ms, "interleaved_with": sorted(urls),
+                     "floor_body_bytes": floor_body_bytes,
+                     "warm_blocks_p50_ms": {"bare": warm["bare"], "http": warm[f"http {name}"], "floor": warm["floor"]},
+                     "warm_blocks_overhead_p50": warm[f"http {name}"] / warm["bare"] - 1.0,
+                     "overhead_p50": http_ms / bare_ms - 1.0 if report.trusted else None}
+    return out
+
+
+def in_blocks(calls: dict[str, Any], n_queries: int) -> dict[str, float]:
+    """p50 ms of each call when it runs ``n_queries`` times in a row (warm: its own code and data stay in
+    the caches, as under steady traffic), the calls' blocks alternating for :data:`WARM_ROUNDS` rounds
+    after one warm-up round. The interleaved routine instead runs a different call before every
+    call, so each starts with caches the others used: fair against drift, pessimistic for all."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for round_ in range(WARM_ROUNDS + 1):
+        for name, call in calls.items():
+            for i in range(n_queries):
+                started = time.perf_counter()
+                call(i)
+                if round_:
+                    times[name].append(time.perf_counter() - started)
+    return {name: statistics.median(values) * 1000 for name, values in times.items()}
 
 
 def bare_ceiling(engine: Any, queries: list[str], seconds: float) -> dict[str, Any]:
@@ -272,40 +329,55 @@ def bare_ceiling(engine: Any, queries: list[str], seconds: float) -> dict[str, A
     return out
 
 
-def load_curve(service: Service, queries: list[str], seconds: float) -> list[dict[str, Any]]:
+def load_level(service: Service, queries: list[str], seconds: float, clients: int) -> dict[str, Any]:
+    """``clients`` concurrent clients for ``seconds`` against ``service``: q/s, latency percentiles, errors, CPU."""
     from care.serve.loadgen import run_load
 
-    rows = []
-    for clients in CLIENTS:
-        cpu_before, own_before, started = service.cpu_seconds(), time.process_time(), time.perf_counter()
-        report = run_load(service.url, queries, clients=clients, duration_s=seconds, k=TOP_K)
-        wall = time.perf_counter() - started
-        row = {**report.to_dict(), "service_cores_busy": round((service.cpu_seconds() - cpu_before) / wall, 2),
-               "load_generator_cores_busy": round((time.process_time() - own_before) / wall, 2),
-               "load_average_1min": os.getloadavg()[0]}
-        row.pop("errors", None)
-        rows.append(row)
-        logger.info("%d clients: %s", clients, row)
-    return rows
+    cpu_before, own_before, started = service.cpu_seconds(), time.process_time(), time.perf_counter()
+    report = run_load(service.url, queries, clients=clients, duration_s=seconds, k=TOP_K)
+    wall = time.perf_counter() - started
+    row = {**report.to_dict(), "service_cores_busy": round((service.cpu_seconds() - cpu_before) / wall, 2),
+           "load_generator_cores_busy": round((time.process_time() - own_before) / wall, 2),
+           "load_average_1min": os.getloadavg()[0]}
+    row.pop("errors", None)
+    logger.info("%s, %d clients: %s", service.url, clients, row)
+    return row
 
 
-def run_setting(name: str, setting: dict[str, Any], index: Path, onnx: Path, queries: list[str], seconds: float,
-                work: Path) -> dict[str, Any]:
+def run_settings(settings: dict[str, dict[str, Any]], index: Path, onnx: Path, queries: list[str], seconds: float,
+                 work: Path) -> dict[str, dict[str, Any]]:
+    """Every setting's service at once for the interleaved one-client comparison, then each one's load curve
+    alone (an idle service costs nothing); the bare loop's ceiling last. Cached per run of settings."""
+    from care.data.io import atomic_write
     from care.serve.engine import load_engine
 
-    cached = work / f"result-{index.name}-{name}-{int(seconds)}s.json"
+    threads = {s["threads"] for s in settings.values()}
+    if len(threads) > 1:
+        raise SystemExit("--settings: the one-client comparison interleaves every setting against one bare loop; "
+                         "give settings with one thread count (run the script once per thread count)")
+    cached = work / f"result-{index.name}-{'+'.join(settings)}-{int(seconds)}s.json"
     if cached.is_file():
         return json.loads(cached.read_text(encoding="utf-8"))
-    engine = load_engine(index, onnx_dir=onnx, int8=True, onnx_threads=setting["threads"])
-    with Service(index, onnx, setting, work) as service, FloorService(work) as floor:
-        overhead = overhead_at_one_client(engine, service.url, floor.url, queries)
-        logger.info("%s: bare p50 %.3f ms, http p50 %.3f ms, transport floor %.3f ms (%s)", name, overhead["bare_p50_ms"],
-                    overhead["http_p50_ms"], overhead["floor_p50_ms"], overhead["self_check"])
-        curve = load_curve(service, queries, seconds)
+    engine = load_engine(index, onnx_dir=onnx, int8=True, onnx_threads=threads.pop())
+    with contextlib.ExitStack() as stack:
+        services = {name: stack.enter_context(Service(index, onnx, setting, work)) for name, setting in settings.items()}
+        floor_body = search_answer(engine, queries[0])
+        floor = stack.enter_context(FloorService(work, floor_body))
+        overheads = overhead_at_one_client(engine, {name: svc.url for name, svc in services.items()}, floor.url, queries,
+                                           len(floor_body))
+        for name, o in overheads.items():
+            logger.info("%s: bare p50 %.3f ms, http p50 %.3f ms, transport floor %.3f ms (%s)", name, o["bare_p50_ms"],
+                        o["http_p50_ms"], o["floor_p50_ms"], o["self_check"])
+        curves: dict[str, list[dict[str, Any]]] = {name: [] for name in services}
+        for clients in CLIENTS:  # level by level, the settings one after the other at each level
+            for name, svc in services.items():
+                curves[name].append(load_level(svc, queries, seconds, clients))
     ceiling = bare_ceiling(engine, queries, min(seconds, 20.0))
-    result = {"setting": setting, "overhead": overhead, "curve": curve, "bare_ceiling": ceiling}
-    cached.write_text(json.dumps(result, indent=2), encoding="utf-8")
-    return result
+    results = {name: {"setting": setting, "overhead": overheads[name], "curve": curves[name], "bare_ceiling": ceiling}
+               for name, setting in settings.items()}
+    with atomic_write(cached) as fh:
+        json.dump(results, fh, indent=2)
+    return results
 
 
 def _split_lines(overhead: dict[str, Any]) -> list[str]:
@@ -313,8 +385,28 @@ def _split_lines(overhead: dict[str, Any]) -> list[str]:
     if overhead.get("floor_p50_ms") is None:
         return []
     return [f"Split: transport floor (a no-op ASGI app under the same uvicorn, same client) p50 "
-            f"{overhead['floor_p50_ms']:.3f} ms; the service's own code (validation, batcher hand-off, hits to JSON, "
-            f"middleware) {overhead['service_code_p50_ms']:.3f} ms (http − bare − floor)."]
+            f"{overhead['floor_p50_ms']:.3f} ms{_floor_body(overhead)}; the service's own code (validation, batcher hand-off, hits to JSON, "
+            f"middleware) {overhead['service_code_p50_ms']:.3f} ms (http − bare − floor).", *_warm_lines(overhead)]
+
+
+def _warm_lines(overhead: dict[str, Any]) -> list[str]:
+    warm = overhead.get("warm_blocks_p50_ms")  # records before the warm blocks have none
+    if not warm:
+        return []
+    return ["", f"Warm (each in blocks of {N_QUERIES} queries in a row, blocks alternating, {WARM_ROUNDS} rounds; as under "
+            f"steady traffic): bare p50 {warm['bare']:.3f} ms, HTTP {warm['http']:.3f} ms, floor {warm['floor']:.3f} ms → "
+            f"service overhead {overhead['warm_blocks_overhead_p50'] * 100:.1f} %, the service's own code "
+            f"{warm['http'] - warm['bare'] - warm['floor']:.3f} ms."]
+
+
+def _floor_body(overhead: dict[str, Any]) -> str:
+    size = overhead.get("floor_body_bytes")  # records before the floor answered a real hit list have none
+    return f" (answering the {size:,} bytes of a real /search answer)" if size else ""
+
+
+def _with_others(overhead: dict[str, Any], name: str) -> str:
+    others = [n for n in overhead.get("interleaved_with", []) if n != name]
+    return f" (with {', '.join(others)})" if others else ""
 
 
 def _p99_cliff(curve: list[dict[str, Any]]) -> bool:
@@ -334,10 +426,12 @@ def write_report(results: dict[str, Any], args: argparse.Namespace, index: Path,
                 "documents": N_DOCS, "index": args.index_type, "index_options": json.loads(args.index_options),
                 "index_build_s": build["index_build_s"], "clients": list(CLIENTS), "seconds_per_level": args.seconds,
                 "settings": {name: r["setting"] for name, r in results.items()}, "queries": N_QUERIES},
-        scores={name: {"overhead_p50": r["overhead"]["overhead_p50"], "p99_cliff": _p99_cliff(r["curve"])}
+        scores={name: {"overhead_p50": r["overhead"]["overhead_p50"], "p99_cliff": _p99_cliff(r["curve"]),
+                       "warm_blocks_overhead_p50": r["overhead"].get("warm_blocks_overhead_p50")}
                 for name, r in results.items()},
         latencies={name: {"one_client": {k: r["overhead"].get(k) for k in ("bare_p50_ms", "http_p50_ms", "floor_p50_ms",
-                                                                           "service_code_p50_ms")},
+                                                                           "service_code_p50_ms",
+                                                                           "warm_blocks_p50_ms")},
                           "curve": r["curve"], "bare_ceiling": r["bare_ceiling"]} for name, r in results.items()},
         extra={"self_checks": {name: r["overhead"]["self_check"] for name, r in results.items()}})
     path = write_record(record, RESULTS)
@@ -349,8 +443,10 @@ def write_report(results: dict[str, Any], args: argparse.Namespace, index: Path,
     for name, r in results.items():
         s, o = r["setting"], r["overhead"]
         overhead = f"{o['overhead_p50'] * 100:.1f} %" if o["overhead_p50"] is not None else "not given (self-check failed)"
-        lines += [f"## max_batch_size={s['max_batch_size']}, max_wait_ms={s['max_wait_ms']}, encoder threads={s['threads']}", "",
-                  f"One client, interleaved per query: bare encode + search + lookup p50 {o['bare_p50_ms']:.3f} ms, "
+        inline = s.get("inline_max_items")  # records before the inline path have none
+        lines += [f"## max_batch_size={s['max_batch_size']}, max_wait_ms={s['max_wait_ms']}, encoder threads={s['threads']}"
+                  + (f", inline_max_items={inline}" if inline is not None else ""), "",
+                  f"One client, interleaved per query{_with_others(o, name)}: bare encode + search + lookup p50 {o['bare_p50_ms']:.3f} ms, "
                   f"HTTP p50 {o['http_p50_ms']:.3f} ms → service overhead {overhead} (target ≤ {OVERHEAD_TARGET * 100:.0f} %). "
                   f"{o['self_check']}.", "", *_split_lines(o), "",
                   "| clients | q/s | p50 ms | p90 ms | p99 ms | non-200 | dropped | service cores busy | load generator cores |",
@@ -383,9 +479,8 @@ def main() -> None:
     onnx = query_encoder(args.work)
     index = index_folder(args.work, args.index_type, json.loads(args.index_options))
     queries = load_queries()
-    results = {}
-    for text in args.settings.split(","):
-        results[text] = run_setting(text, parse_setting(text), index, onnx, queries, args.seconds, args.work)
+    settings = {text: parse_setting(text) for text in args.settings.split(",")}
+    results = run_settings(settings, index, onnx, queries, args.seconds, args.work)
     write_report(results, args, index, onnx)
 
 

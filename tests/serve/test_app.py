@@ -136,6 +136,34 @@ def test_concurrent_requests_are_micro_batched(engine):
     assert sum(calls) == 16 and len(calls) < 16 and max(calls) > 1
 
 
+def test_an_idle_service_answers_query_work_inline_and_the_same_as_through_the_batcher(engine):
+    answers = {}
+    for limit in (4, 0):  # 0 = always through the batcher's worker thread
+        app = create_app(_with_config(engine, inline_max_items=limit))
+        with serve_in_thread(app) as url:
+            hits = httpx.post(url + "/search", json={"query": "头痛怎么办", "k": 3}, timeout=30).json()["hits"]
+            vectors = httpx.post(url + "/embed", json={"inputs": ["头痛", "发热"]}, timeout=30).json()["embeddings"]
+            big = httpx.post(url + "/embed", json={"inputs": ["头痛"] * 5}, timeout=30).status_code
+        answers[limit] = (hits, vectors, big, app.state.batcher.inline_calls)
+    assert answers[4][3] == 2 and answers[0][3] == 0  # 5 texts > 4: the worker thread
+    assert answers[4][2] == answers[0][2] == 200
+    assert [h["id"] for h in answers[4][0]] == [h["id"] for h in answers[0][0]]
+    assert np.allclose(answers[4][1], answers[0][1], atol=1e-6)
+
+
+def test_inline_work_is_only_small_query_side_work():
+    from care.serve.app import cheap_enough_inline
+    from care.serve.engine import EMBED, SEARCH
+
+    assert cheap_enough_inline((SEARCH, None), [("q", 10)], 4)
+    assert cheap_enough_inline((EMBED, "query", None, False), ["a", "b"], 4)
+    assert not cheap_enough_inline((EMBED, "query", None, False), ["a"] * 5, 4)
+    assert not cheap_enough_inline((EMBED, "document", None, False), ["a"], 4)
+    assert not cheap_enough_inline((SEARCH, None), [("q", 10)], 0)
+    with pytest.raises(CareError, match="inline_max_items must be >= 0"):
+        ServeConfig(inline_max_items=-1)
+
+
 def test_short_load_run_has_no_5xx_and_no_dropped_requests(service):
     from care.serve.loadgen import run_load
 

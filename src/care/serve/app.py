@@ -80,6 +80,14 @@ def _texts(value: str | list[str], what: str, engine: SearchEngine) -> list[str]
     return texts
 
 
+def cheap_enough_inline(key: tuple, items: list[Any], max_items: int) -> bool:
+    """Batcher work that may run on the event loop when the service is idle: a search or query-side
+    embedding of at most ``max_items`` texts (``ServeConfig.inline_max_items``); never the document side."""
+    if len(items) > max_items:
+        return False
+    return key[0] == SEARCH or (key[0] == EMBED and key[1] == "query")
+
+
 def create_app(engine: SearchEngine) -> FastAPI:
     """The service around ``engine`` (see the module docstring for the endpoints)."""
     config = engine.config
@@ -87,7 +95,8 @@ def create_app(engine: SearchEngine) -> FastAPI:
     metrics.documents.set(engine.bundle.manifest.n_docs)
     api_key = _read_api_key(config.api_key_env)
     batcher = MicroBatcher(engine.process, max_batch_size=config.max_batch_size, max_wait_s=config.max_wait_ms / 1000,
-                           max_queue=config.max_queue, on_batch=metrics.observe_batch)
+                           max_queue=config.max_queue, on_batch=metrics.observe_batch,
+                           inline=lambda key, items: cheap_enough_inline(key, items, config.inline_max_items))
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):
