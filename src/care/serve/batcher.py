@@ -9,7 +9,8 @@ two threads at once). While the model works, new requests queue up and form the 
 the batch size adapts to the load: 1 when idle, up to ``max_batch_size`` under load.
 
 When the service is idle, the hand-off itself is the cost: a queue, a worker task and a thread hop
-cost about 0.25 ms on 2 cores, 8 % of a 3 ms query (``benchmarks/service_load.py``). So with
+cost 0.2-0.5 ms per request on 2 cores, 6-17 % of a 3 ms query (``benchmarks/service_load.py``,
+settings with and without it side by side). So with
 continuous batching (``max_wait`` 0), a request that ``inline`` accepts (small query-side work),
 that finds nothing else waiting or running, and that follows a batch of one request (traffic is
 sequential, not concurrent) is processed at once on the event loop's thread. The check comes after
