@@ -479,8 +479,9 @@ def summarise(args) -> None:
         raise SystemExit(f"no {name} records for seeds {args.seeds} under {args.out / EXPERIMENT}")
     rows: dict[str, dict] = {}
     for label in dict.fromkeys(k for r in runs.values() for k in r.scores):
-        values = [runs[s].scores[label]["ndcg_at_10"] for s in sorted(runs) if label in runs[s].scores]
-        rows[label] = {"per_seed": values, "mean": statistics.mean(values),
+        seeds = [s for s in sorted(runs) if label in runs[s].scores]
+        values = [runs[s].scores[label]["ndcg_at_10"] for s in seeds]
+        rows[label] = {"per_seed": values, "seeds": seeds, "mean": statistics.mean(values),
                        "std": statistics.stdev(values) if len(values) > 1 else 0.0}
     travel: dict[str, dict[str, float]] = {}
     for record in runs.values():
@@ -508,7 +509,8 @@ def summarise(args) -> None:
     lines = [f"# CARE with real weights (multilingual-e5-small) — dev set, {name} split, seeds {sorted(runs)}", "",
              "| row | nDCG@10 mean | std | per seed |", "|---|---|---|---|"]
     for label, r in rows.items():
-        lines.append(f"| {label} | {r['mean']:.4f} | {r['std']:.4f} | {', '.join(f'{v:.4f}' for v in r['per_seed'])} |")
+        per_seed = ", ".join(f"{v:.4f} (seed {seed})" for seed, v in zip(r["seeds"], r["per_seed"], strict=True))
+        lines.append(f"| {label} | {r['mean']:.4f} | {r['std']:.4f} | {per_seed} |")
     if checks:
         lines += ["", "| check | value |", "|---|---|", *(f"| {k} | {v:.4f} |" for k, v in checks.items())]
     for task, scores in travel.items():

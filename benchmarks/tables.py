@@ -119,6 +119,8 @@ def real_weights_table(results: Path = RESULTS) -> str:
         if key in rec.scores:
             r = rec.scores[key]
             value = f"{r['mean']:.3f}" + (f" ± {r['std']:.3f}" if len(r["per_seed"]) > 1 else "")
+            if r.get("seeds") is not None and r["seeds"] != rec.seeds:  # a row some seeds have not reached yet
+                value += f" (seed{'s' if len(r['seeds']) > 1 else ''} {', '.join(map(str, r['seeds']))})"
         elif key == "student vs frozen e5" and (summary := _student_summary(results)) is not None:
             value, seeds = summary
             label = f"{label} (`bench_student.py`, seeds {seeds})"
