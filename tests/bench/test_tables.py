@@ -70,3 +70,22 @@ def test_readme_and_docs_tables_match_the_records():
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "tables.py"), "--check"], capture_output=True,
                           text=True)
     assert done.returncode == 0, f"{done.stdout}{done.stderr} — run `python benchmarks/tables.py`"
+
+
+def test_a_real_weights_row_with_fewer_seeds_names_them(tmp_path):
+    import importlib.util
+
+    from care.bench.record import BenchmarkRecord, write_record
+
+    spec = importlib.util.spec_from_file_location("bench_tables_script", ROOT / "benchmarks" / "tables.py")
+    tables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tables)
+    scores = {"e5 zero-shot": {"per_seed": [0.26, 0.26], "seeds": [0, 1], "mean": 0.26, "std": 0.0},
+              "CARE": {"per_seed": [0.28, 0.30], "seeds": [0, 1], "mean": 0.29, "std": 0.014},
+              "peer (sentence-transformers trainer)": {"per_seed": [0.29], "seeds": [0], "mean": 0.29, "std": 0.0}}
+    write_record(BenchmarkRecord("real_weights", "test", config={}, seeds=[0, 1], scores=scores), tmp_path)
+    table = tables.real_weights_table(tmp_path)
+    care = next(line for line in table.splitlines() if "**CARE**" in line)
+    assert "0.290 ± 0.014" in care and "(seed" not in care
+    peer = next(line for line in table.splitlines() if "peer" in line)
+    assert "0.290 (seed 0)" in peer
