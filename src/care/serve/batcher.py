@@ -4,8 +4,8 @@ Each request puts its items (texts, or texts with a candidate count) on an async
 *key* — items with the same key can be processed together (same side, same instruction). One
 worker takes the first waiting request, keeps collecting for at most ``max_wait`` seconds or until
 ``max_batch_size`` items are gathered, groups them by key and runs ``process(key, items)`` once per
-group in a single worker thread (so the event loop stays free and the model is never called from
-two threads at once). While the model works, new requests queue up and form the next batch, so
+group in a single worker thread (so the event loop stays free and the model is never called twice
+at once: the inline path below runs only while the worker is idle). While the model works, new requests queue up and form the next batch, so
 the batch size adapts to the load: 1 when idle, up to ``max_batch_size`` under load.
 
 When the service is idle, the hand-off itself is the cost: a queue, a worker task and a thread hop
@@ -57,7 +57,8 @@ class MicroBatcher:
     """Collects concurrent requests into batches for ``process``.
 
     Args:
-        process: ``process(key, items) -> results`` (one result per item, same order); runs in a worker thread.
+        process: ``process(key, items) -> results`` (one result per item, same order); runs in a worker
+            thread, or for ``inline`` work on the event loop's thread — never two calls at once.
         max_batch_size: most items per ``process`` call (a single larger request is still processed whole).
         max_wait_s: how long to wait for more requests after the first one of a batch.
         max_queue: most items waiting; :meth:`submit` raises :class:`QueueFullError` beyond it.
