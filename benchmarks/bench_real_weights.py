@@ -90,6 +90,8 @@ VALIDATION_SHARE, VALIDATION_SEED = 0.1, 20261125
 #: document-side rows: passages cost the query tower ~8x a short text and the e5 student did as well
 #: without them (benchmarks/results, e5_student ..._sent10000_nodoc).
 ALIGNMENT_SENTENCES = 10000
+#: Optimiser steps between the peer's checkpoints (sentence-transformers' trainer; resumed after an interruption).
+PEER_CHECKPOINT_STEPS = 50
 #: Where bench_stage1_probe.py trains its probes inside a seed's folder.
 PROBE_FOLDER = "stage1_probe"
 #: Cosine at which two e5 passage vectors count as the same answer (diagnosis: in-batch copies masked).
@@ -176,12 +178,18 @@ def train_peer(e5: Path, train_file: Path, out: Path, seed: int) -> Path:
         output_dir=str(out / "checkpoints"), num_train_epochs=PEER["epochs"],
         per_device_train_batch_size=PEER["batch_size"], learning_rate=PEER["lr"], warmup_steps=PEER["warmup"],
         batch_sampler=BatchSamplers.NO_DUPLICATES, prompts={"anchor": QUERY_PREFIX, "positive": PASSAGE_PREFIX},
-        seed=seed, data_seed=seed, save_strategy="no", report_to="none", logging_steps=50)
+        seed=seed, data_seed=seed, report_to="none", logging_steps=50,
+        # checkpoints (model, optimiser, scheduler, RNG states; the last one kept) so an interrupted peer resumes
+        save_strategy="steps", save_steps=PEER_CHECKPOINT_STEPS, save_total_limit=1)
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset,
                                          loss=MultipleNegativesRankingLoss(model, scale=PEER["scale"]))
-    output = trainer.train()
+    resume = any((out / "checkpoints").glob("checkpoint-*"))
+    if resume:
+        logger.info("peer: resuming from the last checkpoint under %s", out / "checkpoints")
+    output = trainer.train(resume_from_checkpoint=resume or None)
     model.save(str(model_dir))
-    write_json(out / PEER_TIME_FILE, {"train_seconds": round(output.metrics["train_runtime"], 3)})
+    # after a resume, the trainer's runtime covers the last attempt only (said so in the file)
+    write_json(out / PEER_TIME_FILE, {"train_seconds": round(output.metrics["train_runtime"], 3), "resumed": resume})
     return model_dir
 
 
