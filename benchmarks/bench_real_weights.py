@@ -190,6 +190,7 @@ def train_peer(e5: Path, train_file: Path, out: Path, seed: int) -> Path:
     model.save(str(model_dir))
     # after a resume, the trainer's runtime covers the last attempt only (said so in the file)
     write_json(out / PEER_TIME_FILE, {"train_seconds": round(output.metrics["train_runtime"], 3), "resumed": resume})
+    shutil.rmtree(out / "checkpoints", ignore_errors=True)  # the finished model is saved; its checkpoint is ~3x its size
     return model_dir
 
 
