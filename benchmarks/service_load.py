@@ -225,11 +225,10 @@ class FloorService(Service):
 
 def search_answer(engine: Any, query: str) -> bytes:
     """The bytes ``/search`` answers for ``query`` (k = TOP_K), built as the service builds them."""
-    import orjson
+    from care.serve.app import search_body
 
     (found,) = engine.search_vectors([query], [TOP_K], instruction=None)
-    hits = engine.hits(found, TOP_K, None)
-    return orjson.dumps({"hits": hits, "k": TOP_K, "took_ms": 1.0}, option=orjson.OPT_SERIALIZE_NUMPY)
+    return search_body(engine.hits(found, TOP_K, None), TOP_K, took_ms=1.0)
 
 
 def overhead_at_one_client(engine: Any, urls: dict[str, str], floor_url: str, queries: list[str],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 
 import pytest
@@ -120,6 +121,18 @@ def test_a_failing_request_is_isolated_and_the_others_succeed():
     assert calls == [["a", "bad", "b", "c"], ["a"], ["bad"], ["b", "c"]]  # the batch, then each request alone
 
 
+@contextlib.asynccontextmanager
+async def _always_inline(calls: list, threads: list):
+    """A started batcher (continuous batching) whose ``inline`` accepts all work, recording its calls."""
+    batcher = MicroBatcher(_recording_process(calls, threads), max_batch_size=8, max_wait_s=0, max_queue=100,
+                           inline=lambda key, items: True)
+    await batcher.start()
+    try:
+        yield batcher
+    finally:
+        await batcher.stop()
+
+
 def _recording_process(calls: list, threads: list):
     def process(key, items):
         calls.append((key, list(items)))
@@ -154,13 +167,8 @@ def test_requests_arriving_together_still_form_one_batch_when_inline_is_on():
     calls, threads = [], []
 
     async def main():
-        batcher = MicroBatcher(_recording_process(calls, threads), max_batch_size=8, max_wait_s=0, max_queue=100,
-                               inline=lambda key, items: True)
-        await batcher.start()
-        try:
+        async with _always_inline(calls, threads) as batcher:
             results = await asyncio.gather(*(batcher.submit("q", [str(i)]) for i in range(4)))
-        finally:
-            await batcher.stop()
         return results, batcher.inline_calls
 
     results, inline_calls = _run(main())
@@ -174,16 +182,11 @@ def test_after_a_concurrent_batch_the_next_lone_request_goes_through_the_worker_
     calls, threads = [], []
 
     async def main():
-        batcher = MicroBatcher(_recording_process(calls, threads), max_batch_size=8, max_wait_s=0, max_queue=100,
-                               inline=lambda key, items: True)
-        await batcher.start()
-        try:
+        async with _always_inline(calls, threads) as batcher:
             await asyncio.gather(*(batcher.submit("q", [str(i)]) for i in range(3)))  # concurrent: one batch
             after_concurrent = await batcher.submit("q", ["a"])  # traffic may still be concurrent: the worker
             inline_before = batcher.inline_calls
             sequential = await batcher.submit("q", ["b"])  # the last batch was one request: inline
-        finally:
-            await batcher.stop()
         return after_concurrent, sequential, inline_before, batcher.inline_calls
 
     assert _run(main()) == (["q:a"], ["q:b"], 0, 1)

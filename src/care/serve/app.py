@@ -80,6 +80,12 @@ def _texts(value: str | list[str], what: str, engine: SearchEngine) -> list[str]
     return texts
 
 
+def search_body(hits: list[dict[str, Any]], k: int, took_ms: float) -> bytes:
+    """The JSON bytes ``/search`` answers: written once with orjson rather than validated again against
+    ``response_model`` (which stays the documented schema): the hits are built by the engine in that shape."""
+    return orjson.dumps({"hits": hits, "k": k, "took_ms": took_ms}, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
 def cheap_enough_inline(key: tuple, items: list[Any], max_items: int) -> bool:
     """Batcher work that may run on the event loop when the service is idle: a search or query-side
     embedding of at most ``max_items`` texts (``ServeConfig.inline_max_items``); never the document side."""
@@ -154,11 +160,8 @@ def create_app(engine: SearchEngine) -> FastAPI:
         n_candidates = engine.candidates_for(k, body.filters)
         (found,) = await run((SEARCH, body.instruction), [(body.query, n_candidates)])
         hits = engine.hits(found, k, body.filters)
-        # serialised here, once, rather than validated again against ``response_model`` (which stays
-        # the documented schema): the hits are built by the engine in that shape
         took_ms = round((time.perf_counter() - started) * 1000, 3)
-        return Response(orjson.dumps({"hits": hits, "k": k, "took_ms": took_ms}, option=orjson.OPT_SERIALIZE_NUMPY),
-                        media_type="application/json")
+        return Response(search_body(hits, k, took_ms), media_type="application/json")
 
     @app.post("/embed", response_model=EmbedResponse,
               summary="Embed texts on the query or document side")
