@@ -82,10 +82,17 @@ def test_a_real_weights_row_with_fewer_seeds_names_them(tmp_path):
     spec.loader.exec_module(tables)
     scores = {"e5 zero-shot": {"per_seed": [0.26, 0.26], "seeds": [0, 1], "mean": 0.26, "std": 0.0},
               "CARE": {"per_seed": [0.28, 0.30], "seeds": [0, 1], "mean": 0.29, "std": 0.014},
-              "peer (sentence-transformers trainer)": {"per_seed": [0.29], "seeds": [0], "mean": 0.29, "std": 0.0}}
-    write_record(BenchmarkRecord("real_weights", "test", config={}, seeds=[0, 1], scores=scores), tmp_path)
+              "peer (sentence-transformers trainer)": {"per_seed": [0.29], "seeds": [0], "mean": 0.29, "std": 0.0},
+              "CARE (4 layers)": {"per_seed": [0.27], "seeds": [0], "mean": 0.27, "std": 0.0}}
+    latencies = {"4 layers, ONNX int8": {"p50_ms": 2.0, "large_over_this": 2.5},
+                 "4 layers, ONNX fp32": {"p50_ms": 3.7, "large_over_this": 2.7}}
+    write_record(BenchmarkRecord("real_weights", "test", config={}, seeds=[0, 1], scores=scores, latencies=latencies),
+                 tmp_path)
     table = tables.real_weights_table(tmp_path)
     care = next(line for line in table.splitlines() if "**CARE**" in line)
     assert "0.290 ± 0.014" in care and "(seed" not in care
     peer = next(line for line in table.splitlines() if "peer" in line)
     assert "0.290 (seed 0)" in peer
+    shallow = next(line for line in table.splitlines() if "4-layer query tower" in line)  # the depth trade-off
+    assert "0.270 (seed 0) | 4 | 3.70 (2.7×) | 2.00 (2.5×)" in shallow
+    assert "3-layer" not in table  # rows the record lacks are left out
