@@ -92,9 +92,9 @@ REAL_WEIGHTS_ROWS: tuple[tuple[str, str, int, bool], ...] = (
     ("CARE w/o Stage II (Stage I only)", "CARE w/o Stage II", 6, False),
     ("**CARE** (6-layer query tower, 12-layer document tower)", "CARE", 6, True),
     ("CARE, query tower in ONNX int8", "CARE, ONNX int8", 6, False),
-    ("symmetric small at 4 layers (the depth trade-off)", "symmetric small (4 layers)", 4, False),
-    ("CARE with a 4-layer query tower (the depth trade-off)", "CARE (4 layers)", 4, False),
-    ("symmetric small at 3 layers", "symmetric small (3 layers)", 3, False),
+    ("symmetric small: e5's 4-layer cut (the depth trade-off)", "symmetric small (4 layers)", 4, False),
+    ("CARE with a 4-layer query tower", "CARE (4 layers)", 4, False),
+    ("symmetric small: e5's 3-layer cut", "symmetric small (3 layers)", 3, False),
     ("CARE with a 3-layer query tower", "CARE (3 layers)", 3, False),
     ("student vs frozen e5 documents", "student vs frozen e5", 6, False),
 )
