@@ -218,13 +218,17 @@ def _variant_overrides(variant: list[str]) -> tuple[list[str], dict | None]:
 
 
 def train_care(prep: Prepared, e5: Path, cut: Path, out: Path, seed: int, variant: list[str],
-               document: str | None = None) -> dict[str, str]:
+               document: str | None = None, teacher_caches: dict[str, Path] | None = None) -> dict[str, str]:
     """The CARE recipe (the e5 preset, care.train.presets) and its ablation without Stage I; returns row -> model folder.
 
     ``document``: an already fine-tuned document tower (symmetric large) to start from instead of
-    running init_document again (the trade-off rows with other query-tower depths share it).
+    running init_document again (the trade-off rows with other query-tower depths share it). Those
+    runs also read the frozen tower's vectors from ``teacher_caches`` (the main run's Stage I and
+    ranking caches, keyed by the tower's fingerprint and the texts) instead of encoding them again.
     """
     overrides, mining = _variant_overrides(variant)
+    overrides = [*(f"{stage}:model.teacher.cache_dir={folder}" for stage, folder in (teacher_caches or {}).items()),
+                 *overrides]
     recipe = RecipeConfig(mine_negatives=mining, skip_document_init=document is not None)
     paths = RecipePaths(str(cut), document or str(e5), str(prep.train_file), str(out / "recipe"),
                         str(prep.alignment_file), str(prep.corpus_file))
@@ -438,7 +442,9 @@ def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, 
     for layers in args.extra_layers:  # the depth / quality trade-off, sharing the fine-tuned document tower
         t0 = time.perf_counter()
         trained = train_care(prep, e5, e5_cuts(e5, layers, args.work), work / f"care_L{layers}", seed,
-                             args.care_variant[1], document=specs["symmetric large"].split("?")[0])
+                             args.care_variant[1], document=specs["symmetric large"].split("?")[0],
+                             teacher_caches={stage: work / "care" / "recipe" / stage / "teacher_cache"
+                                             for stage in ("stage1", "stage1_rank")})
         specs[f"symmetric small ({layers} layers)"] = f"{trained['symmetric small']}?{E5_OPTIONS}&dtype=float32"
         specs[f"CARE ({layers} layers)"] = f"{trained['CARE']}?{E5_OPTIONS}&dtype=float32"
         timings[f"care_L{layers}"] = time.perf_counter() - t0

@@ -113,8 +113,9 @@ def test_real_ablation_run_resumes_and_refuses_other_settings(tiny_dir, tmp_path
         run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=RecipeConfig(skip_stage2=True))
     with pytest.raises(CareError, match=r"other settings \(overrides"):
         run_recipe(_paths(tiny_dir, tmp_path), overrides=[*FAST, "stage1:optim.lr=1e-5"], recipe=recipe)
-    # reporting-only settings may change on a rerun
-    run_recipe(_paths(tiny_dir, tmp_path), overrides=[*FAST, "runtime.progress_bar=true", "stage1:runtime.log_with=null"],
+    # reporting-only settings and the cache location may change on a rerun
+    run_recipe(_paths(tiny_dir, tmp_path), overrides=[*FAST, "runtime.progress_bar=true", "stage1:runtime.log_with=null",
+                                                      f"stage1:model.teacher.cache_dir={tmp_path / 'shared_cache'}"],
                recipe=recipe)
 
 

@@ -192,8 +192,12 @@ def _same_recorded(before: Any, now: Any) -> bool:
     return before == json.loads(json.dumps(now, default=str))
 
 
-#: Override keys that change how a run reports, not what it trains: a rerun may change them freely.
-REPORTING_KEYS: tuple[str, ...] = ("runtime.progress_bar", "runtime.log_with", "runtime.log_every_steps")
+#: Override keys that change how a run reports or where it caches, not what it trains: a rerun may change
+#: them freely. (The teacher cache is keyed by the frozen tower's fingerprint and the texts, so a folder
+#: shared by several runs — e.g. query towers of several depths against one document tower — hands each
+#: run only vectors of its own teacher.)
+REPORTING_KEYS: tuple[str, ...] = ("runtime.progress_bar", "runtime.log_with", "runtime.log_every_steps",
+                                   "model.teacher.cache_dir")
 
 
 def result_overrides(overrides: Sequence[str]) -> list[str]:
