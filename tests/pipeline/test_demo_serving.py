@@ -1,6 +1,6 @@
 """On the demo, the search that ``care demo`` serves (the index of its best trained model: the e5 student's
-queries, e5's documents) answers the demo's own questions at least as well as an e5 index (within
-one percentage point of its hit rate), over HTTP."""
+queries, e5's documents) answers the demo's own questions about as well as an e5 index (at most
+one percentage point below its hit rate), over HTTP."""
 
 from __future__ import annotations
 
