@@ -43,7 +43,7 @@ def test_the_run_indexes_its_best_model_the_student_with_e5_documents(demo_run):
     assert index["model"].endswith("models/student/model") and index["n_docs"] == 326
 
 
-def test_served_demo_search_answers_the_demo_questions_at_least_as_well_as_e5(demo_run):
+def test_served_demo_search_answers_the_demo_questions_about_as_well_as_e5(demo_run):
     root, _ = demo_run
     folder = demo_tasks_root() / RETRIEVAL
     queries, relevant = relevant_documents(folder, threshold=2)  # the task's relevance threshold: answers the question
