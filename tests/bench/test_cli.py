@@ -169,7 +169,8 @@ def test_bench_latency_times_dense_models_with_a_self_check(app, retrieval_folde
                                       "--output", str(out), "--no-cache", "--no-progress", "--latency"])
     assert result.exit_code == 0, result.output
     assert "| hash |" in result.output and "| hash (copy) |" in result.output and "| bm25 |" not in result.output.split("query latency")[-1]
-    assert "latency self-check" in result.output
+    # the real clock on a shared machine: the self-check may pass or fail, but its line and record are always there
     saved = json.loads((out / "latency.json").read_text(encoding="utf-8"))
+    assert ("latency self-check passed" if saved["self_check"]["passed"] else "LATENCY SELF-CHECK FAILED") in result.output
     assert saved["self_check"]["model"] == "hash" and set(saved["models"]) == {"hash", "hash (copy)"}
     assert [spec for spec, _, _ in app.loaded].count("hash") == 2  # the self-check's second copy
