@@ -45,7 +45,6 @@ import json
 import logging
 import shutil
 import statistics
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -55,6 +54,7 @@ from care.bench.record import BenchmarkRecord, read_records, write_record
 from care.bench.registry import infer_task
 from care.bench.runner import evaluate
 from care.bench.task import TaskMetadata
+from care.bench.timing import KeptStepTimer
 from care.data.io import iter_jsonl, write_json, write_jsonl
 from care.data.retrieval import load_corpus
 from care.data.splits import hold_out_by_positive, write_validation_task
@@ -77,6 +77,7 @@ QUERY_PREFIX, PASSAGE_PREFIX = "query: ", "passage: "
 E5_OPTIONS = f"query_prefix={quote(QUERY_PREFIX)}&document_prefix={quote(PASSAGE_PREFIX)}&instructions=false"
 #: The peer's training wall time (sentence-transformers' train_runtime), beside its model.
 PEER_TIME_FILE = "peer_train_time.json"
+WALL_SECONDS_FILE = "wall_seconds.json"  # per seed folder: wall time per step, added up over resumed invocations
 #: The peer's and the symmetric towers' settings (issue 15): 1 epoch, batch 32, lr 2e-5, 10 % warm-up.
 PEER = {"epochs": 1, "batch_size": 32, "lr": 2e-5, "warmup": 0.1, "scale": 50.0, "max_length": 192}
 #: The peer row's label, and the rows a seed may be recorded without (``--skip-rows``).
@@ -414,54 +415,51 @@ def int8_rows(specs: dict[str, str], task: TaskMetadata, work: Path, cache: Embe
 def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, dict]:
     work = args.work / prep.name / f"seed{seed}"
     cache = EmbeddingCache(args.work / "embedding_cache")
-    timings: dict[str, float] = {}
-    started = time.perf_counter()
+    timer = KeptStepTimer(work / WALL_SECONDS_FILE)  # adds up over the invocations of a resumed seed
     specs = {"e5 zero-shot": _e5_spec(e5, "float32")}
-    trained = train_care(prep, e5, cut, work / "care", seed, args.care_variant[1])
-    specs.update({row: f"{path}?{E5_OPTIONS}&dtype=float32" for row, path in trained.items()})
-    timings["care"] = time.perf_counter() - started
-    score_rows(specs, prep.task, work, cache)  # scores as soon as they exist (kept per row; a rerun reads them)
+    with timer.step("care"):
+        trained = train_care(prep, e5, cut, work / "care", seed, args.care_variant[1])
+        specs.update({row: f"{path}?{E5_OPTIONS}&dtype=float32" for row, path in trained.items()})
+    with timer.step("scoring"):
+        score_rows(specs, prep.task, work, cache)  # scores as soon as they exist (kept per row; a rerun reads them)
     if "peer" not in args.skip_rows:
-        t0 = time.perf_counter()
-        specs[PEER_ROW] = f"{train_peer(e5, prep.train_file, work / 'peer', seed)}?{E5_OPTIONS}&dtype=float32"
-        timings["peer"] = time.perf_counter() - t0
-        score_rows(specs, prep.task, work, cache)
+        with timer.step("peer"):
+            specs[PEER_ROW] = f"{train_peer(e5, prep.train_file, work / 'peer', seed)}?{E5_OPTIONS}&dtype=float32"
+        with timer.step("scoring"):
+            score_rows(specs, prep.task, work, cache)
     if "without_stage1" not in args.skip_rows:
-        t0 = time.perf_counter()
-        specs["CARE w/o Stage I"] = (f"{train_without_stage1(prep, work / 'care', seed, trained, args.care_variant[1])}"
-                                     f"?{E5_OPTIONS}&dtype=float32")
-        timings["care_without_stage1"] = time.perf_counter() - t0
+        with timer.step("care_without_stage1"):
+            specs["CARE w/o Stage I"] = (f"{train_without_stage1(prep, work / 'care', seed, trained, args.care_variant[1])}"
+                                         f"?{E5_OPTIONS}&dtype=float32")
     stage1_query = str(Path(trained["CARE w/o Stage II"]).parent / "query")
     for name, items in args.variant:  # other Stage II settings from the same Stage I model and document tower
-        t0 = time.perf_counter()
-        overrides, mining = _variant_overrides(items)
-        folder = stage2_run(prep, work / "variants" / name, seed, stage1_query, trained["symmetric large"],
-                            overrides, mining)
-        specs[f"CARE [{name}]"] = f"{folder}?{E5_OPTIONS}&dtype=float32"
-        timings[f"variant_{name}"] = time.perf_counter() - t0
+        with timer.step(f"variant_{name}"):
+            overrides, mining = _variant_overrides(items)
+            folder = stage2_run(prep, work / "variants" / name, seed, stage1_query, trained["symmetric large"],
+                                overrides, mining)
+            specs[f"CARE [{name}]"] = f"{folder}?{E5_OPTIONS}&dtype=float32"
     for layers in args.extra_layers:  # the depth / quality trade-off, sharing the fine-tuned document tower
-        t0 = time.perf_counter()
-        trained = train_care(prep, e5, e5_cuts(e5, layers, args.work), work / f"care_L{layers}", seed,
-                             args.care_variant[1], document=specs["symmetric large"].split("?")[0],
-                             teacher_caches={stage: work / "care" / "recipe" / stage / "teacher_cache"
-                                             for stage in ("stage1", "stage1_rank")})
-        specs[f"symmetric small ({layers} layers)"] = f"{trained['symmetric small']}?{E5_OPTIONS}&dtype=float32"
-        specs[f"CARE ({layers} layers)"] = f"{trained['CARE']}?{E5_OPTIONS}&dtype=float32"
-        timings[f"care_L{layers}"] = time.perf_counter() - t0
+        with timer.step(f"care_L{layers}"):
+            trained = train_care(prep, e5, e5_cuts(e5, layers, args.work), work / f"care_L{layers}", seed,
+                                 args.care_variant[1], document=specs["symmetric large"].split("?")[0],
+                                 teacher_caches={stage: work / "care" / "recipe" / stage / "teacher_cache"
+                                                 for stage in ("stage1", "stage1_rank")})
+            specs[f"symmetric small ({layers} layers)"] = f"{trained['symmetric small']}?{E5_OPTIONS}&dtype=float32"
+            specs[f"CARE ({layers} layers)"] = f"{trained['CARE']}?{E5_OPTIONS}&dtype=float32"
     if not args.no_student:
-        t0 = time.perf_counter()
-        student = train_student(prep, e5, cut, work, seed)
-        specs["student vs frozen e5"] = f"asym:{student}?pooling=mean&{E5_OPTIONS}&dtype=float32|{_e5_spec(e5, 'float32')}"
-        timings["student"] = time.perf_counter() - t0
-    scores = score_rows(specs, prep.task, work, cache)
-    if not args.no_int8:
-        scores.update(int8_rows(specs, prep.task, work, cache))
-    travel = {}
-    for folder in args.travel:  # zero-shot on benchmarks the rows never trained on
-        task = TaskMetadata.from_dict({**infer_task(folder).to_dict(), "instruction": None})
-        travel[task.name] = score_rows(specs, task, work / "travel" / task.name, cache)
-    timings["total"] = time.perf_counter() - started
-    return {"scores": scores, "specs": specs, "timings_s": timings, "travel": travel,
+        with timer.step("student"):
+            student = train_student(prep, e5, cut, work, seed)
+            specs["student vs frozen e5"] = (f"asym:{student}?pooling=mean&{E5_OPTIONS}&dtype=float32|"
+                                             f"{_e5_spec(e5, 'float32')}")
+    with timer.step("scoring"):
+        scores = score_rows(specs, prep.task, work, cache)
+        if not args.no_int8:
+            scores.update(int8_rows(specs, prep.task, work, cache))
+        travel = {}
+        for folder in args.travel:  # zero-shot on benchmarks the rows never trained on
+            task = TaskMetadata.from_dict({**infer_task(folder).to_dict(), "instruction": None})
+            travel[task.name] = score_rows(specs, task, work / "travel" / task.name, cache)
+    return {"scores": scores, "specs": specs, "timings_s": timer.summary(), "travel": travel,
             "train_seconds": stage_train_seconds(work)}
 
 
