@@ -297,6 +297,36 @@ def train_student(prep: Prepared, e5: Path, cut: Path, out: Path, seed: int) -> 
     return str(sft / "query")
 
 
+def near_duplicate_share(prep: Prepared, e5: Path, cache_dir: Path, threshold: float, seed: int,
+                         batch_size: int = 32, draws: int = 2000) -> dict[str, float]:
+    """How often a training answer has a near-copy (cosine ≥ ``threshold`` under frozen e5, ``passage: ``)
+    — in the whole training set, and inside a random batch of ``batch_size`` rows, where the copy would
+    act as a false negative (the peer's ``no_duplicates`` sampler removes exact copies only).
+
+    Reads the teacher vectors the diagnosis' trainings cached (``cache_dir``); ``draws`` random batches.
+    """
+    import numpy as np
+
+    from care.train.teacher import TeacherEmbeddings
+
+    positives = [row["pos"][0] for _, row in iter_jsonl(prep.train_file)]
+    vectors = TeacherEmbeddings.compute(load_model(_e5_spec(e5, "float32")), positives, cache_dir).lookup(positives)
+    vectors = vectors.numpy() / np.linalg.norm(vectors.numpy(), axis=1, keepdims=True)
+    sims = vectors @ vectors.T
+    np.fill_diagonal(sims, -1.0)
+    close = sims >= threshold
+    rng = np.random.default_rng(seed)
+    in_batch = []
+    for _ in range(draws):
+        rows = rng.choice(len(positives), size=batch_size, replace=False)
+        in_batch.append(int(close[np.ix_(rows, rows)].any(axis=1).sum()))
+    return {"threshold": threshold, "training_rows": len(positives),
+            "exact_copies": len(positives) - len(set(positives)),
+            "rows_with_a_near_copy_in_training_set": float(close.any(axis=1).mean()),
+            "rows_with_a_near_copy_in_their_batch": float(np.mean(in_batch) / batch_size),
+            "batches_with_any": float(np.mean(np.asarray(in_batch) > 0)), "batch_size": batch_size, "draws": draws}
+
+
 def diagnose(prep: Prepared, e5: Path, work: Path, seed: int, cache: EmbeddingCache) -> dict[str, dict]:
     """Why did fine-tuning e5's query side alone, against frozen e5 documents, score below zero-shot e5?
 
@@ -648,9 +678,13 @@ def main() -> None:
     prep = prepare(args.data, args.work, args.validation, _e5_spec(e5, "float32"), args.max_train, args.dense_miner)
     if args.diagnose:
         for seed in args.seeds:
-            scores = diagnose(prep, e5, args.work / prep.name / f"seed{seed}", seed, EmbeddingCache(args.work / "embedding_cache"))
-            write_record(BenchmarkRecord(EXPERIMENT, f"diagnosis_{prep.name}_seed{seed}", config={"e5": str(e5)},
-                                         seeds=[seed], scores=scores), args.out)
+            work = args.work / prep.name / f"seed{seed}"
+            scores = diagnose(prep, e5, work, seed, EmbeddingCache(args.work / "embedding_cache"))
+            duplicates = near_duplicate_share(prep, e5, work / "diagnosis" / "teacher_cache", DUPLICATE_THRESHOLD, seed)
+            logger.info("near-duplicate answers: %s", duplicates)
+            write_record(BenchmarkRecord(EXPERIMENT, f"diagnosis_{prep.name}_seed{seed}",
+                                         config={"e5": str(e5), "length_overrides": LENGTH_OVERRIDES},
+                                         seeds=[seed], scores=scores, extra={"near_duplicates": duplicates}), args.out)
         return
     cut = e5_cuts(e5, args.layers, args.work)
     for seed in args.seeds:
