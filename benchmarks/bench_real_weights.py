@@ -298,33 +298,45 @@ def train_student(prep: Prepared, e5: Path, cut: Path, out: Path, seed: int) -> 
 
 
 def near_duplicate_share(prep: Prepared, e5: Path, cache_dir: Path, threshold: float, seed: int,
-                         batch_size: int = 32, draws: int = 2000) -> dict[str, float]:
-    """How often a training answer has a near-copy (cosine ≥ ``threshold`` under frozen e5, ``passage: ``)
-    — in the whole training set, and inside a random batch of ``batch_size`` rows, where the copy would
-    act as a false negative (the peer's ``no_duplicates`` sampler removes exact copies only).
-
-    Reads the teacher vectors the diagnosis' trainings cached (``cache_dir``); ``draws`` random batches.
+                         batch_size: int = 32, draws: int = 2000) -> dict[str, dict]:
+    """How often a training answer has a near-copy — in the whole training set, and inside a random
+    batch of ``batch_size`` rows, where the copy would act as a false negative (the peer's
+    ``no_duplicates`` sampler removes exact copies only). Two definitions of a near-copy: cosine ≥
+    ``threshold`` under frozen e5 with ``passage: `` (what ``loss.duplicate_threshold`` masks; the
+    vectors the diagnosis' trainings cached in ``cache_dir``), and character-bigram Jaccard overlap ≥
+    the alignment data's near-duplicate bound (``care.train.alignment``). ``draws`` random batches.
     """
     import numpy as np
+    import scipy.sparse as sparse
 
+    from care.train.alignment import DEFAULT_MAX_CHAR_OVERLAP, char_bigrams
     from care.train.teacher import TeacherEmbeddings
 
     positives = [row["pos"][0] for _, row in iter_jsonl(prep.train_file)]
     vectors = TeacherEmbeddings.compute(load_model(_e5_spec(e5, "float32")), positives, cache_dir).lookup(positives)
     vectors = vectors.numpy() / np.linalg.norm(vectors.numpy(), axis=1, keepdims=True)
-    sims = vectors @ vectors.T
-    np.fill_diagonal(sims, -1.0)
-    close = sims >= threshold
+    bigrams = [char_bigrams(text) for text in positives]
+    vocabulary: dict[str, int] = {}
+    cells = [(i, vocabulary.setdefault(g, len(vocabulary))) for i, grams in enumerate(bigrams) for g in grams]
+    rows, cols = zip(*cells, strict=True)
+    incidence = sparse.csr_matrix((np.ones(len(cells), dtype=np.float32), (rows, cols)),
+                                  shape=(len(positives), len(vocabulary)))
+    shared = (incidence @ incidence.T).toarray()
+    sizes = np.array([len(grams) for grams in bigrams], dtype=np.float32)
+    jaccard = shared / np.maximum(sizes[:, None] + sizes[None, :] - shared, 1.0)
     rng = np.random.default_rng(seed)
-    in_batch = []
-    for _ in range(draws):
-        rows = rng.choice(len(positives), size=batch_size, replace=False)
-        in_batch.append(int(close[np.ix_(rows, rows)].any(axis=1).sum()))
-    return {"threshold": threshold, "training_rows": len(positives),
-            "exact_copies": len(positives) - len(set(positives)),
-            "rows_with_a_near_copy_in_training_set": float(close.any(axis=1).mean()),
-            "rows_with_a_near_copy_in_their_batch": float(np.mean(in_batch) / batch_size),
-            "batches_with_any": float(np.mean(np.asarray(in_batch) > 0)), "batch_size": batch_size, "draws": draws}
+    batches = [rng.choice(len(positives), size=batch_size, replace=False) for _ in range(draws)]
+    out = {}
+    for name, close in ((f"e5 cosine >= {threshold}", vectors @ vectors.T >= threshold),
+                        (f"char-bigram Jaccard >= {DEFAULT_MAX_CHAR_OVERLAP}", jaccard >= DEFAULT_MAX_CHAR_OVERLAP)):
+        np.fill_diagonal(close, False)
+        in_batch = np.array([close[np.ix_(b, b)].any(axis=1).sum() for b in batches])
+        out[name] = {"rows_with_a_near_copy_in_training_set": float(close.any(axis=1).mean()),
+                     "rows_with_a_near_copy_in_their_batch": float(in_batch.mean() / batch_size),
+                     "batches_with_any": float((in_batch > 0).mean())}
+    out["_setting"] = {"training_rows": len(positives), "exact_copies": len(positives) - len(set(positives)),
+                       "batch_size": batch_size, "draws": draws, "seed": seed}
+    return out
 
 
 def diagnose(prep: Prepared, e5: Path, work: Path, seed: int, cache: EmbeddingCache) -> dict[str, dict]:
