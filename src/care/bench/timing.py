@@ -15,6 +15,16 @@ PHASES = ("load_s", "encode_queries_s", "encode_documents_s", "index_s", "search
 ENCODING_PHASES = ("encode_queries_s", "encode_documents_s")
 
 
+@contextmanager
+def _add_elapsed(seconds: dict[str, float], name: str) -> Iterator[None]:
+    """Add the block's wall-clock seconds to ``seconds[name]`` (also when the block raises)."""
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - t0
+
+
 class PhaseTimer:
     """Accumulates wall-clock seconds per phase; :meth:`summary` adds ``total_s`` and the share of
     wall time spent outside encoding."""
@@ -25,11 +35,8 @@ class PhaseTimer:
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
-        t0 = time.perf_counter()
-        try:
+        with _add_elapsed(self.seconds, name):
             yield
-        finally:
-            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
 
     def summary(self) -> dict[str, float]:
         total = time.perf_counter() - self._start
@@ -72,11 +79,10 @@ class KeptStepTimer:
     @contextmanager
     def step(self, name: str) -> Iterator[None]:
         """Time the block and add its seconds to ``name`` (kept even when the block raises)."""
-        t0 = time.perf_counter()
         try:
-            yield
+            with _add_elapsed(self.seconds, name):
+                yield
         finally:
-            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
             write_json(self.path, self.seconds)
 
     def summary(self) -> dict[str, float]:
