@@ -68,24 +68,29 @@ OVERHEAD_TARGET = 0.10
 STARTUP_TIMEOUT_S = 120.0
 #: Rounds of alternating warm blocks (:func:`in_blocks`).
 WARM_ROUNDS = 3
+#: The setting's keys that go to ``care serve --config`` (``threads`` is a command-line option).
+SERVE_KEYS = ("max_batch_size", "max_wait_ms", "inline_max_items", "fast_search")
 #: Queries used (dev test questions).
 N_QUERIES = 400
 
 
 def parse_setting(text: str) -> dict[str, Any]:
-    """``"b32w0t1"`` -> max_batch_size 32, max_wait_ms 0, encoder threads 1, and the service's default
-    inline limit; ``"b32w0t1i0"`` also sets ``inline_max_items`` 0 (always through the batcher's thread)."""
+    """``"b32w0t1"`` -> max_batch_size 32, max_wait_ms 0, encoder threads 1, and the service's defaults for
+    the inline limit and the /search hot path; ``i0`` after it also sets ``inline_max_items`` 0 (always through
+    the batcher's thread), ``f0`` ``fast_search`` false (/search through FastAPI's route), e.g. ``b32w0t1f0``."""
     import re
 
     from care.serve.config import ServeConfig
 
-    match = re.fullmatch(r"b(\d+)w([\d.]+)t(\d+)(?:i(\d+))?", text)
+    match = re.fullmatch(r"b(\d+)w([\d.]+)t(\d+)(?:i(\d+))?(?:f([01]))?", text)
     if not match:
-        raise SystemExit(f"--settings: {text!r} is not like b32w0t1 or b32w0t1i0 (max batch, max wait ms, threads, "
-                         "inline max items)")
-    inline = int(match[4]) if match[4] is not None else ServeConfig().inline_max_items
+        raise SystemExit(f"--settings: {text!r} is not like b32w0t1, b32w0t1i0 or b32w0t1f0 (max batch, max wait ms, "
+                         "threads, inline max items, /search hot path on or off)")
+    defaults = ServeConfig()
+    inline = int(match[4]) if match[4] is not None else defaults.inline_max_items
+    fast = bool(int(match[5])) if match[5] is not None else defaults.fast_search
     return {"max_batch_size": int(match[1]), "max_wait_ms": float(match[2]), "threads": int(match[3]),
-            "inline_max_items": inline}
+            "inline_max_items": inline, "fast_search": fast}
 
 
 def query_encoder(work: Path) -> Path:
@@ -163,7 +168,7 @@ class Service:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = work / f"serve-{self.port}.json"
-        config.write_text(json.dumps({k: setting[k] for k in ("max_batch_size", "max_wait_ms", "inline_max_items")}),
+        config.write_text(json.dumps({k: setting[k] for k in SERVE_KEYS if k in setting}),
                           encoding="utf-8")
         command = [str(Path(sys.executable).parent / "care"), "serve", "--index", str(index), "--onnx", str(onnx), "--int8",
                    "--threads", str(setting["threads"]), "--port", str(self.port), "--config", str(config)]
@@ -225,7 +230,7 @@ class FloorService(Service):
 
 def search_answer(engine: Any, query: str) -> bytes:
     """The bytes ``/search`` answers for ``query`` (k = TOP_K), built as the service builds them."""
-    from care.serve.app import search_body
+    from care.serve.search_path import search_body
 
     (found,) = engine.search_vectors([query], [TOP_K], instruction=None)
     return search_body(engine.hits(found, TOP_K, None), TOP_K, took_ms=1.0)
@@ -442,9 +447,9 @@ def write_report(results: dict[str, Any], args: argparse.Namespace, index: Path,
     for name, r in results.items():
         s, o = r["setting"], r["overhead"]
         overhead = f"{o['overhead_p50'] * 100:.1f} %" if o["overhead_p50"] is not None else "not given (self-check failed)"
-        inline = s.get("inline_max_items")  # records before the inline path have none
+        later = "".join(f", {key}={s[key]}" for key in ("inline_max_items", "fast_search") if key in s)  # older records lack them
         lines += [f"## max_batch_size={s['max_batch_size']}, max_wait_ms={s['max_wait_ms']}, encoder threads={s['threads']}"
-                  + (f", inline_max_items={inline}" if inline is not None else ""), "",
+                  + later, "",
                   f"One client, interleaved per query{_with_others(o, name)}: bare encode + search + lookup p50 {o['bare_p50_ms']:.3f} ms, "
                   f"HTTP p50 {o['http_p50_ms']:.3f} ms → service overhead {overhead} (target ≤ {OVERHEAD_TARGET * 100:.0f} %). "
                   f"{o['self_check']}.", "", *_split_lines(o), "",

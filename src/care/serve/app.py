@@ -7,6 +7,8 @@ body is read), 413 a body over ``max_body_bytes``, 422 invalid input (a body tha
 not complete JSON, empty, invisible or over-long text, a lone surrogate or NUL, k out of range, an
 over-long instruction or filter), 503 overloaded (retry), 400 a side that is not loaded. A request
 that still makes the model fail is answered alone (500) and never fails the requests batched with it.
+``POST /search`` is answered by a plain ASGI layer (:mod:`care.serve.search_path`) with the same
+checks and handler as its FastAPI route, which stays as the documented schema (``ServeConfig.fast_search``).
 """
 
 from __future__ import annotations
@@ -14,13 +16,11 @@ from __future__ import annotations
 import base64
 import logging
 import os
-import time
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any
 
 import numpy as np
-import orjson
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
@@ -31,6 +31,7 @@ from care.serve.batcher import MicroBatcher, QueueFullError
 from care.serve.engine import EMBED, SEARCH, SearchEngine, usage_tokens
 from care.serve.guard import RequestGuard
 from care.serve.metrics import RequestMetrics, ServiceMetrics
+from care.serve.search_path import RETRY_AFTER_S, SearchFastPath, SearchHandler, validation_detail
 from care.serve.schemas import (
     EmbedRequest,
     EmbedResponse,
@@ -80,12 +81,6 @@ def _texts(value: str | list[str], what: str, engine: SearchEngine) -> list[str]
     return texts
 
 
-def search_body(hits: list[dict[str, Any]], k: int, took_ms: float) -> bytes:
-    """The JSON bytes ``/search`` answers: written once with orjson rather than validated again against
-    ``response_model`` (which stays the documented schema): the hits are built by the engine in that shape."""
-    return orjson.dumps({"hits": hits, "k": k, "took_ms": took_ms}, option=orjson.OPT_SERIALIZE_NUMPY)
-
-
 def cheap_enough_inline(key: tuple, items: list[Any], max_items: int) -> bool:
     """Batcher work that may run on the event loop when the service is idle: a search or query-side
     embedding of at most ``max_items`` texts (``ServeConfig.inline_max_items``); never the document side."""
@@ -121,21 +116,13 @@ def create_app(engine: SearchEngine) -> FastAPI:
     )
     app.state.engine, app.state.metrics, app.state.batcher = engine, metrics, batcher
 
-    # the guard runs inside the request counter (middleware added later wraps the earlier), so its answers are counted
-    app.add_middleware(RequestGuard, paths=GUARDED_PATHS, api_key=api_key, max_body_bytes=config.max_body_bytes)
-    app.add_middleware(RequestMetrics, metrics=metrics, routes=COUNTED_ROUTES, queue_depth=lambda: batcher.pending)
-
     @app.exception_handler(RequestValidationError)
     async def invalid_body(_: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = []
-        for error in exc.errors():
-            where = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
-            problems.append(f"{where}: {error.get('msg', 'invalid')}")
-        return JSONResponse(status_code=422, content={"detail": "invalid request: " + "; ".join(problems)})
+        return JSONResponse(status_code=422, content={"detail": validation_detail(exc.errors())})
 
     @app.exception_handler(QueueFullError)
     async def overloaded(_: Request, exc: QueueFullError) -> JSONResponse:
-        return JSONResponse(status_code=503, content={"detail": str(exc)}, headers={"Retry-After": "1"})
+        return JSONResponse(status_code=503, content={"detail": str(exc)}, headers={"Retry-After": str(RETRY_AFTER_S)})
 
     async def run(key: tuple, items: list[Any]) -> list[Any]:
         try:
@@ -149,19 +136,13 @@ def create_app(engine: SearchEngine) -> FastAPI:
             raise HTTPException(500, f"the encoder failed on this request ({type(exc).__name__}: {exc}); "
                                      "other requests are not affected") from None
 
+    searcher = SearchHandler(engine, run, _texts)
+
     @app.post("/search", response_model=SearchResponse,
               summary="Search the index with one query")
     async def search(body: SearchRequest) -> Response:
-        started = time.perf_counter()
-        _texts(body.query, "query", engine)
-        k = body.k if body.k is not None else config.default_k
-        if k > config.max_k:
-            raise HTTPException(422, f"k={k} is larger than the maximum {config.max_k}")
-        n_candidates = engine.candidates_for(k, body.filters)
-        (found,) = await run((SEARCH, body.instruction), [(body.query, n_candidates)])
-        hits = engine.hits(found, k, body.filters)
-        took_ms = round((time.perf_counter() - started) * 1000, 3)
-        return Response(search_body(hits, k, took_ms), media_type="application/json")
+        # documents the endpoint; with config.fast_search, SearchFastPath below answers instead, with the same handler
+        return Response(await searcher.answer(body), media_type="application/json")
 
     @app.post("/embed", response_model=EmbedResponse,
               summary="Embed texts on the query or document side")
@@ -211,4 +192,10 @@ def create_app(engine: SearchEngine) -> FastAPI:
         return FileResponse(os.path.join(_static_dir(), "index.html"))
 
     app.mount("/static", StaticFiles(directory=_static_dir()), name="static")
+    # middleware added later wraps the earlier: metrics -> guard -> the /search hot path -> FastAPI's routes,
+    # so the guard's answers are counted and /search is checked (key, size, JSON) before it is answered
+    if config.fast_search:
+        app.add_middleware(SearchFastPath, handler=searcher, path="/search")
+    app.add_middleware(RequestGuard, paths=GUARDED_PATHS, api_key=api_key, max_body_bytes=config.max_body_bytes)
+    app.add_middleware(RequestMetrics, metrics=metrics, routes=COUNTED_ROUTES, queue_depth=lambda: batcher.pending)
     return app

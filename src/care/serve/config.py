@@ -37,6 +37,9 @@ class ServeConfig(Config):
             sequential traffic) is encoded at once on the event loop's thread instead of through the
             batcher's queue and worker thread (saves the hand-off, 0.2-0.5 ms on 2 cores); 0 = never.
             Document-side work always goes through the worker thread.
+        fast_search: answer ``POST /search`` with a plain ASGI layer (:mod:`care.serve.search_path`: same
+            checks, same answers, without FastAPI's per-request routing and dependency work); False = through
+            FastAPI's route, as a comparison for ``benchmarks/service_load.py``.
         max_queue: texts waiting for the encoder before new requests get 503 (back-pressure).
         filter_overfetch: with filters, ``k * filter_overfetch`` candidates are searched, then filtered.
         max_candidates: cap on searched candidates when filtering.
@@ -53,6 +56,7 @@ class ServeConfig(Config):
     max_wait_ms: float = 0.0
     max_queue: int = 4096
     inline_max_items: int = 4
+    fast_search: bool = True
     filter_overfetch: int = 10
     max_candidates: int = 1000
     api_key_env: str | None = None

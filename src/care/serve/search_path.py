@@ -1,0 +1,144 @@
+"""``POST /search`` on the hot path: the same answer as the FastAPI route, without FastAPI's per-request work.
+
+At one client the service's own code (everything between uvicorn handing over the request and the
+answer bytes, minus encoding and search) was about a tenth of a 3 ms query
+(``benchmarks/service_load.py``); most of it was FastAPI's routing, dependency solving, body
+re-reading and exception middleware, not this project's checks. :class:`SearchFastPath` is a plain
+ASGI layer placed inside the API-key / body-size guard and the request metrics: it answers
+``POST /search`` itself — body parsed with orjson, checked by the same pydantic model
+(:class:`~care.serve.schemas.SearchRequest`), processed by the same :class:`SearchHandler` the
+FastAPI route uses — and passes every other request on. Errors keep the service's contract:
+``{"detail": ...}`` with 422 for an invalid body (worded like the FastAPI route's), the handler's
+own status for its refusals, 503 with ``Retry-After`` when the encoder queue is full.
+
+The FastAPI route stays declared (it is what ``/openapi.json`` and ``/docs`` describe, and it serves
+``/search`` when the app is used without this layer); both paths share :class:`SearchHandler`, so
+they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+import orjson
+from fastapi import HTTPException
+from pydantic import ValidationError
+
+from care.serve.batcher import QueueFullError
+from care.serve.engine import SEARCH, SearchEngine
+from care.serve.schemas import SearchRequest
+
+#: ``run(key, items)``: the app's hand-off to the micro-batcher (errors already mapped to HTTPException).
+RunFn = Callable[[tuple, list[Any]], Awaitable[list[Any]]]
+JSON_HEADERS = [(b"content-type", b"application/json")]
+#: Seconds a client should wait before retrying when the encoder queue is full (the ``Retry-After`` header).
+RETRY_AFTER_S = 1
+#: What an empty or non-object body is told.
+NOT_AN_OBJECT = 'send a JSON object such as {"query": "头痛怎么办", "k": 10}'
+
+
+def validation_detail(errors: Iterable[Mapping[str, Any]]) -> str:
+    """pydantic / FastAPI validation errors as one sentence: ``invalid request: k: Input should be ...``
+    (``body`` names the whole body; FastAPI's leading ``body`` location is dropped)."""
+    problems = []
+    for error in errors:
+        where = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
+        problems.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "invalid request: " + "; ".join(problems)
+
+
+def search_body(hits: list[dict[str, Any]], k: int, took_ms: float) -> bytes:
+    """The JSON bytes ``/search`` answers: written once with orjson rather than validated again against
+    ``response_model`` (which stays the documented schema): the hits are built by the engine in that shape."""
+    return orjson.dumps({"hits": hits, "k": k, "took_ms": took_ms}, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+class SearchHandler:
+    """What ``/search`` does with a checked request: the server-side limits, the micro-batcher, the lookup.
+
+    Args:
+        engine: the loaded search engine (its ``config`` holds the limits).
+        run: the app's hand-off to the micro-batcher.
+        check_texts: the app's text check (``_texts``), raising HTTPException 422.
+    """
+
+    def __init__(self, engine: SearchEngine, run: RunFn, check_texts: Callable[[Any, str, SearchEngine], Any]) -> None:
+        self.engine, self.run, self.check_texts = engine, run, check_texts
+
+    async def answer(self, request: SearchRequest) -> bytes:
+        """The response body for ``request``. Raises HTTPException (4xx/5xx) or QueueFullError (503)."""
+        started = time.perf_counter()
+        engine, config = self.engine, self.engine.config
+        self.check_texts(request.query, "query", engine)
+        k = request.k if request.k is not None else config.default_k
+        if k > config.max_k:
+            raise HTTPException(422, f"k={k} is larger than the maximum {config.max_k}")
+        n_candidates = engine.candidates_for(k, request.filters)
+        (found,) = await self.run((SEARCH, request.instruction), [(request.query, n_candidates)])
+        hits = engine.hits(found, k, request.filters)
+        return search_body(hits, k, round((time.perf_counter() - started) * 1000, 3))
+
+
+async def _send_json(send: Callable, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    headers = [*JSON_HEADERS, (b"content-length", str(len(body)).encode()), *(extra or [])]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _detail(message: str) -> bytes:
+    return orjson.dumps({"detail": message})
+
+
+class SearchFastPath:
+    """ASGI middleware answering ``POST <path>`` with :class:`SearchHandler` (module docstring).
+
+    Args:
+        app: the wrapped application (everything else goes there unchanged).
+        handler: the shared ``/search`` logic.
+        path: the path to answer (``/search``).
+    """
+
+    def __init__(self, app: Callable, *, handler: SearchHandler, path: str = "/search") -> None:
+        self.app, self.handler, self.path = app, handler, path
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http" or scope["path"] != self.path or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return  # the client left; nobody to answer
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        try:
+            request = self._parse(body)
+            answer = await self.handler.answer(request)
+        except ValidationError as exc:
+            await _send_json(send, 422, _detail(validation_detail(exc.errors())))
+        except HTTPException as exc:
+            await _send_json(send, exc.status_code, _detail(str(exc.detail)))
+        except QueueFullError as exc:
+            await _send_json(send, 503, _detail(str(exc)), [(b"retry-after", str(RETRY_AFTER_S).encode())])
+        else:
+            await _send_json(send, 200, answer)
+
+    @staticmethod
+    def _parse(body: bytes) -> SearchRequest:
+        """The checked request. Raises ValidationError, or HTTPException 422 for a body that is empty, not a
+        JSON object, or not JSON (the guard in front normally catches the last)."""
+        try:
+            payload = orjson.loads(body) if body.strip() else None
+        except orjson.JSONDecodeError:
+            try:  # orjson refuses escaped lone surrogates; the stdlib reads them and the model names them
+                payload = json.loads(body)
+            except ValueError as exc:
+                raise HTTPException(422, f"the request body is not valid JSON: {exc}") from None
+        if not isinstance(payload, dict):
+            raise HTTPException(422, validation_detail([{"loc": (), "msg": NOT_AN_OBJECT}]))
+        return SearchRequest.model_validate(payload)

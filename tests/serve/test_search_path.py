@@ -1,0 +1,98 @@
+"""The /search hot path (care.serve.search_path) answers exactly like the FastAPI route it bypasses."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import httpx
+import pytest
+
+from care.serve.app import create_app
+from care.serve.engine import SearchEngine
+from care.serve.search_path import NOT_AN_OBJECT, SearchFastPath, validation_detail
+from care.serve.server import serve_in_thread
+
+#: Bodies every path must answer the same way: good ones, and each kind of refusal.
+BODIES = [
+    b'{"query": "\\u5934\\u75db\\u600e\\u4e48\\u529e", "k": 3}',
+    '{"query": "胸痛", "k": 5, "filters": {"department": ["cardiology", "neurology"]}}'.encode(),
+    '{"query": "胸痛", "instruction": "Find answers"}'.encode(),
+    b'{"query": "   "}',  # handler-level text check: 422
+    '{"query": "头痛", "k": 0}'.encode(),  # model: k >= 1
+    '{"query": "头痛", "k": "three"}'.encode(),  # model: not an integer
+    '{"query": "头痛", "k": 1000}'.encode(),  # handler: k above max_k
+    '{"query": "头痛", "colour": "red"}'.encode(),  # model: extra field forbidden
+    '{"k": 3}'.encode(),  # model: query missing
+    b'{"query": "\\u5934\\ud800"}',  # lone surrogate (orjson refuses the escape, the model names it)
+]
+#: Bodies the hot path words more plainly than FastAPI's "Input should be a valid dictionary or object ...".
+NOT_OBJECTS = [b"[1, 2]", b'"headache"', b""]
+
+
+def _with(engine, **changes) -> SearchEngine:
+    return SearchEngine(engine.bundle, engine.query_encoder, dataclasses.replace(engine.config, **changes))
+
+
+def _answers(app, bodies: list[bytes] = BODIES) -> list[tuple[int, dict]]:
+    with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=30) as client:
+        out = []
+        for body in bodies:
+            response = client.post("/search", content=body, headers={"content-type": "application/json"})
+            payload = response.json()
+            payload.pop("took_ms", None)
+            out.append((response.status_code, payload))
+        return out
+
+
+def test_fast_path_answers_like_the_fastapi_route(engine):
+    route_app = create_app(_with(engine, fast_search=False))
+    assert not any(m.cls is SearchFastPath for m in route_app.user_middleware)
+    fast, route = _answers(create_app(engine)), _answers(create_app(_with(engine, fast_search=False)))
+    assert [status for status, _ in fast] == [200, 200, 200, 422, 422, 422, 422, 422, 422, 422]
+    assert fast == route  # same hits in the same order, same refusals word for word
+    assert fast[0][1]["k"] == 3 and len(fast[0][1]["hits"]) == 3
+    assert "k: Input should be greater than or equal to 1" in fast[4][1]["detail"]
+    assert "query contains a lone surrogate" in fast[9][1]["detail"]
+
+
+def test_fast_path_asks_for_a_json_object(engine):
+    for status, payload in _answers(create_app(engine), NOT_OBJECTS):
+        assert status == 422 and payload["detail"] == f"invalid request: body: {NOT_AN_OBJECT}"
+
+
+def test_fast_path_answers_search_and_passes_everything_else_on(engine):
+    app = create_app(engine)
+    with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=30) as client:
+        assert client.post("/search", json={"query": "头痛"}).status_code == 200
+        assert app.state.batcher.inline_calls == 1  # answered, through the same batcher
+        assert client.get("/search").status_code == 405  # other methods still reach FastAPI's routing
+        assert client.post("/embed", json={"inputs": ["头痛"]}).status_code == 200
+        metrics = client.get("/metrics").text
+    assert 'care_requests_total{endpoint="/search",status="200"}' in metrics
+    assert 'care_requests_total{endpoint="/search",status="405"}' in metrics
+
+
+def test_fast_path_answers_503_with_retry_after_when_the_queue_is_full(engine):
+    app = create_app(_with(engine))
+    with serve_in_thread(app) as url:
+        app.state.batcher.max_queue = 0  # every request finds the queue full
+        response = httpx.post(url + "/search", json={"query": "头痛"}, timeout=30)
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "1" and "retry shortly" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(("errors", "expected"), [
+    ([{"loc": ("body", "k"), "msg": "Input should be a valid integer"}], "invalid request: k: Input should be a valid integer"),
+    ([{"loc": (), "msg": "Input should be a valid dictionary"}, {"loc": ("query",), "msg": "Field required"}],
+     "invalid request: body: Input should be a valid dictionary; query: Field required"),
+])
+def test_validation_detail_names_each_field(errors, expected):
+    assert validation_detail(errors) == expected
+
+
+def test_the_hot_path_is_a_serve_setting_that_round_trips():
+    from care.serve.config import ServeConfig
+
+    assert ServeConfig().fast_search is True
+    config = ServeConfig.from_dict({"fast_search": False, "inline_max_items": 0})
+    assert config.fast_search is False and ServeConfig.from_dict(config.to_dict()) == config
