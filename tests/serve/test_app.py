@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import json
 import shutil
 
@@ -16,7 +15,7 @@ from care.serve.app import create_app
 from care.serve.config import ServeConfig
 from care.serve.engine import load_engine
 from care.serve.server import serve_in_thread
-from care.serve.testing import SAMPLE_DOCS, SAMPLE_QUERIES
+from care.serve.testing import SAMPLE_DOCS, SAMPLE_QUERIES, with_config
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +123,7 @@ def test_concurrent_requests_are_micro_batched(engine):
         calls.append(len(items))
         return original(key, items)
 
-    app = create_app(_with_config(engine, max_wait_ms=50.0))
+    app = create_app(with_config(engine, max_wait_ms=50.0))
     app.state.batcher._process = counting
     with serve_in_thread(app) as url:
         def ask(i: int) -> int:
@@ -139,7 +138,7 @@ def test_concurrent_requests_are_micro_batched(engine):
 def test_an_idle_service_answers_query_work_inline_and_the_same_as_through_the_batcher(engine):
     answers = {}
     for limit in (4, 0):  # 0 = always through the batcher's worker thread
-        app = create_app(_with_config(engine, inline_max_items=limit))
+        app = create_app(with_config(engine, inline_max_items=limit))
         with serve_in_thread(app) as url:
             hits = httpx.post(url + "/search", json={"query": "头痛怎么办", "k": 3}, timeout=30).json()["hits"]
             vectors = httpx.post(url + "/embed", json={"inputs": ["头痛", "发热"]}, timeout=30).json()["embeddings"]
@@ -175,7 +174,7 @@ def test_short_load_run_has_no_5xx_and_no_dropped_requests(service):
 
 def test_api_key_is_required_when_configured(engine, monkeypatch):
     monkeypatch.setenv("CARE_TEST_KEY", "s3cret")
-    keyed = create_app(_with_config(engine, api_key_env="CARE_TEST_KEY"))
+    keyed = create_app(with_config(engine, api_key_env="CARE_TEST_KEY"))
     with serve_in_thread(keyed) as url:
         assert httpx.post(url + "/search", json={"query": "头痛"}).status_code == 401
         assert httpx.post(url + "/search", json={"query": "头痛"}, headers={"Authorization": "Bearer nope"}).status_code == 401
@@ -184,13 +183,7 @@ def test_api_key_is_required_when_configured(engine, monkeypatch):
         assert httpx.get(url + "/health").status_code == 200
     monkeypatch.delenv("CARE_TEST_KEY")
     with pytest.raises(CareError, match="CARE_TEST_KEY is not set"):
-        create_app(_with_config(engine, api_key_env="CARE_TEST_KEY"))
-
-
-def _with_config(engine, **changes):
-    from care.serve.engine import SearchEngine
-
-    return SearchEngine(engine.bundle, engine.query_encoder, dataclasses.replace(engine.config, **changes))
+        create_app(with_config(engine, api_key_env="CARE_TEST_KEY"))
 
 
 def test_document_side_when_loaded_explicitly(flat_index, tiny_care):

@@ -5,7 +5,6 @@ bodies, a clear error for a broken server config, and a short mixed load with ho
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import json
 import socket
 import subprocess
@@ -18,17 +17,12 @@ import pytest
 from care.errors import CareError
 from care.serve.app import create_app
 from care.serve.config import ServeConfig
-from care.serve.engine import SearchEngine
 from care.serve.server import serve_in_thread
-from care.serve.testing import SAMPLE_QUERIES
+from care.serve.testing import SAMPLE_QUERIES, with_config
 from care.serve.validation import MAX_FILTER_VALUES, MAX_INSTRUCTION_CHARS
 
 #: Seconds within which a refusal must arrive although the client has not sent its (huge) body.
 PROMPT_S = 5.0
-
-
-def _with_config(engine, **changes) -> SearchEngine:
-    return SearchEngine(engine.bundle, engine.query_encoder, dataclasses.replace(engine.config, **changes))
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +59,7 @@ def test_a_request_that_fails_the_model_does_not_fail_its_batch(engine):
             raise RuntimeError("tokenizer exploded")
         return original(key, items)
 
-    app = create_app(_with_config(engine, max_wait_ms=100.0))
+    app = create_app(with_config(engine, max_wait_ms=100.0))
     batches: list[int] = []
     app.state.batcher._process = lambda key, items: (batches.append(len(items)), fragile(key, items))[1]
     with serve_in_thread(app) as url:
@@ -95,7 +89,7 @@ def _raw_request(url: str, headers: dict[str, str], body: bytes = b"") -> tuple[
 
 def test_api_key_is_checked_before_the_body_and_big_bodies_are_413(engine, monkeypatch):
     monkeypatch.setenv("CARE_TEST_KEY", "s3cret")
-    app = create_app(_with_config(engine, api_key_env="CARE_TEST_KEY", max_body_bytes=1024))
+    app = create_app(with_config(engine, api_key_env="CARE_TEST_KEY", max_body_bytes=1024))
     announced = {"Content-Type": "application/json", "Content-Length": str(100 * 1024 * 1024)}
     with serve_in_thread(app) as url:
         # 100 MB announced, not one byte sent: the answer comes from the headers alone
@@ -166,7 +160,7 @@ def test_short_mixed_load_with_hostile_requests_fails_no_valid_request(engine, m
     from care.serve.loadgen import run_mixed_load
 
     monkeypatch.setenv("CARE_TEST_KEY", "s3cret")
-    app = create_app(_with_config(engine, api_key_env="CARE_TEST_KEY"))
+    app = create_app(with_config(engine, api_key_env="CARE_TEST_KEY"))
     with serve_in_thread(app) as url:
         report = run_mixed_load(url, list(SAMPLE_QUERIES), clients=8, duration_s=3.0, hostile_share=0.3, seed=1,
                                 api_key="s3cret",

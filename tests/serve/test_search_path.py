@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 
 import httpx
 import pytest
 
 from care.serve.app import create_app
-from care.serve.engine import SearchEngine
 from care.serve.search_path import NOT_AN_OBJECT, SearchFastPath, validation_detail
 from care.serve.server import serve_in_thread
+from care.serve.testing import with_config
 
 #: Bodies every path must answer the same way: good ones, and each kind of refusal.
 BODIES = [
@@ -29,10 +28,6 @@ BODIES = [
 NOT_OBJECTS = [b"[1, 2]", b'"headache"', b""]
 
 
-def _with(engine, **changes) -> SearchEngine:
-    return SearchEngine(engine.bundle, engine.query_encoder, dataclasses.replace(engine.config, **changes))
-
-
 def _answers(app, bodies: list[bytes] = BODIES) -> list[tuple[int, dict]]:
     with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=30) as client:
         out = []
@@ -45,9 +40,9 @@ def _answers(app, bodies: list[bytes] = BODIES) -> list[tuple[int, dict]]:
 
 
 def test_fast_path_answers_like_the_fastapi_route(engine):
-    route_app = create_app(_with(engine, fast_search=False))
+    route_app = create_app(with_config(engine, fast_search=False))
     assert not any(m.cls is SearchFastPath for m in route_app.user_middleware)
-    fast, route = _answers(create_app(engine)), _answers(create_app(_with(engine, fast_search=False)))
+    fast, route = _answers(create_app(engine)), _answers(create_app(with_config(engine, fast_search=False)))
     assert [status for status, _ in fast] == [200, 200, 200, 422, 422, 422, 422, 422, 422, 422]
     assert fast == route  # same hits in the same order, same refusals word for word
     assert fast[0][1]["k"] == 3 and len(fast[0][1]["hits"]) == 3
@@ -73,7 +68,7 @@ def test_fast_path_answers_search_and_passes_everything_else_on(engine):
 
 
 def test_fast_path_answers_503_with_retry_after_when_the_queue_is_full(engine):
-    app = create_app(_with(engine))
+    app = create_app(with_config(engine))
     with serve_in_thread(app) as url:
         app.state.batcher.max_queue = 0  # every request finds the queue full
         response = httpx.post(url + "/search", json={"query": "头痛"}, timeout=30)

@@ -1,9 +1,9 @@
 """``POST /search`` on the hot path: the same answer as the FastAPI route, without FastAPI's per-request work.
 
-In-process, FastAPI's routing, dependency solving, body re-reading and exception middleware were
-about half of the app's own time per ``/search`` (~150 µs; ~70 µs without them); over HTTP at one
-client, side by side in one run of ``benchmarks/service_load.py``, the service's own code fell from
-0.93 to 0.69 ms warm (settings ``b32w0t1f0`` vs ``b32w0t1``). :class:`SearchFastPath` is a plain
+FastAPI's routing, dependency solving, body re-reading and exception middleware are a large part of
+the service's own time per ``/search``: over HTTP at one client, side by side in one run of
+``benchmarks/service_load.py``, the service's own code is 0.93 ms warm through the FastAPI route and
+0.69 ms through this path (settings ``b32w0t1f0`` vs ``b32w0t1``). :class:`SearchFastPath` is a plain
 ASGI layer placed inside the API-key / body-size guard and the request metrics: it answers
 ``POST /search`` itself — body parsed with orjson, checked by the same pydantic model
 (:class:`~care.serve.schemas.SearchRequest`), processed by the same :class:`SearchHandler` the

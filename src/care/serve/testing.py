@@ -31,6 +31,16 @@ SAMPLE_DOCS: tuple[dict[str, Any], ...] = (
 SAMPLE_QUERIES: tuple[str, ...] = ("头痛怎么办", "高血压吃什么药", "血糖高要注意什么", "反酸烧心", "肺部结节要复查吗")
 
 
+def with_config(engine: Any, **changes: Any) -> Any:
+    """A :class:`~care.serve.engine.SearchEngine` over ``engine``'s index and encoder with ``changes`` made
+    to its :class:`~care.serve.config.ServeConfig` (e.g. ``max_wait_ms=50.0``); nothing is loaded again."""
+    import dataclasses
+
+    from care.serve.engine import SearchEngine
+
+    return SearchEngine(engine.bundle, engine.query_encoder, dataclasses.replace(engine.config, **changes))
+
+
 def write_corpus(path: str | Path, docs: Sequence[dict[str, Any]] = SAMPLE_DOCS) -> Path:
     """Write ``docs`` as a corpus JSONL."""
     path = Path(path)
