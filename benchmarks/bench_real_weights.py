@@ -208,14 +208,23 @@ def stage_train_seconds(work: Path) -> dict[str, float | None]:
 
 
 def _variant_overrides(variant: list[str]) -> tuple[list[str], dict | None]:
-    """Split a variant's settings into stage overrides and the mining switch (``stage2:mine=N``)."""
-    overrides, mining = [], None
+    """Split a variant's settings into stage overrides and the mining settings: ``stage2:mine=N`` mines
+    N negatives, ``stage2:mine.FIELD=VALUE`` sets a :class:`care.train.negatives.MiningConfig` field
+    (e.g. ``stage2:mine.relative_margin=0.02``, ``stage2:mine.range_max=300``)."""
+    import yaml
+
+    overrides, mining = [], {}
     for item in variant:
-        if item.startswith("stage2:mine="):
-            mining = {"n_negatives": int(item.split("=", 1)[1])}
+        key, _, value = item.partition("=")
+        if key == "stage2:mine":
+            mining["n_negatives"] = int(value)
+        elif key.startswith("stage2:mine."):
+            mining[key[len("stage2:mine."):]] = yaml.safe_load(value)
         else:
             overrides.append(item)
-    return overrides, mining
+    if mining and "n_negatives" not in mining:
+        raise SystemExit(f"variant {variant}: mining settings need stage2:mine=N (negatives per query)")
+    return overrides, mining or None
 
 
 def train_care(prep: Prepared, e5: Path, cut: Path, out: Path, seed: int, variant: list[str],
@@ -255,17 +264,17 @@ def stage2_run(prep: Prepared, out: Path, seed: int, query_model: str, document_
     """One Stage II run (the e5 preset's stage2.yaml + the ``stage2:`` overrides) from the given towers;
     negatives mined with ``document_model`` when ``mining`` is set. Returns the CARE model folder."""
     from care.train.config import TrainConfig, apply_overrides, load_config
-    from care.train.negatives import MiningConfig, mine_hard_negatives
+    from care.train.negatives import MiningConfig, is_mined_with, mine_hard_negatives
 
     if not (read_result(out) or _NotDone).completed:
         train_file = prep.train_file
         settings = [o.split(":", 1)[1] for o in overrides if o.startswith("stage2:")]
         if mining:
             train_file = out.parent / f"{out.name}_train.jsonl"
-            if not train_file.is_file():
+            config = MiningConfig(query_prompt=QUERY_PREFIX, document_prompt=PASSAGE_PREFIX, **mining)
+            if not is_mined_with(train_file, config):
                 corpus = [d.full_text for d in load_corpus(prep.corpus_file).values()]
-                mine_hard_negatives(prep.train_file, corpus, document_model, train_file,
-                                    MiningConfig(query_prompt=QUERY_PREFIX, document_prompt=PASSAGE_PREFIX, **mining))
+                mine_hard_negatives(prep.train_file, corpus, document_model, train_file, config)
             settings.append(f"data.n_negatives={mining['n_negatives']}")
         data = apply_overrides(load_config(CONFIGS / "stage2.yaml").to_dict(),
                                [f"seed={seed}", "runtime.progress_bar=false", f"output_dir={out}",

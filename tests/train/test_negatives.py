@@ -41,3 +41,53 @@ def test_mining_config_is_checked():
         MiningConfig(n_negatives=0)
     with pytest.raises(CareError, match="at least"):
         MiningConfig(n_negatives=8, range_max=5)
+
+
+def _mine(tiny_dir, tmp_path, config: MiningConfig):
+    from care.models.query import build_query_encoder
+
+    model = build_query_encoder(tiny_dir / "tiny-bert", pooling="mean", max_seq_length=32)
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps({"query": q, "pos": [d]}, ensure_ascii=False) + "\n" for q, d in PAIRS),
+                     encoding="utf-8")
+    target = tmp_path / "mined.jsonl"
+    report = mine_hard_negatives(train, [d for _, d in PAIRS], model, target, config)
+    return model, target, report
+
+
+def test_mined_negatives_respect_the_absolute_margin(tiny_dir, tmp_path):
+    margin = 0.02
+    config = MiningConfig(n_negatives=1, relative_margin=None, absolute_margin=margin, range_max=len(PAIRS) - 1)
+    model, target, report = _mine(tiny_dir, tmp_path, config)
+    rows = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
+    close = 0
+    for row in rows:
+        q = model.encode([row["query"]])[0]
+        pos = float(q @ model.encode(row["pos"])[0])
+        close += not np.all(model.encode(row["neg"]) @ q < pos - margin + 1e-6)
+    assert report.mined_rows > 0 and close <= report.fallback_rows
+
+
+def test_a_mined_file_is_reused_only_with_the_same_settings(tiny_dir, tmp_path):
+    from care.train.negatives import is_mined_with, mining_record
+
+    config = MiningConfig(n_negatives=1, relative_margin=0.02, range_max=len(PAIRS) - 1)
+    _, target, _ = _mine(tiny_dir, tmp_path, config)
+    assert is_mined_with(target, config)
+    assert not is_mined_with(target, MiningConfig(n_negatives=1, relative_margin=0.05, range_max=len(PAIRS) - 1))
+    assert not is_mined_with(target, MiningConfig(n_negatives=1, relative_margin=0.02, range_max=len(PAIRS) - 2))
+    assert not is_mined_with(tmp_path / "other.jsonl", config)  # never mined
+    record = json.loads(mining_record(target).read_text(encoding="utf-8"))
+    del record["config"]["absolute_margin"]  # a record written before the field existed: the default then
+    mining_record(target).write_text(json.dumps(record), encoding="utf-8")
+    assert is_mined_with(target, config)
+    mining_record(target).write_text("{not json", encoding="utf-8")  # a damaged record: mine again
+    assert not is_mined_with(target, config)
+
+
+@pytest.mark.parametrize("field", ["relative_margin", "absolute_margin"])
+def test_margins_outside_zero_one_are_rejected(field):
+    with pytest.raises(CareError, match=f"{field} must be in"):
+        MiningConfig(**{field: 1.5})
+    with pytest.raises(CareError, match=field):
+        MiningConfig(**{field: -0.1})

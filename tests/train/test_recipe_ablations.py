@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -292,3 +293,45 @@ def test_a_finished_stage_trained_from_other_towers_is_refused_not_reused(tiny_d
                                         r"query_model=.*stage1_rank/query"):
         run_recipe(_paths(tiny_dir, tmp_path), config_dir=_config_dir_with_rank(tiny_dir, tmp_path / "cfg"),
                    overrides=FAST)
+
+
+def test_cli_mining_flags_fill_the_recipe(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from care.cli import app
+
+    captured = {}
+    monkeypatch.setattr("care.train.recipe.run_recipe",
+                        lambda paths, *, config_dir=None, overrides=(), recipe=None: captured.update(recipe=recipe) or {})
+    base = ["train", "recipe", "--query-model", "q", "--document-model", "d", "--train", "t.jsonl", "-o", str(tmp_path),
+            "--corpus", "c.jsonl"]
+    result = CliRunner().invoke(app, [*base, "--mine-negatives", "2", "--mine-margin", "0.02", "--mine-depth", "300"])
+    assert result.exit_code == 0, result.output
+    assert captured["recipe"].mine_negatives == {"n_negatives": 2, "relative_margin": 0.02, "range_max": 300}
+    result = CliRunner().invoke(app, [*base, "--mine-margin", "0.02"])
+    assert result.exit_code != 0 and "--mine-negatives" in result.output
+    (tmp_path / "mined.yaml").write_text("mine_negatives: {n_negatives: 3, range_max: 50}\n")
+    result = CliRunner().invoke(app, [*base, "--ablation", str(tmp_path / "mined.yaml"), "--mine-margin", "0.01"])
+    assert result.exit_code == 0, result.output
+    assert captured["recipe"].mine_negatives == {"n_negatives": 3, "range_max": 50, "relative_margin": 0.01}
+
+
+def test_stage2_trains_on_negatives_mined_by_the_initialised_tower(tiny_dir, tmp_path, calls):
+    from care.train.negatives import mining_record
+
+    rows = [json.loads(line) for line in (tiny_dir / "train.jsonl").read_text(encoding="utf-8").splitlines()]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"d{i}", "text": t}, ensure_ascii=False) + "\n"
+                              for i, t in enumerate(dict.fromkeys(p for r in rows for p in (*r["pos"], *r.get("neg", []))))),
+                      encoding="utf-8")
+    paths = replace(_paths(tiny_dir, tmp_path / "out"), corpus_file=str(corpus))
+    mining = {"n_negatives": 1, "relative_margin": None, "range_max": 5}
+    run_recipe(paths, overrides=FAST, recipe=RecipeConfig(mine_negatives=mining), stages=["stage2"])
+    (stage, _, document, train_file, *_), = calls
+    mined = [json.loads(line) for line in Path(train_file).read_text(encoding="utf-8").splitlines()]
+    assert stage == "stage2" and document == str(tiny_dir / "tiny-qwen3")  # init_document not run: the base tower mines
+    assert len(mined) == len(rows) and all(len(r["neg"]) == 1 and r["neg"][0] not in r["pos"] for r in mined)
+    assert json.loads(mining_record(train_file).read_text(encoding="utf-8"))["config"]["range_max"] == 5
+    with pytest.raises(CareError, match="mine_negatives"):  # other mining settings in the same folder: refused
+        run_recipe(paths, overrides=FAST, recipe=RecipeConfig(mine_negatives={**mining, "range_max": 4}),
+                   stages=["stage2"])

@@ -68,7 +68,13 @@ def recipe_command(
     mine_negatives: int = typer.Option(
         None, "--mine-negatives",
         help="Stage II: mine N hard negatives per query with the initialised document tower over --corpus, "
-             "dropping candidates within 5%% of the positive's score (likely false negatives)."),
+             "dropping candidates within --mine-margin of the positive's score (likely false negatives)."),
+    mine_margin: float = typer.Option(
+        None, "--mine-margin",
+        help="With --mine-negatives: a candidate must score below (1 - M) x the positive's score "
+             "(default 0.05; on e5's crowded cosines 0.02 keeps negatives for far more queries)."),
+    mine_depth: int = typer.Option(
+        None, "--mine-depth", help="With --mine-negatives: deepest rank searched for negatives (default 100)."),
 ) -> None:
     """Run init (query, document) -> Stage I (+ stage1_rank where the configs ship it) -> Stage II, skipping
     finished stages on rerun (see docs: Ablations)."""
@@ -82,11 +88,22 @@ def recipe_command(
                           stage1_data=stage1_data if stage1_data != "alignment" else base.stage1_data,
                           pretrained_query_model=pretrained_query_model or base.pretrained_query_model,
                           overrides=list(base.overrides),
-                          mine_negatives={"n_negatives": mine_negatives} if mine_negatives else base.mine_negatives)
+                          mine_negatives=_mining(mine_negatives, mine_margin, mine_depth, base.mine_negatives))
     results = run_recipe(RecipePaths(query_model, document_model, train_file, output, alignment, corpus),
                          config_dir=config_dir, overrides=set_, recipe=recipe)
     for result in results.values():
         _print_result(result)
+
+
+def _mining(n_negatives: int | None, margin: float | None, depth: int | None,
+            base: dict | None) -> dict | None:
+    """The recipe's ``mine_negatives`` from the CLI flags over the ablation file's (``base``)."""
+    if n_negatives is None and (margin is not None or depth is not None) and base is None:
+        raise typer.BadParameter("--mine-margin / --mine-depth need --mine-negatives N")
+    if n_negatives is None and margin is None and depth is None:
+        return base
+    flags = {"n_negatives": n_negatives, "relative_margin": margin, "range_max": depth}
+    return {**(base or {}), **{k: v for k, v in flags.items() if v is not None}}
 
 
 @train_app.command("baseline")

@@ -9,8 +9,11 @@ documents) and keeps a candidate only when it scores clearly below the labelled 
 
     s(q, c) < s(q, d⁺) − |s(q, d⁺)| · m
 
-(NV-Retriever's "TopK-PercPos" at m = 0.05, the setting its authors found best), then the top
-``n`` remaining candidates are the row's ``neg``. The search, the margin and the ranking are
+(NV-Retriever's "TopK-PercPos" at m = 0.05, the setting its authors found best), and with
+``absolute_margin = a`` iff ``s(q, c) < s(q, d⁺) − a``; then the top ``n`` remaining candidates are the
+row's ``neg``. On cosine models with crowded scores (e5: the positive of a training query scores 0.83 on
+average and rank 100 still 0.79) 5 % is a wide band: most candidates of the top 100 sit inside it, so
+a looser margin or a deeper ``range_max`` is what leaves negatives to keep (``docs/training.md``). The search, the margin and the ranking are
 sentence-transformers' :func:`sentence_transformers.util.mine_hard_negatives`; this module feeds it a
 training file and writes the result back in the training format. A row for which no candidate
 passes the filter (its positive ranks below ``range_max``) gets ``fallback`` random corpus documents,
@@ -19,6 +22,7 @@ counted in the returned :class:`MiningReport`.
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 from collections import defaultdict
@@ -46,6 +50,7 @@ class MiningConfig:
     Attributes:
         n_negatives: negatives kept per row (the best-ranked that pass the filter).
         relative_margin: see the module docstring; ``None`` keeps candidates however close they score.
+        absolute_margin: see the module docstring; ``None`` (the default) applies no absolute margin.
         range_min: ranks skipped at the top of the ranking (0: none).
         range_max: deepest rank considered.
         query_prompt / document_prompt: prefixes the model expects (e5: ``"query: "`` / ``"passage: "``).
@@ -55,6 +60,7 @@ class MiningConfig:
 
     n_negatives: int = 7
     relative_margin: float | None = DEFAULT_RELATIVE_MARGIN
+    absolute_margin: float | None = None
     range_min: int = 0
     range_max: int = DEFAULT_RANGE_MAX
     query_prompt: str | None = None
@@ -68,9 +74,32 @@ class MiningConfig:
         if self.range_max - self.range_min < self.n_negatives:
             raise CareError(f"mining: range_max - range_min ({self.range_max} - {self.range_min}) must leave at least "
                             f"n_negatives = {self.n_negatives} candidates")
+        for name in ("relative_margin", "absolute_margin"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value < 1:
+                raise CareError(f"mining: {name} must be in [0, 1) (a share of the positive's score, or a cosine "
+                                f"difference), got {value}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def mining_record(target: str | Path) -> Path:
+    """Where :func:`mine_hard_negatives` records the config and report of the mined file ``target``."""
+    return Path(f"{target}.mining.json")
+
+
+def is_mined_with(target: str | Path, config: MiningConfig) -> bool:
+    """Whether ``target`` exists and was mined with ``config`` (its record says so), so a rerun may reuse
+    it; a file mined with other settings (another margin, depth or count) is not reused."""
+    record = mining_record(target)
+    if not Path(target).is_file() or not record.is_file():
+        return False
+    try:
+        recorded = json.loads(record.read_text(encoding="utf-8"))["config"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    return {**MiningConfig().to_dict(), **recorded} == config.to_dict()
 
 
 @dataclass
@@ -112,7 +141,8 @@ def mine_hard_negatives(train_file: str | Path, corpus: list[str], model, target
     pairs = Dataset.from_dict({"query": [r["query"] for r in rows], "positive": [r["pos"][0] for r in rows]})
     pool = list(dict.fromkeys([*corpus, *(p for r in rows for p in r["pos"])]))
     mined = st_mine(pairs, model, corpus=pool, range_min=config.range_min, range_max=config.range_max,
-                    relative_margin=config.relative_margin, num_negatives=config.n_negatives,
+                    relative_margin=config.relative_margin, absolute_margin=config.absolute_margin,
+                    num_negatives=config.n_negatives,
                     sampling_strategy="top", query_prompt=config.query_prompt, corpus_prompt=config.document_prompt,
                     batch_size=config.batch_size, output_format="triplet", verbose=False)
     found: dict[str, list[str]] = defaultdict(list)
@@ -133,7 +163,7 @@ def mine_hard_negatives(train_file: str | Path, corpus: list[str], model, target
     write_jsonl(target, out)
     report = MiningReport(len(rows), len(rows) - fallback, fallback,
                           sum(len(r["neg"]) for r in out) / len(out))
-    write_json(Path(f"{target}.mining.json"), {"config": config.to_dict(), "report": report.to_dict()})
+    write_json(mining_record(target), {"config": config.to_dict(), "report": report.to_dict()})
     logger.info("mined negatives for %d rows into %s (%d rows fell back to random documents, %.1f negatives a row)",
                 report.rows, target, fallback, report.mean_negatives)
     return report

@@ -258,12 +258,11 @@ def final_care_model(results: dict[str, TrainResult]) -> str | None:
 
 def _mined_training_file(paths: RecipePaths, recipe: RecipeConfig, query_model: str, document_model: str, out: Path,
                          overrides: Sequence[str], config_dir: str | Path | None) -> str:
-    """Stage II's training file with negatives mined by ``document_model`` (once; reused on rerun)."""
-    from care.train.negatives import MiningConfig, mine_hard_negatives
+    """Stage II's training file with negatives mined by ``document_model`` (once; a rerun with the same
+    mining settings reuses it, other settings mine again)."""
+    from care.train.negatives import MiningConfig, is_mined_with, mine_hard_negatives
 
     target = out / MINED_FILE
-    if target.is_file():
-        return str(target)
     if not paths.corpus_file:
         raise ConfigError("recipe field 'mine_negatives' needs a corpus to mine from: pass the corpus file "
                           "(corpus.jsonl of {id, text}) as RecipePaths.corpus_file / --corpus")
@@ -272,9 +271,11 @@ def _mined_training_file(paths: RecipePaths, recipe: RecipeConfig, query_model: 
 
     wiring = {"model.query_model": query_model, "model.document_model": document_model, "data.train_file": paths.train_file}
     model_config = _stage_config("stage2", config_dir, overrides, wiring).model
-    tower = load_document_tower(model_config, trainable=False, path=document_model)
     config = MiningConfig(**{"query_prompt": model_config.query_prompt, "document_prompt": model_config.document_prompt,
                              **recipe.mine_negatives})
+    if is_mined_with(target, config):
+        return str(target)
+    tower = load_document_tower(model_config, trainable=False, path=document_model)
     corpus = [doc.full_text for doc in load_corpus(paths.corpus_file).values()]
     mine_hard_negatives(paths.train_file, corpus, tower, target, config)
     return str(target)
