@@ -260,9 +260,10 @@ def train_without_stage1(prep: Prepared, out: Path, seed: int, trained: dict[str
 
 
 def stage2_run(prep: Prepared, out: Path, seed: int, query_model: str, document_model: str, overrides: list[str],
-               mining: dict | None) -> str:
+               mining: dict | None, mined_file: Path | None = None) -> str:
     """One Stage II run (the e5 preset's stage2.yaml + the ``stage2:`` overrides) from the given towers;
-    negatives mined with ``document_model`` when ``mining`` is set. Returns the CARE model folder."""
+    negatives mined with ``document_model`` when ``mining`` is set, into ``mined_file`` (default: next to
+    ``out``; a file already mined with the same settings is reused). Returns the CARE model folder."""
     from care.train.config import TrainConfig, apply_overrides, load_config
     from care.train.negatives import MiningConfig, is_mined_with, mine_hard_negatives
 
@@ -270,7 +271,7 @@ def stage2_run(prep: Prepared, out: Path, seed: int, query_model: str, document_
         train_file = prep.train_file
         settings = [o.split(":", 1)[1] for o in overrides if o.startswith("stage2:")]
         if mining:
-            train_file = out.parent / f"{out.name}_train.jsonl"
+            train_file = mined_file or out.parent / f"{out.name}_train.jsonl"
             config = MiningConfig(query_prompt=QUERY_PREFIX, document_prompt=PASSAGE_PREFIX, **mining)
             if not is_mined_with(train_file, config):
                 corpus = [d.full_text for d in load_corpus(prep.corpus_file).values()]
@@ -489,6 +490,12 @@ def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, 
             folder = stage2_run(prep, work / "variants" / name, seed, stage1_query, trained["symmetric large"],
                                 overrides, mining)
             specs[f"CARE [{name}]"] = f"{folder}?{E5_OPTIONS}&dtype=float32"
+        if name in args.symmetric_variant:  # the same Stage II on the symmetric side: its query tower is the 12 layers
+            with timer.step(f"symmetric_variant_{name}"):
+                folder = stage2_run(prep, work / "variants" / f"symmetric_{name}", seed, trained["symmetric large"],
+                                    trained["symmetric large"], overrides, mining,
+                                    mined_file=work / "variants" / f"{name}_train.jsonl")  # mined by the same tower
+                specs[f"symmetric large [{name}]"] = f"{folder}?{E5_OPTIONS}&dtype=float32"
     for layers in args.extra_layers:  # the depth / quality trade-off, sharing the fine-tuned document tower
         with timer.step(f"care_L{layers}"):
             trained = train_care(prep, e5, e5_cuts(e5, layers, args.work), work / f"care_L{layers}", seed,
@@ -664,6 +671,9 @@ def main() -> None:
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=STAGE:KEY=VALUE;...",
                         type=lambda s: (s.split("=", 1)[0], [x for x in s.split("=", 1)[1].split(";") if x]),
                         help="an extra CARE variant, e.g. mined=stage2:mine=7 or lora=stage2:model.lora.r=32")
+    parser.add_argument("--symmetric-variant", nargs="*", default=[], metavar="NAME",
+                        help="also give symmetric large these --variant's Stage II (both towers start from it), "
+                             "so a CARE variant's gain is compared with the same training on the symmetric side")
     parser.add_argument("--care-from-validation", action="store_true",
                         help="train the CARE rows with the variant that scored best in --validation's records")
     parser.add_argument("--extra-layers", type=int, nargs="*", default=[],
@@ -694,6 +704,9 @@ def main() -> None:
         PEER["max_length"] = args.max_length
         LENGTH_OVERRIDES[:] = [f"model.query_max_seq_length={args.max_length}",
                                f"model.document_max_seq_length={args.max_length}"]
+    unknown = sorted(set(args.symmetric_variant) - {name for name, _ in args.variant})
+    if unknown:
+        parser.error(f"--symmetric-variant {' '.join(unknown)}: no --variant of that name")
     args.care_variant = chosen_variant(args.out) if args.care_from_validation else ("", [])
     e5 = ensure_e5(args)
     prep = prepare(args.data, args.work, args.validation, _e5_spec(e5, "float32"), args.max_train, args.dense_miner)
@@ -713,7 +726,8 @@ def main() -> None:
         record = BenchmarkRecord(EXPERIMENT, f"{prep.name}_seed{seed}",
                                  config={"peer": PEER, "recipe": "preset:e5", "layers": args.layers,
                                          "length_overrides": LENGTH_OVERRIDES,
-                                         "variants": dict(args.variant), "max_train": args.max_train,
+                                         "variants": dict(args.variant), "symmetric_variants": args.symmetric_variant,
+                                         "max_train": args.max_train,
                                          "care_variant": {"name": args.care_variant[0],
                                                           "settings": args.care_variant[1]},
                                          "specs": result["specs"], "skipped_rows": args.skip_rows},
