@@ -518,7 +518,16 @@ def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, 
             task = TaskMetadata.from_dict({**infer_task(folder).to_dict(), "instruction": None})
             travel[task.name] = score_rows(specs, task, work / "travel" / task.name, cache)
     return {"scores": scores, "specs": specs, "timings_s": timer.summary(), "travel": travel,
-            "train_seconds": stage_train_seconds(work)}
+            "train_seconds": stage_train_seconds(work), "mining": mining_reports(work / "variants")}
+
+
+def mining_reports(folder: Path) -> dict[str, dict]:
+    """The mined files' records under ``folder`` (settings and counts: how many queries fell back to a
+    random document), keyed by mined file name."""
+    from care.train.negatives import mining_record
+
+    return {path.name: json.loads(mining_record(path).read_text(encoding="utf-8"))
+            for path in sorted(folder.glob("*_train.jsonl")) if mining_record(path).is_file()}
 
 
 def chosen_variant(out: Path) -> tuple[str, list[str]]:
@@ -733,7 +742,8 @@ def main() -> None:
                                          "specs": result["specs"], "skipped_rows": args.skip_rows},
                                  seeds=[seed], scores=result["scores"],
                                  extra={"timings_s": result["timings_s"], "travel": result["travel"],
-                                        "train_seconds_by_stage": result["train_seconds"]})
+                                        "train_seconds_by_stage": result["train_seconds"],
+                                        "mining": result["mining"]})
         logger.info("seed %d: %s", seed, write_record(record, args.out))
 
 

@@ -11,9 +11,9 @@ documents) and keeps a candidate only when it scores clearly below the labelled 
 
 (NV-Retriever's "TopK-PercPos" at m = 0.05, the setting its authors found best), and with
 ``absolute_margin = a`` iff ``s(q, c) < s(q, d⁺) − a``; then the top ``n`` remaining candidates are the
-row's ``neg``. On cosine models with crowded scores (e5: the positive of a training query scores 0.83 on
-average and rank 100 still 0.79) 5 % is a wide band: most candidates of the top 100 sit inside it, so
-a looser margin or a deeper ``range_max`` is what leaves negatives to keep (``docs/training.md``). The search, the margin and the ranking are
+row's ``neg``. On cosine models with crowded scores (e5) 5 % is a wide band: on the dev set most
+candidates of the top 100 sit inside it, so a looser margin or a deeper ``range_max`` is what leaves
+negatives to keep (``docs/training.md``, "A looser mining filter"). The search, the margin and the ranking are
 sentence-transformers' :func:`sentence_transformers.util.mine_hard_negatives`; this module feeds it a
 training file and writes the result back in the training format. A row for which no candidate
 passes the filter (its positive ranks below ``range_max``) gets ``fallback`` random corpus documents,
