@@ -91,3 +91,15 @@ def test_margins_outside_zero_one_are_rejected(field):
         MiningConfig(**{field: 1.5})
     with pytest.raises(CareError, match=field):
         MiningConfig(**{field: -0.1})
+
+
+def test_a_filter_that_leaves_most_rows_without_a_negative_is_reported(tiny_dir, tmp_path, caplog):
+    caplog.set_level("WARNING", logger="care.train.negatives")
+    # a candidate must score 0.999 below the positive: on cosine scores none does, so every row falls back
+    config = MiningConfig(n_negatives=1, relative_margin=None, absolute_margin=0.999, range_max=len(PAIRS) - 1)
+    _, _, report = _mine(tiny_dir, tmp_path, config)
+    assert report.fallback_rows == report.rows
+    assert "loosen the margin" in caplog.text and f"{report.rows} of {report.rows} rows" in caplog.text
+    caplog.clear()
+    _mine(tiny_dir, tmp_path, MiningConfig(n_negatives=1, relative_margin=None, range_max=len(PAIRS) - 1))
+    assert "loosen the margin" not in caplog.text  # no margin: every row gets a negative

@@ -41,6 +41,8 @@ DEFAULT_RELATIVE_MARGIN = 0.05
 DEFAULT_RANGE_MAX = 100
 #: Random documents given to a row whose every candidate failed the filter.
 DEFAULT_FALLBACK = 1
+#: Share of rows falling back to random documents above which mining warns that the filter is too strict.
+FALLBACK_WARNING_SHARE = 0.25
 
 
 @dataclass
@@ -166,4 +168,9 @@ def mine_hard_negatives(train_file: str | Path, corpus: list[str], model, target
     write_json(mining_record(target), {"config": config.to_dict(), "report": report.to_dict()})
     logger.info("mined negatives for %d rows into %s (%d rows fell back to random documents, %.1f negatives a row)",
                 report.rows, target, fallback, report.mean_negatives)
+    if fallback > FALLBACK_WARNING_SHARE * len(rows):
+        logger.warning("%d of %d rows (%.0f %%) found no candidate in ranks %d-%d scoring below the margin and got a "
+                       "random document instead; loosen the margin (relative_margin, e.g. 0.02; --mine-margin) or "
+                       "search deeper (range_max; --mine-depth)", fallback, len(rows), 100 * fallback / len(rows),
+                       config.range_min, config.range_max)
     return report
