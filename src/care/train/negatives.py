@@ -16,7 +16,8 @@ candidates of the top 100 sit inside it, so a looser margin or a deeper ``range_
 negatives to keep (``docs/training.md``, "A looser mining filter"). The search, the margin and the ranking are
 sentence-transformers' :func:`sentence_transformers.util.mine_hard_negatives`; this module feeds it a
 training file and writes the result back in the training format. A row for which no candidate
-passes the filter (its positive ranks below ``range_max``) gets ``fallback`` random corpus documents,
+passes the filter (every candidate in ranks ``range_min``..``range_max`` scores within the margin)
+gets ``DEFAULT_FALLBACK`` random corpus documents,
 counted in the returned :class:`MiningReport`.
 """
 
@@ -93,7 +94,9 @@ def mining_record(target: str | Path) -> Path:
 
 def is_mined_with(target: str | Path, config: MiningConfig) -> bool:
     """Whether ``target`` exists and was mined with ``config`` (its record says so), so a rerun may reuse
-    it; a file mined with other settings (another margin, depth or count) is not reused."""
+    it; a file mined with other settings (another margin, depth or count) is not reused. The model and
+    the training file are not compared: callers keep one mined file per document tower and training file
+    (the recipe's output folder, whose recorded settings a rerun may not change; the benchmark's seed folder)."""
     record = mining_record(target)
     if not Path(target).is_file() or not record.is_file():
         return False
