@@ -103,3 +103,43 @@ def test_alignment_sentences_join_stage1s_query_side(tmp_path):
     assert set(query_side[2:]) <= corpus_sentences
     off = load_run_config(tmp_path / "run.yaml", ["recipes.care.alignment_sentences=null"])
     assert care_alignment_file(SimpleNamespace(config=off), str(tmp_path / "train.jsonl"), tmp_path / "x") is None
+
+
+def test_mining_settings_are_checked_when_the_config_loads(tmp_path):
+    (tmp_path / "train.jsonl").write_text('{"query": "q", "pos": ["p"]}\n', encoding="utf-8")
+    base = "inputs: {train_file: train.jsonl, tasks: [CMedTEB-Retrieval]}\n"
+    (tmp_path / "run.yaml").write_text(base + "recipes: {care: {mine_negatives: {n_negatives: 1, "
+                                              "relative_margin: 0.02, range_max: 300}}}\n", encoding="utf-8")
+    config = load_run_config(tmp_path / "run.yaml")
+    assert config.recipes.care.mine_negatives == {"n_negatives": 1, "relative_margin": 0.02, "range_max": 300}
+    assert RunConfig.from_dict(config.to_dict()) == config
+    for bad, named in (("{n_negatives: 0}", "n_negatives"), ("{n_negatives: 1, margin: 0.1}", "margin"),
+                       ("{n_negatives: 1, relative_margin: 2}", "relative_margin")):
+        (tmp_path / "bad.yaml").write_text(base + f"recipes: {{care: {{mine_negatives: {bad}}}}}\n", encoding="utf-8")
+        with pytest.raises(ConfigError, match=f"bad.yaml.*recipes.care.mine_negatives.*{named}"):
+            load_run_config(tmp_path / "bad.yaml")
+
+
+def test_care_recipe_mines_stage2_negatives_from_the_runs_corpus(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from care.pipeline import train as pipeline_train
+
+    calls = []
+    monkeypatch.setattr("care.train.recipe.run_recipe",
+                        lambda paths, *, config_dir=None, overrides=(), recipe=None: calls.append((paths, recipe))
+                        or {s: SimpleNamespace(query_model="q", document_model="d", care_model="m", global_step=1,
+                                               final_loss=0.0)
+                            for s in ("init_query", "init_document", "stage1", "stage2")})
+    (tmp_path / "train.jsonl").write_text('{"query": "q", "pos": ["p"]}\n', encoding="utf-8")
+    (tmp_path / "corpus.jsonl").write_text('{"id": "d1", "text": "p"}\n', encoding="utf-8")
+    mining = {"n_negatives": 1, "relative_margin": 0.02}
+    config = RunConfig.from_dict({"inputs": {"train_file": str(tmp_path / "train.jsonl"), "tasks": ["CMedTEB-Retrieval"],
+                                             "corpus": str(tmp_path / "corpus.jsonl")},
+                                  "models": {"query": "q0", "document": "d0"},
+                                  "recipes": {"care": {"mine_negatives": mining}}})
+    ctx = SimpleNamespace(config=config, train_file=tmp_path / "train.jsonl", require=lambda value, step: value,
+                          model_dir=lambda *parts: tmp_path.joinpath("models", *parts))
+    pipeline_train.step_train_care(ctx)
+    (paths, recipe), = calls
+    assert recipe.mine_negatives == mining and paths.corpus_file == str(tmp_path / "corpus.jsonl")

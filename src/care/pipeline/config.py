@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from care.config import Config, ConfigError, apply_overrides, read_config_file
+from care.config import Config, ConfigError, apply_overrides, build, read_config_file
+from care.errors import CareError
 from care.train.recipe import RecipeConfig
 from care.train.student import StudentConfig
 
@@ -150,6 +151,10 @@ class CareRecipeConfig(Config):
             positives) also gets this many sentences of the run's corpus as query-side texts, which the
             ranking part (``stage1_rank``, e5 preset) ranks for too; the real-weight runs use 10,000
             (``benchmarks/bench_real_weights.py``). ``null``: none.
+        mine_negatives: Stage II's hard negatives mined by the initialised document tower over the run's
+            corpus, likely false negatives skipped (:class:`care.train.negatives.MiningConfig` as a mapping,
+            e.g. ``{n_negatives: 1, relative_margin: 0.02, range_max: 300}``); ``null`` (the default): the
+            training file's negatives. Ablations may set their own (``ablations.<label>.mine_negatives``).
         full_fine_tune_document: no LoRA on the document tower; ``null``: exactly when it is ``tiny`` (a
             random-init tower learns nothing useful through LoRA; the paper's LoRA setup is ``configs/care_paper``).
         tiny_document_dims: Matryoshka widths of a tiny document tower's MRL loss in init_document (``null``:
@@ -173,6 +178,7 @@ class CareRecipeConfig(Config):
     init_negatives: int | None = None
     stage2_negatives: int | None = None
     alignment_sentences: int | None = None
+    mine_negatives: dict[str, Any] | None = None
     full_fine_tune_document: bool | None = None
     tiny_document_dims: list[int] | None = field(default_factory=lambda: [32, 64, 128])
     overrides: list[str] = field(default_factory=list)
@@ -285,6 +291,14 @@ class RunConfig(Config):
         for name in ("latency_queries", "latency_rounds"):
             if getattr(self.evaluate, name) < 1:
                 raise ConfigError(f"config field 'evaluate.{name}': must be >= 1")
+        if self.recipes.care.mine_negatives is not None:
+            from care.train.negatives import MiningConfig
+
+            field_name = "config field 'recipes.care.mine_negatives'"
+            try:
+                build(MiningConfig, self.recipes.care.mine_negatives, source=field_name)
+            except CareError as exc:
+                raise ConfigError(str(exc) if field_name in str(exc) else f"{field_name}: {exc}") from None
         if self.curate.n_negatives < 0 or self.curate.label_depth < 1:
             raise ConfigError("config field 'curate': n_negatives must be >= 0 and label_depth >= 1")
 

@@ -119,7 +119,7 @@ def care_alignment_file(ctx: RunContext, train_file: str, out: Path) -> str | No
 
 def step_train_care(ctx: RunContext) -> dict[str, Any]:
     """CARE's recipe (and its ablations); returns the row label -> model folder of each stage's model."""
-    from care.train.recipe import RecipePaths, final_care_model, run_recipe
+    from care.train.recipe import RecipeConfig, RecipePaths, final_care_model, run_recipe
 
     recipe = ctx.config.recipes.care
     train_file = str(ctx.require(ctx.train_file, "label"))
@@ -127,8 +127,11 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
     out = ctx.model_dir(CARE_FOLDER)
     overrides = care_overrides(ctx)
     alignment = care_alignment_file(ctx, train_file, out)
-    results = run_recipe(RecipePaths(query, document, train_file, str(out), alignment_file=alignment),
-                         config_dir=recipe.config_dir, overrides=overrides)
+    mining = recipe.mine_negatives is not None or any(s.mine_negatives is not None for s in recipe.ablations.values())
+    corpus = str(corpus_file(ctx)) if mining else None  # Stage II's negatives are mined from the run's corpus
+    results = run_recipe(RecipePaths(query, document, train_file, str(out), alignment_file=alignment, corpus_file=corpus),
+                         config_dir=recipe.config_dir, overrides=overrides,
+                         recipe=RecipeConfig(mine_negatives=recipe.mine_negatives))
     folders = {"init_query": results["init_query"].query_model, "init_document": results["init_document"].document_model,
                # Stage I ends with its ranking part where the stage configs ship one (the e5 preset)
                "stage1": (results.get("stage1_rank") or results["stage1"]).care_model,
@@ -140,7 +143,8 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
         if shares:
             target.mkdir(parents=True, exist_ok=True)
             _share_initialisations(out, target)
-        ablated = run_recipe(RecipePaths(query, document, train_file, str(target), alignment_file=alignment),
+        ablated = run_recipe(RecipePaths(query, document, train_file, str(target), alignment_file=alignment,
+                                         corpus_file=corpus),
                              config_dir=recipe.config_dir, overrides=overrides, recipe=switches)
         models[label] = final_care_model(ablated) or ablated[list(ablated)[-1]].query_model
     return {"models": models, "stages": {stage: {"steps": r.global_step, "final_loss": r.final_loss}
