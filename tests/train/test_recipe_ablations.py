@@ -335,3 +335,15 @@ def test_stage2_trains_on_negatives_mined_by_the_initialised_tower(tiny_dir, tmp
     with pytest.raises(CareError, match="mine_negatives"):  # other mining settings in the same folder: refused
         run_recipe(paths, overrides=FAST, recipe=RecipeConfig(mine_negatives={**mining, "range_max": 4}),
                    stages=["stage2"])
+
+
+def test_mining_without_a_corpus_fails_before_the_first_stage(tiny_dir, tmp_path, calls):
+    recipe = RecipeConfig(mine_negatives={"n_negatives": 1})
+    with pytest.raises(ConfigError, match="needs a corpus"):
+        run_recipe(_paths(tiny_dir, tmp_path / "a"), overrides=FAST, recipe=recipe)
+    with pytest.raises(ConfigError, match="missing.jsonl does not exist"):
+        run_recipe(replace(_paths(tiny_dir, tmp_path / "b"), corpus_file=str(tmp_path / "missing.jsonl")),
+                   overrides=FAST, recipe=recipe)
+    assert calls == []  # nothing trained
+    run_recipe(_paths(tiny_dir, tmp_path / "c"), overrides=FAST, recipe=recipe, stages=["init_query"])  # no Stage II
+    assert [c[0] for c in calls] == ["init_query"]

@@ -262,10 +262,7 @@ def _mined_training_file(paths: RecipePaths, recipe: RecipeConfig, query_model: 
     mining settings reuses it, other settings mine again)."""
     from care.train.negatives import MiningConfig, is_mined_with, mine_hard_negatives
 
-    target = out / MINED_FILE
-    if not paths.corpus_file:
-        raise ConfigError("recipe field 'mine_negatives' needs a corpus to mine from: pass the corpus file "
-                          "(corpus.jsonl of {id, text}) as RecipePaths.corpus_file / --corpus")
+    target = out / MINED_FILE  # run_recipe checked that the corpus exists
     from care.data.retrieval import load_corpus
     from care.train.towers import load_document_tower
 
@@ -341,6 +338,12 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
         raise ConfigError(f"unknown recipe stage(s) {unknown}; choose from {', '.join(RECIPE_STAGES)}")
     stages = [s for s in RECIPE_STAGES if s in stages and s not in recipe.skipped()
               and (s not in OPT_IN_STAGES or (config_dir is not None and (Path(config_dir) / f"{s}.yaml").is_file()))]
+    if recipe.mine_negatives is not None and "stage2" in stages and not (paths.corpus_file
+                                                                     and Path(paths.corpus_file).is_file()):
+        # checked before the first stage, not when Stage II starts hours later
+        raise ConfigError(f"recipe field 'mine_negatives' needs a corpus to mine from: pass the corpus file "
+                          f"(corpus.jsonl of {{id, text}}) as RecipePaths.corpus_file / --corpus"
+                          + (f" ({paths.corpus_file} does not exist)" if paths.corpus_file else ""))
     out = Path(paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     _record_settings(out, paths, recipe, given)
