@@ -103,3 +103,26 @@ def test_a_filter_that_leaves_most_rows_without_a_negative_is_reported(tiny_dir,
     caplog.clear()
     _mine(tiny_dir, tmp_path, MiningConfig(n_negatives=1, relative_margin=None, range_max=len(PAIRS) - 1))
     assert "loosen the margin" not in caplog.text  # no margin: every row gets a negative
+
+
+def test_cli_mine_writes_the_mined_file_and_its_record(tiny_dir, tmp_path):
+    from typer.testing import CliRunner
+
+    from care.cli import app
+
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps({"query": q, "pos": [d]}, ensure_ascii=False) + "\n" for q, d in PAIRS),
+                     encoding="utf-8")
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"d{i}", "text": d}, ensure_ascii=False) + "\n"
+                              for i, (_, d) in enumerate(PAIRS)), encoding="utf-8")
+    out = tmp_path / "mined.jsonl"
+    result = CliRunner().invoke(app, ["train", "mine", "--train", str(train), "--corpus", str(corpus), "--model",
+                                      str(tiny_dir / "tiny-bert"), "--output", str(out), "--margin", "0.02",
+                                      "--depth", str(len(PAIRS) - 1), "--query-prompt", "query: "])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == len(PAIRS) and all(len(r["neg"]) == 1 and r["neg"][0] not in r["pos"] for r in rows)
+    record = json.loads((tmp_path / "mined.jsonl.mining.json").read_text(encoding="utf-8"))
+    assert record["config"]["relative_margin"] == 0.02 and record["config"]["query_prompt"] == "query: "
+    assert f"{len(PAIRS)} rows" in result.output

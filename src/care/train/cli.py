@@ -4,6 +4,7 @@
     care train recipe --query-model Q --document-model D --train FILE --output DIR \\
         [--config-dir configs/care_tiny] [--alignment FILE] [--set stage2:optim.lr=5e-5 ...] [--skip-stage1 ...]
     care train baseline kale --document-model D --train FILE --output DIR [--config-dir configs/baselines/kale]
+    care train mine --train FILE --corpus corpus.jsonl --model TOWER --output MINED.jsonl [--margin 0.02 --depth 300]
     care train student --config configs/student/e5.yaml --train FILE --corpus corpus.jsonl --output DIR \
         [--set stage1.epochs=2 ...] [--symmetric]
 
@@ -16,6 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+
+from care.train.negatives import DEFAULT_RANGE_MAX, DEFAULT_RELATIVE_MARGIN
 
 train_app = typer.Typer(help="Train CARE: one stage from a config, or the whole recipe.", no_args_is_help=False)
 
@@ -72,9 +75,10 @@ def recipe_command(
     mine_margin: float = typer.Option(
         None, "--mine-margin",
         help="With --mine-negatives: a candidate must score below (1 - M) x the positive's score "
-             "(default 0.05; on e5's crowded cosines 0.02 keeps negatives for far more queries)."),
+             f"(default {DEFAULT_RELATIVE_MARGIN}; on e5's crowded cosines 0.02 keeps negatives for far more queries)."),
     mine_depth: int = typer.Option(
-        None, "--mine-depth", help="With --mine-negatives: deepest rank searched for negatives (default 100)."),
+        None, "--mine-depth",
+        help=f"With --mine-negatives: deepest rank searched for negatives (default {DEFAULT_RANGE_MAX})."),
 ) -> None:
     """Run init (query, document) -> Stage I (+ stage1_rank where the configs ship it) -> Stage II, skipping
     finished stages on rerun (see docs: Ablations)."""
@@ -104,6 +108,34 @@ def _mining(n_negatives: int | None, margin: float | None, depth: int | None,
         return base
     flags = {"n_negatives": n_negatives, "relative_margin": margin, "range_max": depth}
     return {**(base or {}), **{k: v for k, v in flags.items() if v is not None}}
+
+
+@train_app.command("mine")
+def mine_command(
+    train_file: Path = typer.Option(..., "--train", help="Training JSONL {query, pos, ...}; other fields are kept."),
+    corpus: Path = typer.Option(..., "--corpus", help="corpus.jsonl ({id, text}) to take negatives from."),
+    model: str = typer.Option(..., "--model", help="Encoder that ranks the corpus (a saved sentence-transformers "
+                                                   "folder, e.g. a recipe's init_document/document)."),
+    output: Path = typer.Option(..., "--output", "-o", help="The training file with mined 'neg' (and OUTPUT.mining.json)."),
+    negatives: int = typer.Option(1, "--negatives", "-n", help="Negatives per row."),
+    margin: float = typer.Option(
+        DEFAULT_RELATIVE_MARGIN, "--margin",
+        help="Skip candidates scoring above (1 - M) x the positive's score (likely unlabelled positives); "
+             "0.05 is NV-Retriever's setting, 0.02 suits e5's crowded cosines."),
+    absolute_margin: float = typer.Option(None, "--absolute-margin", help="Also skip candidates above positive - A."),
+    depth: int = typer.Option(DEFAULT_RANGE_MAX, "--depth", help="Deepest rank searched."),
+    query_prompt: str = typer.Option(None, "--query-prompt", help="Prefix of queries (e5: 'query: ')."),
+    document_prompt: str = typer.Option(None, "--document-prompt", help="Prefix of documents (e5: 'passage: ')."),
+) -> None:
+    """Mine hard negatives for a training file with a trained encoder, likely false negatives skipped."""
+    from care.data.retrieval import load_corpus
+    from care.train.negatives import MiningConfig, mine_hard_negatives
+
+    config = MiningConfig(n_negatives=negatives, relative_margin=margin, absolute_margin=absolute_margin,
+                          range_max=depth, query_prompt=query_prompt, document_prompt=document_prompt)
+    report = mine_hard_negatives(train_file, [d.full_text for d in load_corpus(corpus).values()], model, output, config)
+    typer.echo(f"{output}: {report.rows} rows, {report.mined_rows} with mined negatives, "
+               f"{report.fallback_rows} fell back to random documents")
 
 
 @train_app.command("baseline")
