@@ -137,9 +137,13 @@ def test_care_recipe_mines_stage2_negatives_from_the_runs_corpus(tmp_path, monke
     config = RunConfig.from_dict({"inputs": {"train_file": str(tmp_path / "train.jsonl"), "tasks": ["CMedTEB-Retrieval"],
                                              "corpus": str(tmp_path / "corpus.jsonl")},
                                   "models": {"query": "q0", "document": "d0"},
-                                  "recipes": {"care": {"mine_negatives": mining}}})
+                                  "recipes": {"care": {"mine_negatives": mining, "ablations": {
+                                      "CARE w/o Stage I": {"skip_stage1": True},
+                                      "CARE, 3 negatives": {"mine_negatives": {"n_negatives": 3}}}}}})
     ctx = SimpleNamespace(config=config, train_file=tmp_path / "train.jsonl", require=lambda value, step: value,
                           model_dir=lambda *parts: tmp_path.joinpath("models", *parts))
     pipeline_train.step_train_care(ctx)
-    (paths, recipe), = calls
+    (paths, recipe), (_, without_stage1), (_, three) = calls
     assert recipe.mine_negatives == mining and paths.corpus_file == str(tmp_path / "corpus.jsonl")
+    assert without_stage1.skip_stage1 and without_stage1.mine_negatives == mining  # inherits the recipe's mining
+    assert three.mine_negatives == {"n_negatives": 3}

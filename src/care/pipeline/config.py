@@ -154,7 +154,8 @@ class CareRecipeConfig(Config):
         mine_negatives: Stage II's hard negatives mined by the initialised document tower over the run's
             corpus, likely false negatives skipped (:class:`care.train.negatives.MiningConfig` as a mapping,
             e.g. ``{n_negatives: 1, relative_margin: 0.02, range_max: 300}``); ``null`` (the default): the
-            training file's negatives. Ablations may set their own (``ablations.<label>.mine_negatives``).
+            training file's negatives. Ablations mine the same way unless they set their own
+            (``ablations.<label>.mine_negatives``).
         full_fine_tune_document: no LoRA on the document tower; ``null``: exactly when it is ``tiny`` (a
             random-init tower learns nothing useful through LoRA; the paper's LoRA setup is ``configs/care_paper``).
         tiny_document_dims: Matryoshka widths of a tiny document tower's MRL loss in init_document (``null``:

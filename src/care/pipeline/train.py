@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +144,8 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
         if shares:
             target.mkdir(parents=True, exist_ok=True)
             _share_initialisations(out, target)
+        if switches.mine_negatives is None:  # an ablation differs only in its switches: it mines as the recipe does
+            switches = replace(switches, mine_negatives=recipe.mine_negatives)
         ablated = run_recipe(RecipePaths(query, document, train_file, str(target), alignment_file=alignment,
                                          corpus_file=corpus),
                              config_dir=recipe.config_dir, overrides=overrides, recipe=switches)
