@@ -274,8 +274,7 @@ def stage2_run(prep: Prepared, out: Path, seed: int, query_model: str, document_
             train_file = mined_file or out.parent / f"{out.name}_train.jsonl"
             config = MiningConfig(query_prompt=QUERY_PREFIX, document_prompt=PASSAGE_PREFIX, **mining)
             if not is_mined_with(train_file, config):
-                corpus = [d.full_text for d in load_corpus(prep.corpus_file).values()]
-                mine_hard_negatives(prep.train_file, corpus, document_model, train_file, config)
+                mine_hard_negatives(prep.train_file, prep.corpus_file, document_model, train_file, config)
             settings.append(f"data.n_negatives={mining['n_negatives']}")
         data = apply_overrides(load_config(CONFIGS / "stage2.yaml").to_dict(),
                                [f"seed={seed}", "runtime.progress_bar=false", f"output_dir={out}",

@@ -264,15 +264,17 @@ def overhead_at_one_client(engine: Any, urls: dict[str, str], floor_url: str, qu
         engine.hits(found, TOP_K, None)
 
     def post(connection: http.client.HTTPConnection, i: int) -> None:
-        try:
-            connection.request("POST", "/search", body=bodies[i], headers={"Content-Type": "application/json"})
-            response = connection.getresponse()
-        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
-            # uvicorn closes a connection idle for 5 s (its keep-alive timeout), which a warm block of the
-            # other calls can outlast: reconnect once (one call of the block, not its median, pays for it)
-            connection.close()
-            connection.request("POST", "/search", body=bodies[i], headers={"Content-Type": "application/json"})
-            response = connection.getresponse()
+        for attempt in (1, 2):
+            try:
+                connection.request("POST", "/search", body=bodies[i], headers={"Content-Type": "application/json"})
+                response = connection.getresponse()
+                break
+            except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+                # uvicorn closes a connection idle for 5 s (its keep-alive timeout), which a warm block of the
+                # other calls can outlast: reconnect once (one call of the block, not its median, pays for it)
+                connection.close()
+                if attempt == 2:
+                    raise
         response.read()
         if response.status != 200:
             raise SystemExit(f"/search answered {response.status}")

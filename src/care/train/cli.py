@@ -128,12 +128,11 @@ def mine_command(
     document_prompt: str = typer.Option(None, "--document-prompt", help="Prefix of documents (e5: 'passage: ')."),
 ) -> None:
     """Mine hard negatives for a training file with a trained encoder, likely false negatives skipped."""
-    from care.data.retrieval import load_corpus
     from care.train.negatives import MiningConfig, mine_hard_negatives
 
     config = MiningConfig(n_negatives=negatives, relative_margin=margin, absolute_margin=absolute_margin,
                           range_max=depth, query_prompt=query_prompt, document_prompt=document_prompt)
-    report = mine_hard_negatives(train_file, [d.full_text for d in load_corpus(corpus).values()], model, output, config)
+    report = mine_hard_negatives(train_file, corpus, model, output, config)
     typer.echo(f"{output}: {report.rows} rows, {report.mined_rows} with mined negatives, "
                f"{report.fallback_rows} fell back to random documents")
 

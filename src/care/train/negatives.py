@@ -120,13 +120,15 @@ class MiningReport:
         return asdict(self)
 
 
-def mine_hard_negatives(train_file: str | Path, corpus: list[str], model, target: str | Path,
+def mine_hard_negatives(train_file: str | Path, corpus: list[str] | str | Path, model, target: str | Path,
                         config: MiningConfig | None = None) -> MiningReport:
     """Write ``train_file`` with each row's ``neg`` replaced by negatives mined with ``model``.
 
     Args:
         train_file: training JSONL (``query``, ``pos`` ...); other fields are kept.
-        corpus: candidate documents (the rows' positives are added when missing).
+        corpus: candidate documents, or a ``corpus.jsonl`` (``id``, ``text``; titles joined as
+            :attr:`care.data.retrieval.Document.full_text`) to read them from; the rows' positives are
+            added when missing.
         model: a ``SentenceTransformer`` (e.g. the fine-tuned document tower) or a path to one.
         target: the mined file (written atomically) — ``<target>.mining.json`` records config and report.
         config: :class:`MiningConfig`.
@@ -141,6 +143,10 @@ def mine_hard_negatives(train_file: str | Path, corpus: list[str], model, target
     rows = [row for _, row in iter_jsonl(train_file)]
     if not rows:
         raise CareError(f"{train_file}: no training rows to mine negatives for")
+    if isinstance(corpus, (str, Path)):
+        from care.data.retrieval import load_corpus
+
+        corpus = [doc.full_text for doc in load_corpus(corpus).values()]
     if isinstance(model, (str, Path)):
         model = SentenceTransformer(str(model))
     pairs = Dataset.from_dict({"query": [r["query"] for r in rows], "positive": [r["pos"][0] for r in rows]})

@@ -263,7 +263,6 @@ def _mined_training_file(paths: RecipePaths, recipe: RecipeConfig, query_model: 
     from care.train.negatives import MiningConfig, is_mined_with, mine_hard_negatives
 
     target = out / MINED_FILE  # run_recipe checked that the corpus exists
-    from care.data.retrieval import load_corpus
     from care.train.towers import load_document_tower
 
     wiring = {"model.query_model": query_model, "model.document_model": document_model, "data.train_file": paths.train_file}
@@ -273,8 +272,7 @@ def _mined_training_file(paths: RecipePaths, recipe: RecipeConfig, query_model: 
     if is_mined_with(target, config):
         return str(target)
     tower = load_document_tower(model_config, trainable=False, path=document_model)
-    corpus = [doc.full_text for doc in load_corpus(paths.corpus_file).values()]
-    mine_hard_negatives(paths.train_file, corpus, tower, target, config)
+    mine_hard_negatives(paths.train_file, paths.corpus_file, tower, target, config)
     return str(target)
 
 
