@@ -263,7 +263,10 @@ def overhead_at_one_client(engine: Any, urls: dict[str, str], floor_url: str, qu
         (found,) = engine.search_vectors([queries[i]], [TOP_K], instruction=None)
         engine.hits(found, TOP_K, None)
 
-    def post(connection: http.client.HTTPConnection, i: int) -> None:
+    timing_headers: dict[str, dict[str, list[str]]] = {"interleaved": {}, "warm": {}}
+    phase = ["warm"]
+
+    def post(connection: http.client.HTTPConnection, i: int, name: str | None = None) -> None:
         for attempt in (1, 2):
             try:
                 connection.request("POST", "/search", body=bodies[i], headers={"Content-Type": "application/json"})
@@ -278,13 +281,16 @@ def overhead_at_one_client(engine: Any, urls: dict[str, str], floor_url: str, qu
         response.read()
         if response.status != 200:
             raise SystemExit(f"/search answered {response.status}")
+        if name is not None:  # kept raw (parsed after the timing); the floor app sends none
+            timing_headers[phase[0]].setdefault(name, []).append(response.getheader("server-timing") or "")
 
-    def poster(connection: http.client.HTTPConnection):
-        return lambda i: post(connection, i)
+    def poster(connection: http.client.HTTPConnection, name: str | None = None):
+        return lambda i: post(connection, i, name)
 
     calls = {"bare": bare, "bare" + COPY_SUFFIX: bare, "floor": poster(floor_client),
-             **{f"http {name}": poster(client) for name, client in clients.items()}}
+             **{f"http {name}": poster(client, name) for name, client in clients.items()}}
     warm = in_blocks({k: v for k, v in calls.items() if k != "bare" + COPY_SUFFIX}, len(queries))
+    phase[0] = "interleaved"
     settings = LatencySettings(warmup_calls=5, min_calls=300, max_calls=2000, max_seconds=240.0 * len(urls),
                                target_relative_ci=0.02)
     report = measure_calls(calls, len(queries), settings=settings, control="bare")
@@ -301,8 +307,22 @@ def overhead_at_one_client(engine: Any, urls: dict[str, str], floor_url: str, qu
                      "floor_body_bytes": floor_body_bytes,
                      "warm_blocks_p50_ms": {"bare": warm["bare"], "http": warm[f"http {name}"], "floor": warm["floor"]},
                      "warm_blocks_overhead_p50": warm[f"http {name}"] / warm["bare"] - 1.0,
-                     "overhead_p50": http_ms / bare_ms - 1.0 if report.trusted else None}
+                     "overhead_p50": http_ms / bare_ms - 1.0 if report.trusted else None,
+                     "server_timing_p50_ms": {phase_name: server_timing_p50(headers.get(name, []))
+                                              for phase_name, headers in timing_headers.items()}}
     return out
+
+
+def server_timing_p50(headers: list[str]) -> dict[str, float]:
+    """p50 ms of each ``Server-Timing`` metric over one call's answers (``app``: the service from its outermost
+    layer to the answer's start; ``search``: the /search handler, encode + index + lookup included)."""
+    from care.serve.metrics import parse_server_timing
+
+    values: dict[str, list[float]] = {}
+    for header in headers:
+        for metric, ms in parse_server_timing([header]).items():
+            values.setdefault(metric, []).append(ms)
+    return {metric: round(statistics.median(ms), 4) for metric, ms in values.items()}
 
 
 def in_blocks(calls: dict[str, Any], n_queries: int) -> dict[str, float]:
@@ -399,7 +419,26 @@ def _split_lines(overhead: dict[str, Any]) -> list[str]:
         return []
     return [f"Split: transport floor (a no-op ASGI app under the same uvicorn, same client) p50 "
             f"{overhead['floor_p50_ms']:.3f} ms{_floor_body(overhead)}; the service's own code (validation, batcher hand-off, hits to JSON, "
-            f"middleware) {overhead['service_code_p50_ms']:.3f} ms (http − bare − floor).", *_warm_lines(overhead)]
+            f"middleware) {overhead['service_code_p50_ms']:.3f} ms (http − bare − floor).", *_warm_lines(overhead),
+            *_server_timing_lines(overhead)]
+
+
+def _server_timing_lines(overhead: dict[str, Any]) -> list[str]:
+    """The service's own view (its ``Server-Timing`` header) beside the client's, per phase (p50s subtracted)."""
+    timings = overhead.get("server_timing_p50_ms") or {}  # records before the header have none
+    bare = {"interleaved": overhead["bare_p50_ms"], "warm": (overhead.get("warm_blocks_p50_ms") or {}).get("bare")}
+    http = {"interleaved": overhead["http_p50_ms"], "warm": (overhead.get("warm_blocks_p50_ms") or {}).get("http")}
+    lines = []
+    for phase, t in timings.items():
+        if "app" not in t or "search" not in t or bare.get(phase) is None:
+            continue
+        lines += ["", f"Inside the service ({phase}, its `Server-Timing` header): the /search handler (checks, encode, "
+                  f"index, lookup) p50 {t['search']:.3f} ms against the bare loop's {bare[phase]:.3f} ms in the "
+                  f"benchmark's process ({t['search'] - bare[phase]:+.3f} ms); the layers around it (guard, metrics, body "
+                  f"parsing, answer) {t['app'] - t['search']:.3f} ms (app {t['app']:.3f} ms); outside the service's "
+                  f"code (loopback TCP, uvicorn's HTTP parsing and writing, the client) {http[phase] - t['app']:.3f} ms "
+                  f"(HTTP {http[phase]:.3f} ms − app)."]
+    return lines
 
 
 def _warm_lines(overhead: dict[str, Any]) -> list[str]:
@@ -444,7 +483,8 @@ def write_report(results: dict[str, Any], args: argparse.Namespace, index: Path,
                 for name, r in results.items()},
         latencies={name: {"one_client": {k: r["overhead"].get(k) for k in ("bare_p50_ms", "http_p50_ms", "floor_p50_ms",
                                                                            "service_code_p50_ms",
-                                                                           "warm_blocks_p50_ms")},
+                                                                           "warm_blocks_p50_ms",
+                                                                           "server_timing_p50_ms")},
                           "curve": r["curve"], "bare_ceiling": r["bare_ceiling"]} for name, r in results.items()},
         extra={"self_checks": {name: r["overhead"]["self_check"] for name, r in results.items()}})
     path = write_record(record, RESULTS)

@@ -30,7 +30,7 @@ from care.errors import CareError
 from care.serve.batcher import MicroBatcher, QueueFullError
 from care.serve.engine import EMBED, SEARCH, SearchEngine, usage_tokens
 from care.serve.guard import RequestGuard
-from care.serve.metrics import RequestMetrics, ServiceMetrics
+from care.serve.metrics import SEARCH_TIMING, SERVER_TIMING, RequestMetrics, ServiceMetrics, server_timing_value
 from care.serve.search_path import RETRY_AFTER_S, SearchFastPath, SearchHandler, validation_detail
 from care.serve.schemas import (
     EmbedRequest,
@@ -142,7 +142,9 @@ def create_app(engine: SearchEngine) -> FastAPI:
               summary="Search the index with one query")
     async def search(body: SearchRequest) -> Response:
         # documents the endpoint; with config.fast_search, SearchFastPath below answers instead, with the same handler
-        return Response(await searcher.answer(body), media_type="application/json")
+        answer, took_ms = await searcher.answer(body)
+        headers = {SERVER_TIMING: server_timing_value(SEARCH_TIMING, took_ms)} if config.server_timing else None
+        return Response(answer, media_type="application/json", headers=headers)
 
     @app.post("/embed", response_model=EmbedResponse,
               summary="Embed texts on the query or document side")
@@ -195,7 +197,8 @@ def create_app(engine: SearchEngine) -> FastAPI:
     # middleware added later wraps the earlier: metrics -> guard -> the /search hot path -> FastAPI's routes,
     # so the guard's answers are counted and /search is checked (key, size, JSON) before it is answered
     if config.fast_search:
-        app.add_middleware(SearchFastPath, handler=searcher, path="/search")
+        app.add_middleware(SearchFastPath, handler=searcher, path="/search", server_timing=config.server_timing)
     app.add_middleware(RequestGuard, paths=GUARDED_PATHS, api_key=api_key, max_body_bytes=config.max_body_bytes)
-    app.add_middleware(RequestMetrics, metrics=metrics, routes=COUNTED_ROUTES, queue_depth=lambda: batcher.pending)
+    app.add_middleware(RequestMetrics, metrics=metrics, routes=COUNTED_ROUTES, queue_depth=lambda: batcher.pending,
+                       server_timing=config.server_timing)
     return app

@@ -40,6 +40,11 @@ class ServeConfig(Config):
         fast_search: answer ``POST /search`` with a plain ASGI layer (:mod:`care.serve.search_path`: same
             checks, same answers, without FastAPI's per-request routing and dependency work); False = through
             FastAPI's route, as a comparison for ``benchmarks/service_load.py``.
+        server_timing: add a W3C ``Server-Timing`` header to every answer: ``app;dur=<ms>`` (the service's
+            time from the request reaching its outermost layer to the answer's start) and, on ``/search``,
+            ``search;dur=<ms>`` (the handler: checks, encode, index search, lookup). Browsers' developer tools
+            and ``benchmarks/service_load.py`` read it to split a request's time into the network and the
+            service; False leaves it out (a public service that does not want to show its timings).
         max_queue: texts waiting for the encoder before new requests get 503 (back-pressure).
         filter_overfetch: with filters, ``k * filter_overfetch`` candidates are searched, then filtered.
         max_candidates: cap on searched candidates when filtering.
@@ -57,6 +62,7 @@ class ServeConfig(Config):
     max_queue: int = 4096
     inline_max_items: int = 4
     fast_search: bool = True
+    server_timing: bool = True
     filter_overfetch: int = 10
     max_candidates: int = 1000
     api_key_env: str | None = None

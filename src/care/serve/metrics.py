@@ -13,6 +13,38 @@ LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
+#: ``Server-Timing`` metric names: the whole service (outermost layer) and the ``/search`` handler.
+APP_TIMING = "app"
+SEARCH_TIMING = "search"
+
+
+SERVER_TIMING = "server-timing"
+
+
+def server_timing_value(name: str, ms: float) -> str:
+    """One W3C ``Server-Timing`` metric: ``name;dur=<ms>``."""
+    return f"{name};dur={ms:.3f}"
+
+
+def server_timing_header(name: str, ms: float) -> tuple[bytes, bytes]:
+    """One ``Server-Timing`` header as an ASGI header pair; a response may carry several, one per metric."""
+    return SERVER_TIMING.encode(), server_timing_value(name, ms).encode()
+
+
+def parse_server_timing(values: list[str]) -> dict[str, float]:
+    """``{name: milliseconds}`` from a response's ``Server-Timing`` header values (one metric or a
+    comma-separated list each, ``name;dur=<ms>``); a metric without ``dur`` is skipped."""
+    out: dict[str, float] = {}
+    for value in values:
+        for metric in value.split(","):
+            name, *params = (part.strip() for part in metric.split(";"))
+            for param in params:
+                key, _, number = param.partition("=")
+                if key.strip().lower() == "dur" and name:
+                    out[name] = float(number)
+    return out
+
+
 class ServiceMetrics:
     """Request counts and latencies per endpoint, batch sizes, queue depth, index size."""
 
@@ -62,11 +94,14 @@ class RequestMetrics:
         metrics: where the counts go.
         routes: paths counted under their own name; any other path is counted as ``other``.
         queue_depth: read after each request to update the queue gauge.
+        server_timing: add ``Server-Timing: app;dur=<ms>`` to every answer (:func:`server_timing_header`):
+            the time from this layer receiving the request to the answer's start.
     """
 
     def __init__(self, app: Callable, *, metrics: ServiceMetrics, routes: tuple[str, ...],
-                 queue_depth: Callable[[], int]) -> None:
+                 queue_depth: Callable[[], int], server_timing: bool = False) -> None:
         self.app, self.metrics, self.routes, self.queue_depth = app, metrics, frozenset(routes), queue_depth
+        self.server_timing = server_timing
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] != "http":
@@ -79,6 +114,9 @@ class RequestMetrics:
         async def record_status(message: dict) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
+                if self.server_timing:
+                    timing = server_timing_header(APP_TIMING, (time.perf_counter() - started) * 1000)
+                    message = {**message, "headers": [*message.get("headers", ()), timing]}
             await send(message)
 
         try:

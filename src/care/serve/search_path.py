@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from care.serve.batcher import QueueFullError
 from care.serve.engine import SEARCH, SearchEngine
+from care.serve.metrics import SEARCH_TIMING, server_timing_header
 from care.serve.schemas import SearchRequest
 
 #: ``run(key, items)``: the app's hand-off to the micro-batcher (errors already mapped to HTTPException).
@@ -68,8 +69,9 @@ class SearchHandler:
     def __init__(self, engine: SearchEngine, run: RunFn, check_texts: Callable[[Any, str, SearchEngine], Any]) -> None:
         self.engine, self.run, self.check_texts = engine, run, check_texts
 
-    async def answer(self, request: SearchRequest) -> bytes:
-        """The response body for ``request``. Raises HTTPException (4xx/5xx) or QueueFullError (503)."""
+    async def answer(self, request: SearchRequest) -> tuple[bytes, float]:
+        """The response body for ``request`` and the milliseconds it took (also the body's ``took_ms``).
+        Raises HTTPException (4xx/5xx) or QueueFullError (503)."""
         started = time.perf_counter()
         engine, config = self.engine, self.engine.config
         self.check_texts(request.query, "query", engine)
@@ -79,7 +81,8 @@ class SearchHandler:
         n_candidates = engine.candidates_for(k, request.filters)
         (found,) = await self.run((SEARCH, request.instruction), [(request.query, n_candidates)])
         hits = engine.hits(found, k, request.filters)
-        return search_body(hits, k, round((time.perf_counter() - started) * 1000, 3))
+        took_ms = round((time.perf_counter() - started) * 1000, 3)
+        return search_body(hits, k, took_ms), took_ms
 
 
 async def _send_json(send: Callable, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -99,10 +102,11 @@ class SearchFastPath:
         app: the wrapped application (everything else goes there unchanged).
         handler: the shared ``/search`` logic.
         path: the path to answer (``/search``).
+        server_timing: add ``Server-Timing: search;dur=<ms>`` (the handler's time) to a 200 answer.
     """
 
-    def __init__(self, app: Callable, *, handler: SearchHandler, path: str = "/search") -> None:
-        self.app, self.handler, self.path = app, handler, path
+    def __init__(self, app: Callable, *, handler: SearchHandler, path: str = "/search", server_timing: bool = False) -> None:
+        self.app, self.handler, self.path, self.server_timing = app, handler, path, server_timing
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] != "http" or scope["path"] != self.path or scope["method"] != "POST":
@@ -118,7 +122,7 @@ class SearchFastPath:
                 break
         try:
             request = self._parse(body)
-            answer = await self.handler.answer(request)
+            answer, took_ms = await self.handler.answer(request)
         except ValidationError as exc:
             await _send_json(send, 422, _detail(validation_detail(exc.errors())))
         except HTTPException as exc:
@@ -126,7 +130,7 @@ class SearchFastPath:
         except QueueFullError as exc:
             await _send_json(send, 503, _detail(str(exc)), [(b"retry-after", str(RETRY_AFTER_S).encode())])
         else:
-            await _send_json(send, 200, answer)
+            await _send_json(send, 200, answer, [server_timing_header(SEARCH_TIMING, took_ms)] if self.server_timing else None)
 
     @staticmethod
     def _parse(body: bytes) -> SearchRequest:

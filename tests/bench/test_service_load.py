@@ -1,0 +1,35 @@
+"""``benchmarks/service_load.py``'s reading of the service's ``Server-Timing`` header."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "service_load.py"
+
+
+@pytest.fixture(scope="module")
+def service_load():
+    spec = importlib.util.spec_from_file_location("service_load", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_server_timing_p50_takes_each_metrics_median(service_load):
+    headers = ["search;dur=2, app;dur=3", "search;dur=4, app;dur=5", "search;dur=3, app;dur=4.5", ""]
+    assert service_load.server_timing_p50(headers) == {"search": 3.0, "app": 4.5}
+    assert service_load.server_timing_p50([]) == {}
+
+
+def test_the_split_subtracts_the_service_view_from_the_clients(service_load):
+    overhead = {"bare_p50_ms": 3.0, "http_p50_ms": 4.0,
+                "warm_blocks_p50_ms": {"bare": 2.5, "http": 3.5, "floor": 0.2},
+                "server_timing_p50_ms": {"warm": {"search": 2.75, "app": 3.0}, "interleaved": {"app": 3.5}}}
+    (blank, line) = service_load._server_timing_lines(overhead)  # interleaved lacks "search": no line for it
+    assert blank == "" and "Inside the service (warm" in line
+    assert "2.750 ms against the bare loop's 2.500 ms" in line and "(+0.250 ms)" in line
+    assert "(guard, metrics, body parsing, answer) 0.250 ms" in line and "the client) 0.500 ms" in line
+    assert service_load._server_timing_lines({"bare_p50_ms": 3.0, "http_p50_ms": 4.0}) == []
