@@ -17,7 +17,11 @@ Measured, in one run:
    ``engine.hits`` in this process, no HTTP) and one HTTP ``POST /search`` to each setting's ``care serve``
    (separate processes with the same encoder, index and threads, all up at once so the settings are
    compared side by side); the project's latency routine, with a self-check of two copies of the bare
-   loop. Service overhead = HTTP p50 / bare p50 - 1.
+   loop. Service overhead = HTTP p50 / bare p50 - 1. Beside them, in the same interleaving: a no-op app
+   (the transport floor) and the thinnest HTTP service around the same engine (``http_floor_app.thin_app``),
+   so the overhead splits into what any HTTP service in its own process costs here (thin / bare) and what
+   ``care serve``'s own code adds (HTTP / thin); each answer's ``Server-Timing`` header gives the service's
+   own view of its time.
 2. **throughput curve** — 1, 8, 32 and 64 concurrent clients for ``--seconds`` each (at each level the
    settings one after the other): q/s, p50, p90, p99, errors, and the CPU the service process used
    (cores busy); beside it the bare loop's ceiling:
@@ -70,6 +74,8 @@ STARTUP_TIMEOUT_S = 120.0
 WARM_ROUNDS = 3
 #: The setting's keys that go to ``care serve --config`` (``threads`` is a command-line option).
 SERVE_KEYS = ("max_batch_size", "max_wait_ms", "inline_max_items", "fast_search")
+#: The thinnest HTTP service around the same engine (``http_floor_app.thin_app``), timed beside ``care serve``.
+THIN = "thin"
 #: Queries used (dev test questions).
 N_QUERIES = 400
 
@@ -207,25 +213,34 @@ class Service:
         self.log.close()
 
 
-class FloorService(Service):
-    """``benchmarks/http_floor_app.py`` (a no-op ASGI app) under uvicorn in a child process, with the
-    event loop and HTTP parser ``care serve`` uses (uvloop, httptools, no access log), answering every
-    request with the bytes of ``body`` (a real ``/search`` answer). Started, waited for and stopped like
-    :class:`Service` (any path answers 200, /health included)."""
+class ReferenceService(Service):
+    """One of ``benchmarks/http_floor_app.py``'s reference apps under uvicorn in a child process, with the
+    event loop and HTTP parser ``care serve`` uses (uvloop, httptools, no access log); ``env`` configures
+    it. Started, waited for and stopped like :class:`Service` (any path answers 200, /health included)."""
 
-    def __init__(self, work: Path, body: bytes) -> None:
+    def __init__(self, work: Path, app: str, env: dict[str, str]) -> None:
         from care.serve.server import free_port
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        body_file = work / f"floor-{self.port}.json"
-        body_file.write_bytes(body)
-        command = [sys.executable, "-m", "uvicorn", "http_floor_app:app", "--app-dir", str(Path(__file__).parent),
+        command = [sys.executable, "-m", "uvicorn", f"http_floor_app:{app}", "--app-dir", str(Path(__file__).parent),
                    "--port", str(self.port), "--loop", "uvloop", "--http", "httptools", "--no-access-log",
                    "--log-level", "warning"]
-        self.log = open(work / f"floor-{self.port}.log", "w", encoding="utf-8")  # noqa: SIM115 — closed in __exit__
-        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT,
-                                        env={**os.environ, "CARE_FLOOR_BODY": str(body_file)})
+        self.log = open(work / f"{app}-{self.port}.log", "w", encoding="utf-8")  # noqa: SIM115 — closed in __exit__
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **env})
+
+
+def floor_service(work: Path, body: bytes) -> ReferenceService:
+    """The no-op app answering every request with the bytes of ``body`` (a real ``/search`` answer)."""
+    body_file = work / "floor-body.json"
+    body_file.write_bytes(body)
+    return ReferenceService(work, "app", {"CARE_FLOOR_BODY": str(body_file)})
+
+
+def thin_service(work: Path, index: Path, onnx: Path, threads: int) -> ReferenceService:
+    """The thinnest HTTP service around the same engine (``http_floor_app.thin_app``)."""
+    return ReferenceService(work, "thin_app", {"CARE_THIN_INDEX": str(index), "CARE_THIN_ONNX": str(onnx),
+                                               "CARE_THIN_THREADS": str(threads)})
 
 
 def search_answer(engine: Any, query: str) -> bytes:
@@ -236,7 +251,7 @@ def search_answer(engine: Any, query: str) -> bytes:
     return search_body(engine.hits(found, TOP_K, None), TOP_K, took_ms=1.0)
 
 
-def overhead_at_one_client(engine: Any, urls: dict[str, str], floor_url: str, queries: list[str],
+def overhead_at_one_client(engine: Any, urls: dict[str, str], floor_url: str, thin_url: str, queries: list[str],
                            floor_body_bytes: int) -> dict[str, dict[str, Any]]:
     """Bare loop vs one HTTP client of each service vs the transport floor, interleaved per query in random
     order (self-checked), so the settings' overheads are measured side by side.
@@ -256,7 +271,7 @@ def overhead_at_one_client(engine: Any, urls: dict[str, str], floor_url: str, qu
         return http.client.HTTPConnection(where.hostname, where.port, timeout=30.0)
 
     clients = {name: connect(url) for name, url in urls.items()}
-    floor_client = connect(floor_url)
+    floor_client, thin_client = connect(floor_url), connect(thin_url)
     bodies = [json.dumps({"query": q, "k": TOP_K}).encode("utf-8") for q in queries]
 
     def bare(i: int) -> None:
@@ -287,29 +302,35 @@ def overhead_at_one_client(engine: Any, urls: dict[str, str], floor_url: str, qu
     def poster(connection: http.client.HTTPConnection, name: str | None = None):
         return lambda i: post(connection, i, name)
 
-    calls = {"bare": bare, "bare" + COPY_SUFFIX: bare, "floor": poster(floor_client),
+    calls = {"bare": bare, "bare" + COPY_SUFFIX: bare, "floor": poster(floor_client), "thin": poster(thin_client, THIN),
              **{f"http {name}": poster(client, name) for name, client in clients.items()}}
     warm = in_blocks({k: v for k, v in calls.items() if k != "bare" + COPY_SUFFIX}, len(queries))
     phase[0] = "interleaved"
     settings = LatencySettings(warmup_calls=5, min_calls=300, max_calls=2000, max_seconds=240.0 * len(urls),
                                target_relative_ci=0.02)
     report = measure_calls(calls, len(queries), settings=settings, control="bare")
-    for client in (*clients.values(), floor_client):
+    for client in (*clients.values(), floor_client, thin_client):
         client.close()
     m = report.models
-    bare_ms, floor_ms = m["bare"].p50_ms, m["floor"].p50_ms
+    bare_ms, floor_ms, thin_ms = m["bare"].p50_ms, m["floor"].p50_ms, m["thin"].p50_ms
     out = {}
     for name in urls:
         http_ms = m[f"http {name}"].p50_ms
         out[name] = {"report": report.to_dict(), "self_check": report.self_check.describe(), "trusted": report.trusted,
                      "bare_p50_ms": bare_ms, "http_p50_ms": http_ms, "floor_p50_ms": floor_ms,
                      "service_code_p50_ms": http_ms - bare_ms - floor_ms, "interleaved_with": sorted(urls),
-                     "floor_body_bytes": floor_body_bytes,
-                     "warm_blocks_p50_ms": {"bare": warm["bare"], "http": warm[f"http {name}"], "floor": warm["floor"]},
+                     "floor_body_bytes": floor_body_bytes, "thin_p50_ms": thin_ms,
+                     "thin_overhead_p50": thin_ms / bare_ms - 1.0 if report.trusted else None,
+                     "over_thin_p50": http_ms / thin_ms - 1.0 if report.trusted else None,
+                     "warm_blocks_p50_ms": {"bare": warm["bare"], "http": warm[f"http {name}"], "floor": warm["floor"],
+                                            "thin": warm["thin"]},
                      "warm_blocks_overhead_p50": warm[f"http {name}"] / warm["bare"] - 1.0,
+                     "warm_blocks_over_thin_p50": warm[f"http {name}"] / warm["thin"] - 1.0,
                      "overhead_p50": http_ms / bare_ms - 1.0 if report.trusted else None,
                      "server_timing_p50_ms": {phase_name: server_timing_p50(headers.get(name, []))
-                                              for phase_name, headers in timing_headers.items()}}
+                                              for phase_name, headers in timing_headers.items()},
+                     "thin_server_timing_p50_ms": {phase_name: server_timing_p50(headers.get(THIN, []))
+                                                   for phase_name, headers in timing_headers.items()}}
     return out
 
 
@@ -391,13 +412,15 @@ def run_settings(settings: dict[str, dict[str, Any]], index: Path, onnx: Path, q
     cached = work / f"result-{index.name}-{'+'.join(settings)}-{int(seconds)}s.json"
     if cached.is_file():
         return json.loads(cached.read_text(encoding="utf-8"))
-    engine = load_engine(index, onnx_dir=onnx, int8=True, onnx_threads=threads.pop())
+    engine_threads = threads.pop()
+    engine = load_engine(index, onnx_dir=onnx, int8=True, onnx_threads=engine_threads)
     with contextlib.ExitStack() as stack:
         services = {name: stack.enter_context(Service(index, onnx, setting, work)) for name, setting in settings.items()}
         floor_body = search_answer(engine, queries[0])
-        floor = stack.enter_context(FloorService(work, floor_body))
-        overheads = overhead_at_one_client(engine, {name: svc.url for name, svc in services.items()}, floor.url, queries,
-                                           len(floor_body))
+        floor = stack.enter_context(floor_service(work, floor_body))
+        thin = stack.enter_context(thin_service(work, index, onnx, engine_threads))
+        overheads = overhead_at_one_client(engine, {name: svc.url for name, svc in services.items()}, floor.url, thin.url,
+                                           queries, len(floor_body))
         for name, o in overheads.items():
             logger.info("%s: bare p50 %.3f ms, http p50 %.3f ms, transport floor %.3f ms (%s)", name, o["bare_p50_ms"],
                         o["http_p50_ms"], o["floor_p50_ms"], o["self_check"])
@@ -421,6 +444,20 @@ def _split_lines(overhead: dict[str, Any]) -> list[str]:
             f"{overhead['floor_p50_ms']:.3f} ms{_floor_body(overhead)}; the service's own code (validation, batcher hand-off, hits to JSON, "
             f"middleware) {overhead['service_code_p50_ms']:.3f} ms (http − bare − floor).", *_warm_lines(overhead),
             *_server_timing_lines(overhead)]
+
+
+def _thin_lines(overhead: dict[str, Any]) -> list[str]:
+    """``care serve`` against the thinnest HTTP service around the same engine (records before it have none)."""
+    if overhead.get("over_thin_p50") is None:
+        return []
+    warm = overhead.get("warm_blocks_p50_ms") or {}
+    return [f"Against the thinnest HTTP service around the same engine (`http_floor_app.thin_app`: orjson body, "
+            f"encode + search + lookup on the event loop, no checks, batcher, middleware or FastAPI; same uvicorn): "
+            f"thin p50 {overhead['thin_p50_ms']:.3f} ms interleaved ({overhead['thin_overhead_p50'] * 100:+.1f} % over the bare "
+            f"loop: what any HTTP service in its own process costs here), `care serve` "
+            f"{overhead['over_thin_p50'] * 100:+.1f} % over thin; warm: thin {warm['thin']:.3f} ms "
+            f"({warm['thin'] / warm['bare'] * 100 - 100:+.1f} % over bare), `care serve` "
+            f"{overhead['warm_blocks_over_thin_p50'] * 100:+.1f} % over thin — the share the service's own code costs.", ""]
 
 
 def _server_timing_lines(overhead: dict[str, Any]) -> list[str]:
@@ -479,12 +516,15 @@ def write_report(results: dict[str, Any], args: argparse.Namespace, index: Path,
                 "index_build_s": build["index_build_s"], "clients": list(CLIENTS), "seconds_per_level": args.seconds,
                 "settings": {name: r["setting"] for name, r in results.items()}, "queries": N_QUERIES},
         scores={name: {"overhead_p50": r["overhead"]["overhead_p50"], "p99_cliff": _p99_cliff(r["curve"]),
-                       "warm_blocks_overhead_p50": r["overhead"].get("warm_blocks_overhead_p50")}
+                       "warm_blocks_overhead_p50": r["overhead"].get("warm_blocks_overhead_p50"),
+                       **{key: r["overhead"].get(key) for key in ("thin_overhead_p50", "over_thin_p50",
+                                                                  "warm_blocks_over_thin_p50")}}
                 for name, r in results.items()},
         latencies={name: {"one_client": {k: r["overhead"].get(k) for k in ("bare_p50_ms", "http_p50_ms", "floor_p50_ms",
                                                                            "service_code_p50_ms",
-                                                                           "warm_blocks_p50_ms",
-                                                                           "server_timing_p50_ms")},
+                                                                           "warm_blocks_p50_ms", "thin_p50_ms",
+                                                                           "server_timing_p50_ms",
+                                                                           "thin_server_timing_p50_ms")},
                           "curve": r["curve"], "bare_ceiling": r["bare_ceiling"]} for name, r in results.items()},
         extra={"self_checks": {name: r["overhead"]["self_check"] for name, r in results.items()}})
     path = write_record(record, RESULTS)
@@ -501,7 +541,7 @@ def write_report(results: dict[str, Any], args: argparse.Namespace, index: Path,
                   + later, "",
                   f"One client, interleaved per query{_with_others(o, name)}: bare encode + search + lookup p50 {o['bare_p50_ms']:.3f} ms, "
                   f"HTTP p50 {o['http_p50_ms']:.3f} ms → service overhead {overhead} (target ≤ {OVERHEAD_TARGET * 100:.0f} %). "
-                  f"{o['self_check']}.", "", *_split_lines(o), "",
+                  f"{o['self_check']}.", "", *_thin_lines(o), *_split_lines(o), "",
                   "| clients | q/s | p50 ms | p90 ms | p99 ms | non-200 | dropped | service cores busy | load generator cores |",
                   "|---|---|---|---|---|---|---|---|---|"]
         for row in r["curve"]:

@@ -33,3 +33,13 @@ def test_the_split_subtracts_the_service_view_from_the_clients(service_load):
     assert "2.750 ms against the bare loop's 2.500 ms" in line and "(+0.250 ms)" in line
     assert "(guard, metrics, body parsing, answer) 0.250 ms" in line and "the client) 0.500 ms" in line
     assert service_load._server_timing_lines({"bare_p50_ms": 3.0, "http_p50_ms": 4.0}) == []
+
+
+def test_the_thin_service_line_compares_care_serve_with_it(service_load):
+    overhead = {"thin_p50_ms": 4.4, "thin_overhead_p50": 0.1, "over_thin_p50": 0.05, "warm_blocks_over_thin_p50": 0.04,
+                "warm_blocks_p50_ms": {"bare": 3.0, "thin": 3.6, "http": 3.744, "floor": 0.2}}
+    (line, blank) = service_load._thin_lines(overhead)
+    assert blank == "" and "thin p50 4.400 ms interleaved (+10.0 % over the bare loop" in line
+    assert "`care serve` +5.0 % over thin" in line and "thin 3.600 ms (+20.0 % over bare)" in line
+    assert "+4.0 % over thin" in line
+    assert service_load._thin_lines({"over_thin_p50": None}) == []
