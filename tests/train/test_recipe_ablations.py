@@ -326,15 +326,35 @@ def test_stage2_trains_on_negatives_mined_by_the_initialised_tower(tiny_dir, tmp
                       encoding="utf-8")
     paths = replace(_paths(tiny_dir, tmp_path / "out"), corpus_file=str(corpus))
     mining = {"n_negatives": 1, "relative_margin": None, "range_max": 5}
-    run_recipe(paths, overrides=FAST, recipe=RecipeConfig(mine_negatives=mining), stages=["stage2"])
-    (stage, _, document, train_file, *_), = calls
+    fast = [o for o in FAST if not o.startswith("data.n_negatives")]
+    run_recipe(paths, overrides=fast, recipe=RecipeConfig(mine_negatives=mining), stages=["stage2"])
+    (stage, _, document, train_file, _, data), = calls
     mined = [json.loads(line) for line in Path(train_file).read_text(encoding="utf-8").splitlines()]
     assert stage == "stage2" and document == str(tiny_dir / "tiny-qwen3")  # init_document not run: the base tower mines
+    assert data.n_negatives == 1  # Stage II uses what was mined, not the stage config's own count
     assert len(mined) == len(rows) and all(len(r["neg"]) == 1 and r["neg"][0] not in r["pos"] for r in mined)
     assert json.loads(mining_record(train_file).read_text(encoding="utf-8"))["config"]["range_max"] == 5
     with pytest.raises(CareError, match="mine_negatives"):  # other mining settings in the same folder: refused
-        run_recipe(paths, overrides=FAST, recipe=RecipeConfig(mine_negatives={**mining, "range_max": 4}),
+        run_recipe(paths, overrides=fast, recipe=RecipeConfig(mine_negatives={**mining, "range_max": 4}),
                    stages=["stage2"])
+
+
+def test_mined_negatives_are_used_with_the_e5_preset_whose_stage2_has_none(tiny_dir, tmp_path, calls):
+    from care.train.presets import preset_dir
+
+    assert yaml.safe_load((preset_dir("e5") / "stage2.yaml").read_text(encoding="utf-8"))["data"]["n_negatives"] == 0
+    rows = [json.loads(line) for line in (tiny_dir / "train.jsonl").read_text(encoding="utf-8").splitlines()]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"d{i}", "text": t}, ensure_ascii=False) + "\n"
+                              for i, t in enumerate(dict.fromkeys(p for r in rows for p in (*r["pos"], *r.get("neg", []))))),
+                      encoding="utf-8")
+    paths = replace(_paths(tiny_dir, tmp_path / "out"), corpus_file=str(corpus))
+    mining = {"n_negatives": 2, "relative_margin": None, "range_max": 5}
+    fast = [o for o in FAST if not o.startswith(("data.n_negatives", "model.lora"))]
+    run_recipe(paths, config_dir="preset:e5", overrides=fast, recipe=RecipeConfig(mine_negatives=mining), stages=["stage2"])
+    run_recipe(replace(paths, output_dir=str(tmp_path / "explicit")), config_dir="preset:e5",
+               overrides=[*fast, "stage2:data.n_negatives=1"], recipe=RecipeConfig(mine_negatives=mining), stages=["stage2"])
+    assert [c[5].n_negatives for c in calls] == [2, 1]  # the mined count; an explicit override still wins
 
 
 def test_mining_without_a_corpus_fails_before_the_first_stage(tiny_dir, tmp_path, calls):

@@ -163,7 +163,11 @@ def _stage_config(stage: str, config_dir: str | Path | None, overrides: Sequence
 def _yaml_value(value: object) -> str:
     import json
 
-    return "null" if value is None else json.dumps(str(value), ensure_ascii=False)
+    if value is None:
+        return "null"
+    if isinstance(value, (bool, int, float)):
+        return json.dumps(value)  # a number or true/false, not a string
+    return json.dumps(str(value), ensure_ascii=False)  # paths and text, quoted
 
 
 def record_run_settings(path: Path, settings: dict[str, Any], what: str, fix: str) -> None:
@@ -257,9 +261,9 @@ def final_care_model(results: dict[str, TrainResult]) -> str | None:
 
 
 def _mined_training_file(paths: RecipePaths, recipe: RecipeConfig, query_model: str, document_model: str, out: Path,
-                         overrides: Sequence[str], config_dir: str | Path | None) -> str:
+                         overrides: Sequence[str], config_dir: str | Path | None) -> tuple[str, int]:
     """Stage II's training file with negatives mined by ``document_model`` (once; a rerun with the same
-    mining settings reuses it, other settings mine again)."""
+    mining settings reuses it, other settings mine again), and the negatives per row mined."""
     from care.train.negatives import MiningConfig, is_mined_with, mine_hard_negatives
 
     target = out / MINED_FILE  # run_recipe checked that the corpus exists
@@ -270,10 +274,10 @@ def _mined_training_file(paths: RecipePaths, recipe: RecipeConfig, query_model: 
     config = MiningConfig(**{"query_prompt": model_config.query_prompt, "document_prompt": model_config.document_prompt,
                              **recipe.mine_negatives})
     if is_mined_with(target, config):
-        return str(target)
+        return str(target), config.n_negatives
     tower = load_document_tower(model_config, trainable=False, path=document_model)
     mine_hard_negatives(paths.train_file, paths.corpus_file, tower, target, config)
-    return str(target)
+    return str(target), config.n_negatives
 
 
 def _alignment_file(paths: RecipePaths, out: Path) -> str:
@@ -370,9 +374,12 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
             logger.info("recipe: %s already finished (%s), skipping", stage, dirs[stage])
             results[stage] = done
             continue
-        if stage == "stage2" and recipe.mine_negatives is not None:
-            train_file = _mined_training_file(paths, recipe, query_model, document_model, out, overrides, config_dir)
         extra: dict[str, object] = {}
+        if stage == "stage2" and recipe.mine_negatives is not None:
+            train_file, extra["data.n_negatives"] = _mined_training_file(paths, recipe, query_model, document_model, out,
+                                                                         overrides, config_dir)
+            # Stage II trains on what was mined, whatever the stage config's n_negatives (the e5 preset's is 0:
+            # in-batch negatives only); an explicit ``stage2:data.n_negatives`` override still wins
         if stage == "stage1" and train_file is None:
             train_file = _alignment_file(paths, out)
         if stage == "stage1_rank":
