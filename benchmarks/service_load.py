@@ -259,8 +259,10 @@ def overhead_at_one_client(engine: Any, urls: dict[str, str], floor_url: str, th
     The client is the standard library's ``http.client`` on one kept-alive connection per server: the
     lightest client there is. ``floor`` is the same request to a no-op app under the same uvicorn
     settings that answers with the bytes of a real ``/search`` answer, so ``http - bare`` (the overhead)
-    splits into ``floor`` (loopback TCP, HTTP parsing, the client, the answer's bytes) and ``http - bare - floor`` (the service's own code: validation, the batcher's hand-off,
-    JSON of the hits, middleware). Returns one entry per setting name of ``urls``."""
+    splits into ``floor`` (loopback TCP, HTTP parsing, the client, the answer's bytes) and ``http - bare - floor``
+    (the rest: the service's own code — validation, the batcher's hand-off, JSON of the hits, middleware — plus
+    what waiting for a model call adds to the transport; the thin service's row separates the two).
+    Returns one entry per setting name of ``urls``."""
     import http.client
     from urllib.parse import urlsplit
 
