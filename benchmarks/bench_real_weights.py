@@ -210,8 +210,12 @@ def stage_train_seconds(work: Path) -> dict[str, float | None]:
 def _variant_overrides(variant: list[str]) -> tuple[list[str], dict | None]:
     """Split a variant's settings into stage overrides and the mining settings: ``stage2:mine=N`` mines
     N negatives, ``stage2:mine.FIELD=VALUE`` sets a :class:`care.train.negatives.MiningConfig` field
-    (e.g. ``stage2:mine.relative_margin=0.02``, ``stage2:mine.range_max=300``)."""
+    (e.g. ``stage2:mine.relative_margin=0.02``, ``stage2:mine.range_max=300``), ``stage2:mine=0`` mines
+    none; a variant without mining settings mines as the preset does (its ``recipe.yaml``), as
+    ``care train recipe`` would."""
     import yaml
+
+    from care.train.presets import folder_recipe_defaults
 
     overrides, mining = [], {}
     for item in variant:
@@ -224,7 +228,9 @@ def _variant_overrides(variant: list[str]) -> tuple[list[str], dict | None]:
             overrides.append(item)
     if mining and "n_negatives" not in mining:
         raise SystemExit(f"variant {variant}: mining settings need stage2:mine=N (negatives per query)")
-    return overrides, mining or None
+    if not mining:
+        return overrides, folder_recipe_defaults(CONFIGS).get("mine_negatives")
+    return overrides, mining if mining["n_negatives"] else None
 
 
 def train_care(prep: Prepared, e5: Path, cut: Path, out: Path, seed: int, variant: list[str],
@@ -239,7 +245,8 @@ def train_care(prep: Prepared, e5: Path, cut: Path, out: Path, seed: int, varian
     overrides, mining = _variant_overrides(variant)
     overrides = [*(f"{stage}:model.teacher.cache_dir={folder}" for stage, folder in (teacher_caches or {}).items()),
                  *overrides]
-    recipe = RecipeConfig(mine_negatives=mining, skip_document_init=document is not None)
+    # mining already resolved against the preset's default: no mining is said explicitly, so the recipe adds none
+    recipe = RecipeConfig(mine_negatives=mining or {"n_negatives": 0}, skip_document_init=document is not None)
     paths = RecipePaths(str(cut), document or str(e5), str(prep.train_file), str(out / "recipe"),
                         str(prep.alignment_file), str(prep.corpus_file))
     results = run_recipe(paths, config_dir=CONFIGS, overrides=[f"seed={seed}", "runtime.progress_bar=false",

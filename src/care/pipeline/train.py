@@ -128,8 +128,7 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
     out = ctx.model_dir(CARE_FOLDER)
     overrides = care_overrides(ctx)
     alignment = care_alignment_file(ctx, train_file, out)
-    mining = recipe.mine_negatives is not None or any(s.mine_negatives is not None for s in recipe.ablations.values())
-    corpus = str(corpus_file(ctx)) if mining else None  # Stage II's negatives are mined from the run's corpus
+    corpus = str(corpus_file(ctx))  # Stage II's negatives are mined from the run's corpus (if the recipe or its folder asks)
     results = run_recipe(RecipePaths(query, document, train_file, str(out), alignment_file=alignment, corpus_file=corpus),
                          config_dir=recipe.config_dir, overrides=overrides,
                          recipe=RecipeConfig(mine_negatives=recipe.mine_negatives))
