@@ -441,8 +441,9 @@ def _split_lines(overhead: dict[str, Any]) -> list[str]:
     if overhead.get("floor_p50_ms") is None:
         return []
     return [f"Split: transport floor (a no-op ASGI app under the same uvicorn, same client) p50 "
-            f"{overhead['floor_p50_ms']:.3f} ms{_floor_body(overhead)}; the service's own code (validation, batcher hand-off, hits to JSON, "
-            f"middleware) {overhead['service_code_p50_ms']:.3f} ms (http − bare − floor).", *_warm_lines(overhead),
+            f"{overhead['floor_p50_ms']:.3f} ms{_floor_body(overhead)}; the rest {overhead['service_code_p50_ms']:.3f} ms "
+            f"(http − bare − floor: the service's own code, plus what waiting for a model call adds to the transport, "
+            f"which the no-op floor does not show — the thin service separates them).", *_warm_lines(overhead),
             *_server_timing_lines(overhead)]
 
 
@@ -484,7 +485,7 @@ def _warm_lines(overhead: dict[str, Any]) -> list[str]:
         return []
     return ["", f"Warm (each in blocks of {N_QUERIES} queries in a row, blocks alternating, {WARM_ROUNDS} rounds; as under "
             f"steady traffic): bare p50 {warm['bare']:.3f} ms, HTTP {warm['http']:.3f} ms, floor {warm['floor']:.3f} ms → "
-            f"service overhead {overhead['warm_blocks_overhead_p50'] * 100:.1f} %, the service's own code "
+            f"service overhead {overhead['warm_blocks_overhead_p50'] * 100:.1f} %, the rest (http − bare − floor) "
             f"{warm['http'] - warm['bare'] - warm['floor']:.3f} ms."]
 
 
