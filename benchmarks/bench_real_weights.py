@@ -12,13 +12,15 @@ trained on the dev set's ``train.jsonl``, then scored on its test queries agains
   ``symmetric small`` (init_query: e5 cut to 6 strided layers, both sides), ``symmetric large``
   (init_document: e5's 12 layers, both sides, the peer's settings), ``CARE w/o Stage II`` (Stage I:
   the 6-layer query tower aligned to the frozen 12-layer document tower), ``CARE`` (Stage II: both
-  trained jointly), and ``CARE w/o Stage I`` (Stage II straight from the initialised towers);
+  trained jointly, on one hard negative per query mined as the preset's ``recipe.yaml`` says), and
+  ``CARE w/o Stage I`` (Stage II straight from the initialised towers, mined the same way);
 - ``student vs frozen e5``: the 6-layer cut aligned to and fine-tuned against e5's own, untrained
   document vectors (``stage1`` + ``stage1_sft``; the recipe this project had before).
 
 With ``--validation`` the rows are trained on ``train.jsonl`` minus 10 % of its answer groups and
 scored on those held-out queries (care.data.splits), and ``--variant NAME=STAGE:KEY=VALUE,...`` adds
-CARE variants (other Stage II settings) — the recipe's settings are chosen there, never on test.
+CARE variants (other Stage II settings; ``stage2:mine=0`` = without the preset's mining) — the
+recipe's settings are chosen there, never on test.
 
 Each step is resumable under ``--work`` (finished trainings are skipped, scores are kept per row).
 Per seed, a record in the shared schema goes to ``benchmarks/results/real_weights/`` (or ``--out``);
