@@ -316,15 +316,20 @@ def test_cli_mining_flags_fill_the_recipe(tmp_path, monkeypatch):
     assert captured["recipe"].mine_negatives == {"n_negatives": 3, "range_max": 50, "relative_margin": 0.01}
 
 
+def _corpus_of(tiny_dir: Path, path: Path) -> Path:
+    """A corpus.jsonl of every positive and negative text of the tiny training file."""
+    from care.serve.testing import write_corpus
+
+    rows = [json.loads(line) for line in (tiny_dir / "train.jsonl").read_text(encoding="utf-8").splitlines()]
+    texts = dict.fromkeys(p for r in rows for p in (*r["pos"], *r.get("neg", [])))
+    return write_corpus(path, [{"id": f"d{i}", "text": t} for i, t in enumerate(texts)])
+
+
 def test_stage2_trains_on_negatives_mined_by_the_initialised_tower(tiny_dir, tmp_path, calls):
     from care.train.negatives import mining_record
 
     rows = [json.loads(line) for line in (tiny_dir / "train.jsonl").read_text(encoding="utf-8").splitlines()]
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"id": f"d{i}", "text": t}, ensure_ascii=False) + "\n"
-                              for i, t in enumerate(dict.fromkeys(p for r in rows for p in (*r["pos"], *r.get("neg", []))))),
-                      encoding="utf-8")
-    paths = replace(_paths(tiny_dir, tmp_path / "out"), corpus_file=str(corpus))
+    paths = replace(_paths(tiny_dir, tmp_path / "out"), corpus_file=str(_corpus_of(tiny_dir, tmp_path / "corpus.jsonl")))
     mining = {"n_negatives": 1, "relative_margin": None, "range_max": 5}
     fast = [o for o in FAST if not o.startswith("data.n_negatives")]
     run_recipe(paths, overrides=fast, recipe=RecipeConfig(mine_negatives=mining), stages=["stage2"])
@@ -343,12 +348,7 @@ def test_mined_negatives_are_used_with_the_e5_preset_whose_stage2_has_none(tiny_
     from care.train.presets import preset_dir
 
     assert yaml.safe_load((preset_dir("e5") / "stage2.yaml").read_text(encoding="utf-8"))["data"]["n_negatives"] == 0
-    rows = [json.loads(line) for line in (tiny_dir / "train.jsonl").read_text(encoding="utf-8").splitlines()]
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"id": f"d{i}", "text": t}, ensure_ascii=False) + "\n"
-                              for i, t in enumerate(dict.fromkeys(p for r in rows for p in (*r["pos"], *r.get("neg", []))))),
-                      encoding="utf-8")
-    paths = replace(_paths(tiny_dir, tmp_path / "out"), corpus_file=str(corpus))
+    paths = replace(_paths(tiny_dir, tmp_path / "out"), corpus_file=str(_corpus_of(tiny_dir, tmp_path / "corpus.jsonl")))
     mining = {"n_negatives": 2, "relative_margin": None, "range_max": 5}
     fast = [o for o in FAST if not o.startswith(("data.n_negatives", "model.lora"))]
     run_recipe(paths, config_dir="preset:e5", overrides=fast, recipe=RecipeConfig(mine_negatives=mining), stages=["stage2"])
