@@ -369,14 +369,6 @@ def test_mining_without_a_corpus_fails_before_the_first_stage(tiny_dir, tmp_path
     assert [c[0] for c in calls] == ["init_query"]
 
 
-def _corpus_of(tiny_dir: Path, path: Path) -> Path:
-    rows = [json.loads(line) for line in (tiny_dir / "train.jsonl").read_text(encoding="utf-8").splitlines()]
-    texts = dict.fromkeys(p for r in rows for p in (*r["pos"], *r.get("neg", [])))
-    path.write_text("".join(json.dumps({"id": f"d{i}", "text": t}, ensure_ascii=False) + "\n" for i, t in enumerate(texts)),
-                    encoding="utf-8")
-    return path
-
-
 def test_the_e5_preset_mines_one_negative_by_default():
     from care.train.presets import folder_recipe_defaults, preset_dir
 
