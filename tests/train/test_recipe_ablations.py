@@ -401,6 +401,25 @@ def test_a_config_folders_mining_applies_when_the_run_sets_none(tiny_dir, tmp_pa
     assert off_file == plain_file == str(tiny_dir / "train.jsonl") and off_data.n_negatives == plain_data.n_negatives == 0
 
 
+def test_a_folder_trained_before_the_folder_mined_reruns_with_mining_off(tiny_dir, tmp_path, calls):
+    """An older run (recorded without mining) is refused once its config folder mines by default, naming
+    the way back; with mining switched off it is the same run."""
+    from care.train.presets import preset_dir
+
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    (folder / "stage2.yaml").write_text((preset_dir("e5") / "stage2.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    fast = [o for o in FAST if not o.startswith(("data.n_negatives", "model.lora"))]
+    paths = replace(_paths(tiny_dir, tmp_path / "run"), corpus_file=str(_corpus_of(tiny_dir, tmp_path / "corpus.jsonl")))
+    run_recipe(paths, config_dir=folder, overrides=fast, stages=["stage2"])  # the folder has no recipe.yaml yet
+    assert json.loads((tmp_path / "run" / "recipe.json").read_text(encoding="utf-8"))["recipe"]["mine_negatives"] is None
+    (folder / "recipe.yaml").write_text("mine_negatives: {n_negatives: 1}\n", encoding="utf-8")
+    with pytest.raises(CareError, match=r"other settings \(recipe.*--mine-negatives 0"):
+        run_recipe(paths, config_dir=folder, overrides=fast, stages=["stage2"])
+    run_recipe(paths, config_dir=folder, overrides=fast, stages=["stage2"],
+               recipe=RecipeConfig(mine_negatives={"n_negatives": 0}))  # recorded as no mining, like the first run
+
+
 def test_a_config_folders_recipe_file_is_checked(tmp_path):
     from care.train.presets import folder_recipe_defaults
 

@@ -225,11 +225,17 @@ def result_overrides(overrides: Sequence[str]) -> list[str]:
 
 
 def _record_settings(out: Path, paths: RecipePaths, recipe: RecipeConfig, overrides: Sequence[str]) -> None:
-    settings = {"recipe": recipe.to_dict(),
+    """Record the effective recipe in ``out/recipe.json`` (refusing a rerun with other settings). Mining
+    is recorded as what happens: ``null`` for none, whether unset or ``{n_negatives: 0}``, so a folder
+    trained before a config folder mined by default reruns with ``--mine-negatives 0``."""
+    settings = {"recipe": {**recipe.to_dict(), "mine_negatives": recipe.mining},
                 "query_model": recipe.pretrained_query_model or paths.query_model,
                 "document_model": paths.document_model,
                 "overrides": result_overrides(overrides)}
-    record_run_settings(out / RECIPE_FILE, settings, "recipe", "give each ablation its own --output folder")
+    fix = "give each ablation its own --output folder"
+    if recipe.mining is not None:
+        fix += " (a folder trained without mining: rerun it with --mine-negatives 0 / mine_negatives: {n_negatives: 0})"
+    record_run_settings(out / RECIPE_FILE, settings, "recipe", fix)
 
 
 def _same_model(recorded: str | None, wired: str) -> bool:
