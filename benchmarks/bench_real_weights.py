@@ -12,13 +12,15 @@ trained on the dev set's ``train.jsonl``, then scored on its test queries agains
   ``symmetric small`` (init_query: e5 cut to 6 strided layers, both sides), ``symmetric large``
   (init_document: e5's 12 layers, both sides, the peer's settings), ``CARE w/o Stage II`` (Stage I:
   the 6-layer query tower aligned to the frozen 12-layer document tower), ``CARE`` (Stage II: both
-  trained jointly), and ``CARE w/o Stage I`` (Stage II straight from the initialised towers);
+  trained jointly, on one hard negative per query mined as the preset's ``recipe.yaml`` says), and
+  ``CARE w/o Stage I`` (Stage II straight from the initialised towers, mined the same way);
 - ``student vs frozen e5``: the 6-layer cut aligned to and fine-tuned against e5's own, untrained
   document vectors (``stage1`` + ``stage1_sft``; the recipe this project had before).
 
 With ``--validation`` the rows are trained on ``train.jsonl`` minus 10 % of its answer groups and
 scored on those held-out queries (care.data.splits), and ``--variant NAME=STAGE:KEY=VALUE,...`` adds
-CARE variants (other Stage II settings) — the recipe's settings are chosen there, never on test.
+CARE variants (other Stage II settings; ``stage2:mine=0`` = without the preset's mining) — the
+recipe's settings are chosen there, never on test.
 
 Each step is resumable under ``--work`` (finished trainings are skipped, scores are kept per row).
 Per seed, a record in the shared schema goes to ``benchmarks/results/real_weights/`` (or ``--out``);
@@ -210,8 +212,12 @@ def stage_train_seconds(work: Path) -> dict[str, float | None]:
 def _variant_overrides(variant: list[str]) -> tuple[list[str], dict | None]:
     """Split a variant's settings into stage overrides and the mining settings: ``stage2:mine=N`` mines
     N negatives, ``stage2:mine.FIELD=VALUE`` sets a :class:`care.train.negatives.MiningConfig` field
-    (e.g. ``stage2:mine.relative_margin=0.02``, ``stage2:mine.range_max=300``)."""
+    (e.g. ``stage2:mine.relative_margin=0.02``, ``stage2:mine.range_max=300``), ``stage2:mine=0`` mines
+    none; a variant without mining settings mines as the preset does (its ``recipe.yaml``), as
+    ``care train recipe`` would."""
     import yaml
+
+    from care.train.presets import folder_recipe_defaults
 
     overrides, mining = [], {}
     for item in variant:
@@ -224,7 +230,9 @@ def _variant_overrides(variant: list[str]) -> tuple[list[str], dict | None]:
             overrides.append(item)
     if mining and "n_negatives" not in mining:
         raise SystemExit(f"variant {variant}: mining settings need stage2:mine=N (negatives per query)")
-    return overrides, mining or None
+    if not mining:
+        return overrides, folder_recipe_defaults(CONFIGS).get("mine_negatives")
+    return overrides, mining if mining["n_negatives"] else None
 
 
 def train_care(prep: Prepared, e5: Path, cut: Path, out: Path, seed: int, variant: list[str],
@@ -239,7 +247,8 @@ def train_care(prep: Prepared, e5: Path, cut: Path, out: Path, seed: int, varian
     overrides, mining = _variant_overrides(variant)
     overrides = [*(f"{stage}:model.teacher.cache_dir={folder}" for stage, folder in (teacher_caches or {}).items()),
                  *overrides]
-    recipe = RecipeConfig(mine_negatives=mining, skip_document_init=document is not None)
+    # mining already resolved against the preset's default: no mining is said explicitly, so the recipe adds none
+    recipe = RecipeConfig(mine_negatives=mining or {"n_negatives": 0}, skip_document_init=document is not None)
     paths = RecipePaths(str(cut), document or str(e5), str(prep.train_file), str(out / "recipe"),
                         str(prep.alignment_file), str(prep.corpus_file))
     results = run_recipe(paths, config_dir=CONFIGS, overrides=[f"seed={seed}", "runtime.progress_bar=false",

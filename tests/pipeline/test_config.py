@@ -113,7 +113,9 @@ def test_mining_settings_are_checked_when_the_config_loads(tmp_path):
     config = load_run_config(tmp_path / "run.yaml")
     assert config.recipes.care.mine_negatives == {"n_negatives": 1, "relative_margin": 0.02, "range_max": 300}
     assert RunConfig.from_dict(config.to_dict()) == config
-    for bad, named in (("{n_negatives: 0}", "n_negatives"), ("{n_negatives: 1, margin: 0.1}", "margin"),
+    (tmp_path / "off.yaml").write_text(base + "recipes: {care: {mine_negatives: {n_negatives: 0}}}\n", encoding="utf-8")
+    assert load_run_config(tmp_path / "off.yaml").recipes.care.mine_negatives == {"n_negatives": 0}  # never mine
+    for bad, named in (("{n_negatives: -1}", "n_negatives"), ("{n_negatives: 1, margin: 0.1}", "margin"),
                        ("{n_negatives: 1, relative_margin: 2}", "relative_margin")):
         (tmp_path / "bad.yaml").write_text(base + f"recipes: {{care: {{mine_negatives: {bad}}}}}\n", encoding="utf-8")
         with pytest.raises(ConfigError, match=f"bad.yaml.*recipes.care.mine_negatives.*{named}"):

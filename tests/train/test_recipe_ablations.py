@@ -367,3 +367,65 @@ def test_mining_without_a_corpus_fails_before_the_first_stage(tiny_dir, tmp_path
     assert calls == []  # nothing trained
     run_recipe(_paths(tiny_dir, tmp_path / "c"), overrides=FAST, recipe=recipe, stages=["init_query"])  # no Stage II
     assert [c[0] for c in calls] == ["init_query"]
+
+
+def test_the_e5_preset_mines_one_negative_by_default():
+    from care.train.presets import folder_recipe_defaults, preset_dir
+
+    assert folder_recipe_defaults(preset_dir("e5")) == {
+        "mine_negatives": {"n_negatives": 1, "relative_margin": 0.02, "range_max": 300}}
+    assert folder_recipe_defaults(None) == {} and folder_recipe_defaults(ABLATIONS) == {}  # no recipe.yaml: nothing
+
+
+def test_a_config_folders_mining_applies_when_the_run_sets_none(tiny_dir, tmp_path, calls, caplog):
+    from care.train.presets import preset_dir
+
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    (folder / "stage2.yaml").write_text((preset_dir("e5") / "stage2.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    (folder / "recipe.yaml").write_text("mine_negatives: {n_negatives: 2, relative_margin: null, range_max: 5}\n",
+                                        encoding="utf-8")
+    fast = [o for o in FAST if not o.startswith(("data.n_negatives", "model.lora"))]
+    corpus = str(_corpus_of(tiny_dir, tmp_path / "corpus.jsonl"))
+    paths = replace(_paths(tiny_dir, tmp_path / "mined"), corpus_file=corpus)
+    run_recipe(paths, config_dir=folder, overrides=fast, stages=["stage2"])  # the folder's default: mined
+    recorded = json.loads((tmp_path / "mined" / "recipe.json").read_text(encoding="utf-8"))["recipe"]
+    assert recorded["mine_negatives"]["n_negatives"] == 2  # the effective recipe is recorded, not "unset"
+    run_recipe(replace(paths, output_dir=str(tmp_path / "off")), config_dir=folder, overrides=fast, stages=["stage2"],
+               recipe=RecipeConfig(mine_negatives={"n_negatives": 0}))  # switched off by the run
+    with caplog.at_level("WARNING", logger="care.train.recipe"):  # no corpus: warned, trained without mining
+        run_recipe(_paths(tiny_dir, tmp_path / "no_corpus"), config_dir=folder, overrides=fast, stages=["stage2"])
+    assert "no corpus was given" in caplog.text and "--mine-negatives 0" in caplog.text
+    (mined, _, _, mined_file, _, mined_data), (_, _, _, off_file, _, off_data), (_, _, _, plain_file, _, plain_data) = calls
+    assert mined_file.endswith("stage2_train.jsonl") and mined_data.n_negatives == 2
+    assert off_file == plain_file == str(tiny_dir / "train.jsonl") and off_data.n_negatives == plain_data.n_negatives == 0
+
+
+def test_a_folder_trained_before_the_folder_mined_reruns_with_mining_off(tiny_dir, tmp_path, calls):
+    """An older run (recorded without mining) is refused once its config folder mines by default, naming
+    the way back; with mining switched off it is the same run."""
+    from care.train.presets import preset_dir
+
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    (folder / "stage2.yaml").write_text((preset_dir("e5") / "stage2.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    fast = [o for o in FAST if not o.startswith(("data.n_negatives", "model.lora"))]
+    paths = replace(_paths(tiny_dir, tmp_path / "run"), corpus_file=str(_corpus_of(tiny_dir, tmp_path / "corpus.jsonl")))
+    run_recipe(paths, config_dir=folder, overrides=fast, stages=["stage2"])  # the folder has no recipe.yaml yet
+    assert json.loads((tmp_path / "run" / "recipe.json").read_text(encoding="utf-8"))["recipe"]["mine_negatives"] is None
+    (folder / "recipe.yaml").write_text("mine_negatives: {n_negatives: 1}\n", encoding="utf-8")
+    with pytest.raises(CareError, match=r"other settings \(recipe.*--mine-negatives 0"):
+        run_recipe(paths, config_dir=folder, overrides=fast, stages=["stage2"])
+    run_recipe(paths, config_dir=folder, overrides=fast, stages=["stage2"],
+               recipe=RecipeConfig(mine_negatives={"n_negatives": 0}))  # recorded as no mining, like the first run
+
+
+def test_a_config_folders_recipe_file_is_checked(tmp_path):
+    from care.train.presets import folder_recipe_defaults
+
+    (tmp_path / "recipe.yaml").write_text("skip_stage1: true\n", encoding="utf-8")
+    with pytest.raises(CareError, match="recipe.yaml may set mine_negatives only, not skip_stage1"):
+        folder_recipe_defaults(tmp_path)
+    (tmp_path / "recipe.yaml").write_text("mine_negatives: {n_negatives: 1, relative_margin: 3}\n", encoding="utf-8")
+    with pytest.raises(CareError, match="recipe.yaml: mine_negatives.*relative_margin"):
+        folder_recipe_defaults(tmp_path)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from care.config import Config, ConfigError, apply_overrides, build, read_config_file
+from care.config import Config, ConfigError, apply_overrides, read_config_file
 from care.errors import CareError
 from care.train.recipe import RecipeConfig
 from care.train.student import StudentConfig
@@ -153,9 +153,10 @@ class CareRecipeConfig(Config):
             (``benchmarks/bench_real_weights.py``). ``null``: none.
         mine_negatives: Stage II's hard negatives mined by the initialised document tower over the run's
             corpus, likely false negatives skipped (:class:`care.train.negatives.MiningConfig` as a mapping,
-            e.g. ``{n_negatives: 1, relative_margin: 0.02, range_max: 300}``); ``null`` (the default): the
-            training file's negatives. Ablations mine the same way unless they set their own
-            (``ablations.<label>.mine_negatives``).
+            e.g. ``{n_negatives: 1, relative_margin: 0.02, range_max: 300}``); ``null`` (the default): what
+            the stage configs' folder sets (the e5 preset: one negative per query at 2 % / top 300; its
+            ``recipe.yaml``), else the training file's negatives; ``{n_negatives: 0}``: never mine. Ablations
+            mine the same way unless they set their own (``ablations.<label>.mine_negatives``).
         full_fine_tune_document: no LoRA on the document tower; ``null``: exactly when it is ``tiny`` (a
             random-init tower learns nothing useful through LoRA; the paper's LoRA setup is ``configs/care_paper``).
         tiny_document_dims: Matryoshka widths of a tiny document tower's MRL loss in init_document (``null``:
@@ -293,11 +294,11 @@ class RunConfig(Config):
             if getattr(self.evaluate, name) < 1:
                 raise ConfigError(f"config field 'evaluate.{name}': must be >= 1")
         if self.recipes.care.mine_negatives is not None:
-            from care.train.negatives import MiningConfig
+            from care.train.recipe import RecipeConfig
 
             field_name = "config field 'recipes.care.mine_negatives'"
             try:
-                build(MiningConfig, self.recipes.care.mine_negatives, source=field_name)
+                RecipeConfig(mine_negatives=self.recipes.care.mine_negatives)
             except CareError as exc:
                 raise ConfigError(str(exc) if field_name in str(exc) else f"{field_name}: {exc}") from None
         if self.curate.n_negatives < 0 or self.curate.label_depth < 1:

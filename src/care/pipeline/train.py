@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from care.data.io import iter_jsonl
+from care.errors import CareError
 from care.pipeline.config import TINY
 from care.pipeline.context import RunContext
 from care.pipeline.sources import corpus_file
@@ -118,6 +119,15 @@ def care_alignment_file(ctx: RunContext, train_file: str, out: Path) -> str | No
     return str(target)
 
 
+def _mining_corpus(ctx: RunContext) -> str | None:
+    """The run's corpus, where Stage II's negatives are mined when the recipe or its config folder asks
+    (the e5 preset does); None for a run without one (mining asked for explicitly then fails by name)."""
+    try:
+        return str(corpus_file(ctx))
+    except CareError:
+        return None
+
+
 def step_train_care(ctx: RunContext) -> dict[str, Any]:
     """CARE's recipe (and its ablations); returns the row label -> model folder of each stage's model."""
     from care.train.recipe import RecipeConfig, RecipePaths, final_care_model, run_recipe
@@ -128,8 +138,7 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
     out = ctx.model_dir(CARE_FOLDER)
     overrides = care_overrides(ctx)
     alignment = care_alignment_file(ctx, train_file, out)
-    mining = recipe.mine_negatives is not None or any(s.mine_negatives is not None for s in recipe.ablations.values())
-    corpus = str(corpus_file(ctx)) if mining else None  # Stage II's negatives are mined from the run's corpus
+    corpus = _mining_corpus(ctx)
     results = run_recipe(RecipePaths(query, document, train_file, str(out), alignment_file=alignment, corpus_file=corpus),
                          config_dir=recipe.config_dir, overrides=overrides,
                          recipe=RecipeConfig(mine_negatives=recipe.mine_negatives))

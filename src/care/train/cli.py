@@ -71,7 +71,9 @@ def recipe_command(
     mine_negatives: int = typer.Option(
         None, "--mine-negatives",
         help="Stage II: mine N hard negatives per query with the initialised document tower over --corpus, "
-             "dropping candidates within --mine-margin of the positive's score (likely false negatives)."),
+             "dropping candidates within --mine-margin of the positive's score (likely false negatives); "
+             "0 = never mine. Unset: the config folder's recipe.yaml decides (the e5 preset mines 1 at 0.02 / "
+             "depth 300 when --corpus is given)."),
     mine_margin: float = typer.Option(
         None, "--mine-margin",
         help="With --mine-negatives: a candidate must score below (1 - M) x the positive's score "

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,8 @@ RANK_QUERIES_FILE = "rank_queries.jsonl"
 #: Stage II's training file with negatives mined by the initialised document tower (RecipeConfig.mine_negatives).
 MINED_FILE = "stage2_train.jsonl"
 RECIPE_FILE = "recipe.json"
+#: ``mine_negatives: {n_negatives: 0}``: no mining, whatever the config folder's default.
+MINING_OFF = 0
 #: Stage I training data: alignment rows (paper) or the retrieval fine-tuning file (ablation).
 STAGE1_DATA: tuple[str, ...] = ("alignment", "finetune")
 
@@ -77,7 +79,9 @@ class RecipeConfig(Config):
             (``["stage1:loss.lambda_mse=0"]`` = Stage I without MSE).
         mine_negatives: Stage II's hard negatives mined by the initialised document tower over
             ``RecipePaths.corpus_file`` with likely false negatives filtered
-            (:class:`care.train.negatives.MiningConfig` as a dict); ``None`` keeps the training file's.
+            (:class:`care.train.negatives.MiningConfig` as a dict); ``None`` = the config folder's default
+            (its ``recipe.yaml``: the e5 preset mines one negative per query), or none;
+            ``{"n_negatives": 0}`` = never mine (Stage II keeps the training file's negatives).
 
     One YAML file per ablation (``configs/ablations/*.yaml``) loads with :func:`load_recipe_config`.
     """
@@ -96,11 +100,11 @@ class RecipeConfig(Config):
         self.validate()
 
     def validate(self) -> None:
-        if self.mine_negatives is not None:
+        if self.mining is not None:
             from care.config import build
             from care.train.negatives import MiningConfig
 
-            build(MiningConfig, self.mine_negatives, source="recipe field 'mine_negatives'")
+            build(MiningConfig, self.mining, source="recipe field 'mine_negatives'")
         for name in ("skip_query_init", "skip_document_init", "skip_stage1", "skip_stage2", "skip_stage1_rank"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"config field '{name}': expected true/false, got {getattr(self, name)!r}")
@@ -109,6 +113,13 @@ class RecipeConfig(Config):
         if self.stage1_data not in STAGE1_DATA:
             raise ConfigError(f"config field 'stage1_data': must be one of {', '.join(STAGE1_DATA)}, "
                               f"got {self.stage1_data!r}")
+
+    @property
+    def mining(self) -> dict[str, Any] | None:
+        """The mining settings, or None for no mining (unset, or ``n_negatives`` 0)."""
+        if self.mine_negatives is None or self.mine_negatives.get("n_negatives") == MINING_OFF:
+            return None
+        return self.mine_negatives
 
     def skipped(self) -> set[str]:
         """Stages these switches remove."""
@@ -214,11 +225,17 @@ def result_overrides(overrides: Sequence[str]) -> list[str]:
 
 
 def _record_settings(out: Path, paths: RecipePaths, recipe: RecipeConfig, overrides: Sequence[str]) -> None:
-    settings = {"recipe": recipe.to_dict(),
+    """Record the effective recipe in ``out/recipe.json`` (refusing a rerun with other settings). Mining
+    is recorded as what happens: ``null`` for none, whether unset or ``{n_negatives: 0}``, so a folder
+    trained before a config folder mined by default reruns with ``--mine-negatives 0``."""
+    settings = {"recipe": {**recipe.to_dict(), "mine_negatives": recipe.mining},
                 "query_model": recipe.pretrained_query_model or paths.query_model,
                 "document_model": paths.document_model,
                 "overrides": result_overrides(overrides)}
-    record_run_settings(out / RECIPE_FILE, settings, "recipe", "give each ablation its own --output folder")
+    fix = "give each ablation its own --output folder"
+    if recipe.mining is not None:
+        fix += " (a folder trained without mining: rerun it with --mine-negatives 0 / mine_negatives: {n_negatives: 0})"
+    record_run_settings(out / RECIPE_FILE, settings, "recipe", fix)
 
 
 def _same_model(recorded: str | None, wired: str) -> bool:
@@ -272,12 +289,30 @@ def _mined_training_file(paths: RecipePaths, recipe: RecipeConfig, query_model: 
     wiring = {"model.query_model": query_model, "model.document_model": document_model, "data.train_file": paths.train_file}
     model_config = _stage_config("stage2", config_dir, overrides, wiring).model
     config = MiningConfig(**{"query_prompt": model_config.query_prompt, "document_prompt": model_config.document_prompt,
-                             **recipe.mine_negatives})
+                             **(recipe.mining or {})})
     if is_mined_with(target, config):
         return str(target), config.n_negatives
     tower = load_document_tower(model_config, trainable=False, path=document_model)
     mine_hard_negatives(paths.train_file, paths.corpus_file, tower, target, config)
     return str(target), config.n_negatives
+
+
+def _with_folder_defaults(recipe: RecipeConfig, config_dir: str | Path | None, paths: RecipePaths) -> RecipeConfig:
+    """``recipe`` with the config folder's ``recipe.yaml`` defaults (:func:`care.train.presets.folder_recipe_defaults`)
+    for the fields it leaves unset. The folder's mining needs a corpus: without one the recipe warns and
+    leaves Stage II's negatives as they are (only mining asked for by the run itself is an error)."""
+    from care.train.presets import folder_recipe_defaults
+
+    mining = folder_recipe_defaults(config_dir).get("mine_negatives")
+    if recipe.mine_negatives is not None or mining is None:
+        return recipe
+    if not (paths.corpus_file and Path(paths.corpus_file).is_file()):
+        logger.warning("recipe: %s mines Stage II's hard negatives (%s) but no corpus was given: Stage II trains "
+                       "without them; pass --corpus (corpus.jsonl) to mine, or --mine-negatives 0 to say so",
+                       Path(str(config_dir)) / "recipe.yaml", mining)
+        return recipe
+    logger.info("recipe: Stage II's hard negatives are mined as %s sets: %s", Path(str(config_dir)) / "recipe.yaml", mining)
+    return replace(recipe, mine_negatives=dict(mining))
 
 
 def _alignment_file(paths: RecipePaths, out: Path) -> str:
@@ -332,7 +367,7 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
     from care.train.presets import resolve_config_dir
 
     config_dir = resolve_config_dir(config_dir, paths.document_model)
-    recipe = recipe or RecipeConfig()
+    recipe = _with_folder_defaults(recipe or RecipeConfig(), config_dir, paths)
     given = list(overrides)
     overrides = [*overrides, *recipe.overrides]
     unknown = [s for s in stages if s not in RECIPE_STAGES]
@@ -340,8 +375,7 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
         raise ConfigError(f"unknown recipe stage(s) {unknown}; choose from {', '.join(RECIPE_STAGES)}")
     stages = [s for s in RECIPE_STAGES if s in stages and s not in recipe.skipped()
               and (s not in OPT_IN_STAGES or (config_dir is not None and (Path(config_dir) / f"{s}.yaml").is_file()))]
-    if recipe.mine_negatives is not None and "stage2" in stages and not (paths.corpus_file
-                                                                     and Path(paths.corpus_file).is_file()):
+    if recipe.mining is not None and "stage2" in stages and not (paths.corpus_file and Path(paths.corpus_file).is_file()):
         # checked before the first stage, not when Stage II starts hours later
         raise ConfigError(f"recipe field 'mine_negatives' needs a corpus to mine from: pass the corpus file "
                           f"(corpus.jsonl of {{id, text}}) as RecipePaths.corpus_file / --corpus"
@@ -375,7 +409,7 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
             results[stage] = done
             continue
         extra: dict[str, object] = {}
-        if stage == "stage2" and recipe.mine_negatives is not None:
+        if stage == "stage2" and recipe.mining is not None:
             train_file, extra["data.n_negatives"] = _mined_training_file(paths, recipe, query_model, document_model, out,
                                                                          overrides, config_dir)
             # Stage II trains on what was mined, whatever the stage config's n_negatives (the e5 preset's is 0:

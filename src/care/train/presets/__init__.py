@@ -7,6 +7,9 @@ document tower, e5's ``query: `` / ``passage: `` prefixes; ``benchmarks/bench_re
 ``docs/training.md``); the recipe picks it by default when the document model is an e5 checkpoint
 (:func:`default_preset`). Without a preset the stages use their declared defaults, which follow the
 paper (a decoder LLM document tower with LoRA).
+
+A config folder may also ship ``recipe.yaml``: recipe settings a run uses when it sets none itself
+(:func:`folder_recipe_defaults`; today ``mine_negatives``, the e5 preset's Stage II hard negatives).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import json
 import logging
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from care.errors import CareError
 from care.models.e5_export import EXPORT_RECORD as E5_EXPORT_RECORD
@@ -25,6 +29,10 @@ logger = logging.getLogger(__name__)
 PRESET_PREFIX = "preset:"
 #: Shipped presets (folders beside this file).
 PRESETS: tuple[str, ...] = ("e5",)
+#: A config folder's recipe defaults (:func:`folder_recipe_defaults`).
+RECIPE_DEFAULTS_FILE = "recipe.yaml"
+#: The recipe fields a config folder may set a default for.
+FOLDER_RECIPE_FIELDS: tuple[str, ...] = ("mine_negatives",)
 #: A Hugging Face ``config.json``'s ``_name_or_path`` containing this names an e5 checkpoint.
 E5_NAME_MARK = "e5"
 
@@ -75,3 +83,30 @@ def resolve_config_dir(config_dir: str | Path | None, document_model: str | None
     if text.startswith(PRESET_PREFIX):
         return preset_dir(text[len(PRESET_PREFIX):])
     return Path(config_dir)
+
+
+def folder_recipe_defaults(config_dir: str | Path | None) -> dict[str, Any]:
+    """The recipe defaults ``config_dir/recipe.yaml`` ships (``{}`` without a folder or file): fields of
+    :data:`FOLDER_RECIPE_FIELDS` a run uses when it leaves them unset (``mine_negatives``: a
+    :class:`care.train.negatives.MiningConfig` as a dict).
+
+    Raises:
+        CareError: a file that is not a mapping, names another field, or holds invalid mining settings —
+            naming the file.
+    """
+    if config_dir is None:
+        return {}
+    path = Path(config_dir) / RECIPE_DEFAULTS_FILE
+    if not path.is_file():
+        return {}
+    from care.config import build, read_config_file
+    from care.train.negatives import MiningConfig
+
+    data = read_config_file(path, "recipe defaults")
+    unknown = sorted(set(data) - set(FOLDER_RECIPE_FIELDS))
+    if unknown:
+        raise CareError(f"{path}: a config folder's recipe.yaml may set {', '.join(FOLDER_RECIPE_FIELDS)} only, "
+                        f"not {', '.join(unknown)}; put ablation switches in an --ablation file")
+    if data.get("mine_negatives") is not None:
+        build(MiningConfig, data["mine_negatives"], source=f"{path}: mine_negatives")
+    return data
