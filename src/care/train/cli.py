@@ -67,7 +67,9 @@ def recipe_command(
         None, "--pretrained-query-model", help="init_query starts from this checkpoint (e.g. RetroMAE-pretrained)."),
     ablation: Path = typer.Option(
         None, "--ablation", help="Recipe switches from YAML (configs/ablations/*.yaml); flags add to it."),
-    corpus: str = typer.Option(None, "--corpus", help="corpus.jsonl to mine Stage II's hard negatives from."),
+    corpus: str = typer.Option(
+        None, "--corpus", help="corpus.jsonl to mine Stage II's hard negatives from (with the e5 preset they are "
+                               "mined by default: without --corpus Stage II trains on in-batch negatives, with a warning)."),
     mine_negatives: int = typer.Option(
         None, "--mine-negatives",
         help="Stage II: mine N hard negatives per query with the initialised document tower over --corpus, "
