@@ -1,0 +1,43 @@
+"""``benchmarks/bench_real_weights.py``: a variant's mining follows the e5 preset unless it says otherwise."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_real_weights.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_real_weights", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while the script loads
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(spec.name, None)
+
+
+def test_a_variant_without_mining_settings_mines_as_the_preset_does(bench):
+    from care.train.presets import folder_recipe_defaults, preset_dir
+
+    overrides, mining = bench._variant_overrides(["stage2:optim.document_lr=1e-4"])
+    assert overrides == ["stage2:optim.document_lr=1e-4"]
+    assert mining == folder_recipe_defaults(preset_dir("e5"))["mine_negatives"]
+    assert mining["n_negatives"] == 1
+
+
+def test_mine_zero_is_plain_stage2_and_mining_fields_are_kept(bench):
+    assert bench._variant_overrides(["stage2:mine=0"]) == ([], None)
+    _, mining = bench._variant_overrides(["stage2:mine=2", "stage2:mine.relative_margin=0.02"])
+    assert mining == {"n_negatives": 2, "relative_margin": 0.02}
+
+
+def test_mining_fields_without_a_count_are_refused(bench):
+    with pytest.raises(SystemExit, match="stage2:mine=N"):
+        bench._variant_overrides(["stage2:mine.range_max=300"])
