@@ -316,6 +316,19 @@ def test_cli_mining_flags_fill_the_recipe(tmp_path, monkeypatch):
     assert captured["recipe"].mine_negatives == {"n_negatives": 3, "range_max": 50, "relative_margin": 0.01}
 
 
+#: FAST for the e5 preset's stage2.yaml: its own negative count (the recipe wires the mined one) and no LoRA.
+FAST_E5_STAGE2 = [o for o in FAST if not o.startswith(("data.n_negatives", "model.lora"))]
+
+
+def _e5_stage2_folder(folder: Path) -> Path:
+    """A config folder holding only the e5 preset's stage2.yaml (tests add their own recipe.yaml)."""
+    from care.train.presets import preset_dir
+
+    folder.mkdir()
+    (folder / "stage2.yaml").write_text((preset_dir("e5") / "stage2.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    return folder
+
+
 def _corpus_of(tiny_dir: Path, path: Path) -> Path:
     """A corpus.jsonl of every positive and negative text of the tiny training file."""
     from care.serve.testing import write_corpus
@@ -350,7 +363,7 @@ def test_mined_negatives_are_used_with_the_e5_preset_whose_stage2_has_none(tiny_
     assert yaml.safe_load((preset_dir("e5") / "stage2.yaml").read_text(encoding="utf-8"))["data"]["n_negatives"] == 0
     paths = replace(_paths(tiny_dir, tmp_path / "out"), corpus_file=str(_corpus_of(tiny_dir, tmp_path / "corpus.jsonl")))
     mining = {"n_negatives": 2, "relative_margin": None, "range_max": 5}
-    fast = [o for o in FAST if not o.startswith(("data.n_negatives", "model.lora"))]
+    fast = FAST_E5_STAGE2
     run_recipe(paths, config_dir="preset:e5", overrides=fast, recipe=RecipeConfig(mine_negatives=mining), stages=["stage2"])
     run_recipe(replace(paths, output_dir=str(tmp_path / "explicit")), config_dir="preset:e5",
                overrides=[*fast, "stage2:data.n_negatives=1"], recipe=RecipeConfig(mine_negatives=mining), stages=["stage2"])
@@ -378,14 +391,10 @@ def test_the_e5_preset_mines_one_negative_by_default():
 
 
 def test_a_config_folders_mining_applies_when_the_run_sets_none(tiny_dir, tmp_path, calls, caplog):
-    from care.train.presets import preset_dir
-
-    folder = tmp_path / "configs"
-    folder.mkdir()
-    (folder / "stage2.yaml").write_text((preset_dir("e5") / "stage2.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    folder = _e5_stage2_folder(tmp_path / "configs")
     (folder / "recipe.yaml").write_text("mine_negatives: {n_negatives: 2, relative_margin: null, range_max: 5}\n",
                                         encoding="utf-8")
-    fast = [o for o in FAST if not o.startswith(("data.n_negatives", "model.lora"))]
+    fast = FAST_E5_STAGE2
     corpus = str(_corpus_of(tiny_dir, tmp_path / "corpus.jsonl"))
     paths = replace(_paths(tiny_dir, tmp_path / "mined"), corpus_file=corpus)
     run_recipe(paths, config_dir=folder, overrides=fast, stages=["stage2"])  # the folder's default: mined
@@ -404,12 +413,8 @@ def test_a_config_folders_mining_applies_when_the_run_sets_none(tiny_dir, tmp_pa
 def test_a_folder_trained_before_the_folder_mined_reruns_with_mining_off(tiny_dir, tmp_path, calls):
     """An older run (recorded without mining) is refused once its config folder mines by default, naming
     the way back; with mining switched off it is the same run."""
-    from care.train.presets import preset_dir
-
-    folder = tmp_path / "configs"
-    folder.mkdir()
-    (folder / "stage2.yaml").write_text((preset_dir("e5") / "stage2.yaml").read_text(encoding="utf-8"), encoding="utf-8")
-    fast = [o for o in FAST if not o.startswith(("data.n_negatives", "model.lora"))]
+    folder = _e5_stage2_folder(tmp_path / "configs")
+    fast = FAST_E5_STAGE2
     paths = replace(_paths(tiny_dir, tmp_path / "run"), corpus_file=str(_corpus_of(tiny_dir, tmp_path / "corpus.jsonl")))
     run_recipe(paths, config_dir=folder, overrides=fast, stages=["stage2"])  # the folder has no recipe.yaml yet
     assert json.loads((tmp_path / "run" / "recipe.json").read_text(encoding="utf-8"))["recipe"]["mine_negatives"] is None
