@@ -11,12 +11,16 @@
    peak GPU memory, to show it fits one GPU.
 
 Texts are the dev set's answers when ``--data`` holds a ``corpus.jsonl`` (else synthetic Chinese
-text); the tokenizer is a character tokenizer trained on them (one token per character). Writes a
-record to ``<out>/gpu_shapes/<device>.json`` and a markdown table next to it. Needs a CUDA GPU.
+text); the tokenizer is a character tokenizer trained on them (one token per character, so token counts
+are about 1.4x what Qwen3's own tokenizer gives the same Chinese text: tokens/s is the comparable figure,
+documents/s is not). Writes a record to ``<out>/gpu_shapes/<device>.json`` and a markdown table next to it.
+Needs a CUDA GPU; ``--tiny`` runs the same code path with the tiny shapes on the CPU in seconds (a smoke
+check of the script, no figure worth recording; it writes nothing unless ``--out`` is given).
 
 Usage::
 
     python benchmarks/bench_gpu_shapes.py --data ../shared/data/toyhom_neike_sample --out benchmarks/results
+    python benchmarks/bench_gpu_shapes.py --tiny --documents 32 --steps 2
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from care.bench.record import BenchmarkRecord, write_record
+from care.bench.record import BenchmarkRecord, invocation, write_record
 from care.data.io import iter_jsonl, write_jsonl
 
 logger = logging.getLogger("bench_gpu_shapes")
@@ -39,6 +43,44 @@ BF16_PEAK_TFLOPS = {"H200": 989.4, "H100 80GB HBM3": 989.4, "H100": 989.4, "A100
 #: Matrix product used to measure the reachable bf16 rate in the same run.
 MATMUL_SIZE = 8192
 DOCUMENT_MAX_LENGTH = 512
+#: LoRA of the paper's Stage II on the document tower (every projection of the Qwen3 blocks).
+#: Stage II rows written (each a query, its positive and ``n_negatives`` negatives, all full length).
+STAGE2_ROWS = 256
+LORA = "{r: 32, alpha: 64, dropout: 0.05, target_modules: [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]}"
+
+
+class StepsDone(Exception):
+    """Raised by the Stage II callback once the timed steps are done."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """Where and at which shapes the benchmark runs: the paper's shapes on a GPU, or the tiny ones on the CPU."""
+
+    device: str
+    dtype: str
+    query_shape: object
+    document_shape: object
+    document_max_length: int
+    #: overrides of configs/care_paper/stage2.yaml beyond the models, data and step count
+    stage2_overrides: tuple[str, ...]
+
+
+def paper_setting() -> Setting:
+    from care.models.presets import GTE_MULTILINGUAL_BASE, QWEN3_4B
+
+    return Setting("cuda", "bfloat16", dataclasses.replace(GTE_MULTILINGUAL_BASE, max_position_embeddings=514),
+                   QWEN3_4B, DOCUMENT_MAX_LENGTH, (f"model.lora={LORA}",))
+
+
+def tiny_setting() -> Setting:
+    from care.models.presets import TINY_BERT, TINY_QWEN3
+
+    return Setting("cpu", "float32", TINY_BERT, TINY_QWEN3, 64,
+                   ('runtime.mixed_precision="no"', "runtime.cpu=true",
+                    "optim.batch_size=4", "optim.grad_cache_chunk_size=2", "data.n_negatives=3",
+                    "model.query_max_seq_length=32", "model.document_max_seq_length=64",
+                    "model.lora={r: 4, alpha: 8, dropout: 0.0, target_modules: [q_proj, v_proj]}"))
 
 
 def _texts(data: Path | None, n: int) -> list[str]:
@@ -49,146 +91,239 @@ def _texts(data: Path | None, n: int) -> list[str]:
     return (texts * (n // len(texts) + 1))[:n]
 
 
-def measured_matmul_tflops() -> float:
+def _synchronize(device: str) -> None:
     import torch
 
-    a = torch.randn(MATMUL_SIZE, MATMUL_SIZE, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(MATMUL_SIZE, MATMUL_SIZE, device="cuda", dtype=torch.bfloat16)
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _peak_memory_gib(device: str) -> float | None:
+    import torch
+
+    return torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else None
+
+
+def measured_matmul_tflops(setting: Setting, size: int = MATMUL_SIZE) -> float:
+    """The rate of a ``size``-cubed matrix product in the setting's dtype (3 warm-ups, 10 timed), TFLOP/s."""
+    import torch
+
+    dtype = getattr(torch, setting.dtype)
+    a = torch.randn(size, size, device=setting.device, dtype=dtype)
+    b = torch.randn(size, size, device=setting.device, dtype=dtype)
     for _ in range(3):
         a @ b
-    torch.cuda.synchronize()
+    _synchronize(setting.device)
     start, reps = time.perf_counter(), 10
     for _ in range(reps):
         a @ b
-    torch.cuda.synchronize()
-    return 2 * MATMUL_SIZE ** 3 * reps / (time.perf_counter() - start) / 1e12
+    _synchronize(setting.device)
+    return 2 * size ** 3 * reps / (time.perf_counter() - start) / 1e12
 
 
-def build_towers(texts: list[str], work: Path) -> tuple[Path, Path, int]:
-    """A random Qwen3-4B-shaped document tower and a gte-multilingual-base-shaped query tower (bf16), saved."""
+def build_towers(texts: list[str], work: Path, setting: Setting) -> tuple[Path, Path, int]:
+    """The setting's random query and document towers with character tokenizers, saved under ``work``.
+
+    Returns the query folder, the document folder and the document tower's non-embedding parameter count.
+    """
     import torch
 
-    from care.models.presets import GTE_MULTILINGUAL_BASE, QWEN3_4B, build_random_model
+    from care.models.presets import build_random_model
     from care.models.tokenizer import train_char_tokenizer
 
     out = []
-    for shape, kind in ((dataclasses.replace(GTE_MULTILINGUAL_BASE, max_position_embeddings=514), "encoder"),
-                        (QWEN3_4B, "decoder")):
+    for shape in (setting.query_shape, setting.document_shape):
+        kind = shape.kind
         tokenizer = train_char_tokenizer(texts, kind=kind, model_max_length=shape.max_position_embeddings)
         overrides = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id}
         if kind == "decoder":
             overrides["eos_token_id"] = tokenizer.eos_token_id
-        model = build_random_model(shape, dtype=torch.bfloat16, device="cuda", **overrides)
+        model = build_random_model(shape, dtype=getattr(torch, setting.dtype), device=setting.device, **overrides)
         target = work / shape.name
         model.save_pretrained(target)
         tokenizer.save_pretrained(target)
         params = sum(p.numel() for n, p in model.named_parameters() if "embed" not in n)
         out.append((target, params))
         del model
-        torch.cuda.empty_cache()
+        if setting.device == "cuda":
+            torch.cuda.empty_cache()
     return out[0][0], out[1][0], out[1][1]
 
 
-def bench_encoding(document_dir: Path, texts: list[str], batch_size: int, non_embedding_params: int,
-                   layers: int, hidden: int) -> dict:
-    import torch
+def forward_flops(non_embedding_params: int, lengths: list[int], shape) -> int:
+    """Forward FLOPs of a decoder over documents of ``lengths`` tokens.
 
+    2 per non-embedding parameter per token (the projections and MLP), plus attention's two score
+    products, 4 * layers * n^2 * (heads * head_dim) per document of n tokens, counted in full although
+    causal attention needs about half (the usual model-FLOP convention).
+    """
+    attention_width = shape.num_attention_heads * shape.head_dim
+    tokens = sum(lengths)
+    return 2 * non_embedding_params * tokens + sum(4 * shape.num_hidden_layers * n * n * attention_width for n in lengths)
+
+
+def bench_encoding(document_dir: Path, texts: list[str], batch_size: int, non_embedding_params: int,
+                   setting: Setting) -> dict:
+    """Encode ``texts`` with the document tower through ``care.encoders.registry.load_model`` (timed after a warm-up)."""
     from care.encoders.registry import load_model
 
-    encoder = load_model(f"{document_dir}?pooling=lasttoken&dtype=bfloat16&max_length={DOCUMENT_MAX_LENGTH}"
-                         f"&batch_size={batch_size}&device=cuda")
+    max_length = setting.document_max_length
+    encoder = load_model(f"{document_dir}?pooling=lasttoken&dtype={setting.dtype}&max_length={max_length}"
+                         f"&batch_size={batch_size}&device={setting.device}")
     encoder.encode_documents(texts[:batch_size])  # warm-up: kernels, allocator
     tokenizer = encoder.model.tokenizer
-    lengths = [min(len(ids), DOCUMENT_MAX_LENGTH) for ids in tokenizer(texts)["input_ids"]]
-    torch.cuda.synchronize()
+    lengths = [min(len(ids), max_length) for ids in tokenizer(texts)["input_ids"]]
+    _synchronize(setting.device)
     start = time.perf_counter()
-    encoder.encode_documents(texts)
-    torch.cuda.synchronize()
+    vectors = encoder.encode_documents(texts)
+    _synchronize(setting.device)
     seconds = time.perf_counter() - start
+    if len(vectors) != len(texts):
+        raise RuntimeError(f"encoded {len(vectors)} vectors for {len(texts)} documents")
     tokens = sum(lengths)
-    # forward FLOPs: 2 per parameter per token, plus attention scores and mixing (4 * layers * len^2 * hidden)
-    flops = 2 * non_embedding_params * tokens + sum(4 * layers * n * n * hidden for n in lengths)
+    flops = forward_flops(non_embedding_params, lengths, setting.document_shape)
     return {"documents": len(texts), "tokens": tokens, "seconds": seconds, "documents_per_s": len(texts) / seconds,
             "tokens_per_s": tokens / seconds, "model_tflops": flops / seconds / 1e12, "batch_size": batch_size,
-            "max_length": DOCUMENT_MAX_LENGTH, "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30}
+            "max_length": max_length, "dim": int(vectors.shape[1]), "peak_memory_gib": _peak_memory_gib(setting.device)}
 
 
-def bench_stage2(query_dir: Path, document_dir: Path, texts: list[str], work: Path, steps: int) -> dict:
+def bench_stage2(query_dir: Path, document_dir: Path, texts: list[str], work: Path, steps: int,
+                 setting: Setting) -> dict:
     """``steps`` Stage II steps of the real trainer at the paper's settings (configs/care_paper/stage2.yaml)."""
     import torch
 
     from care.train.config import apply_overrides, load_config, TrainConfig
     from care.train.trainer import train
 
-    rows = [{"query": t[:30], "pos": [t], "neg": [texts[(i + k) % len(texts)] for k in range(1, 8)]}
-            for i, t in enumerate(texts[:256])]
+    config = Path(__file__).resolve().parents[1] / "configs" / "care_paper" / "stage2.yaml"
+    overrides = [f"output_dir={work / 'stage2'}", f"model.query_model={query_dir}", f"model.document_model={document_dir}",
+                 "model.query_pooling=cls", "model.trust_remote_code=false", f"optim.max_steps={steps}",
+                 "runtime.log_with=null", "runtime.progress_bar=false", "checkpoint.every_steps=100000",
+                 *setting.stage2_overrides]
+    data = apply_overrides(load_config(config).to_dict(), overrides)
+    negatives = data["data"]["n_negatives"]
+    # documents as long as the tower reads (the memory worst case): each text runs on into the next ones
+    length = data["model"]["document_max_seq_length"]
+    joined = "".join(texts)
+    joined *= length // len(joined) + 2
+    stride = max(1, (len(joined) - length) // STAGE2_ROWS)
+    long = [joined[i * stride:i * stride + length] for i in range(STAGE2_ROWS)]
+    rows = [{"query": t[:30], "pos": [t], "neg": [long[(i + k) % len(long)] for k in range(1, negatives + 1)]}
+            for i, t in enumerate(long)]
     train_file = work / "stage2_train.jsonl"
     write_jsonl(train_file, rows)
-    config = Path(__file__).resolve().parents[1] / "configs" / "care_paper" / "stage2.yaml"
-    data = apply_overrides(load_config(config).to_dict(), [
-        f"output_dir={work / 'stage2'}", f"model.query_model={query_dir}", f"model.document_model={document_dir}",
-        "model.query_pooling=cls", "model.trust_remote_code=false", f"data.train_file={train_file}",
-        f"optim.max_steps={steps}", "runtime.log_with=null", "runtime.progress_bar=false", "checkpoint.every_steps=100000",
-        "model.lora={r: 32, alpha: 64, dropout: 0.05, target_modules: [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]}"])
-    torch.cuda.reset_peak_memory_stats()
+    data = apply_overrides(data, [f"data.train_file={train_file}"])
+    step_ends: list[float] = []
+    losses: list[float] = []
+
+    def on_event(trainer, event: str, state) -> None:
+        """The trainer's step callback: note when each step ends; stop once ``steps`` are done."""
+        if event == "step":
+            _synchronize(setting.device)
+            step_ends.append(time.perf_counter())
+            losses.append(state.last_loss)
+            if state.global_step >= steps:
+                raise StepsDone  # before the final checkpoint and model saves (gigabytes at 4B, not the step)
+
+    if setting.device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
-    result = train(TrainConfig.from_dict(data))
+    try:
+        train(TrainConfig.from_dict(data), callbacks=[on_event])
+    except StepsDone:
+        pass
     seconds = time.perf_counter() - start
-    metrics = [line for line in (work / "stage2" / "metrics.jsonl").read_text(encoding="utf-8").splitlines() if line]
-    return {"steps": result.global_step, "seconds_total": seconds, "batch_size": data["optim"]["batch_size"],
-            "negatives": data["data"]["n_negatives"], "grad_cache_chunk_size": data["optim"]["grad_cache_chunk_size"],
-            "document_max_length": data["model"]["document_max_seq_length"], "lora_r": 32,
-            "peak_memory_gib": torch.cuda.max_memory_allocated() / 2**30, "final_loss": result.final_loss,
-            "logged_steps": len(metrics)}
+    # the first step carries kernel selection and allocator growth; later ones are the steady state
+    steady = [b - a for a, b in zip(step_ends, step_ends[1:])]
+    return {"steps": len(step_ends), "seconds_total": seconds, "batch_size": data["optim"]["batch_size"],
+            "negatives": negatives, "grad_cache_chunk_size": data["optim"]["grad_cache_chunk_size"],
+            "document_max_length": length, "gradient_checkpointing": data["model"]["gradient_checkpointing"],
+            "lora_r": data["model"]["lora"]["r"], "peak_memory_gib": _peak_memory_gib(setting.device),
+            "losses": losses, "steady_step_seconds": sorted(steady)[len(steady) // 2] if steady else None,
+            "steady_steps_timed": len(steady)}
+
+
+def report_lines(device: str, setting: Setting, encodings: list[dict], stage2: dict, matmul: float,
+                 peak: float | None, command: str) -> list[str]:
+    """The markdown report of one run (one line per encoding batch size, one for Stage II)."""
+    doc, query = setting.document_shape, setting.query_shape
+    lines = [f"# Paper shapes on {device} (random weights)", "",
+             f"Document tower: {doc.name} shape ({doc.num_hidden_layers} x {doc.hidden_size}, GQA "
+             f"{doc.num_attention_heads}/{doc.num_key_value_heads}), {setting.dtype}, last-token pooling, through "
+             f"`load_model` -> `encode_documents` (the code `care index build` runs). Query tower: {query.name} shape "
+             f"({query.num_hidden_layers} x {query.hidden_size}). Character tokenizer: one token per character.", "",
+             f"| batch | documents | tokens | seconds | documents/s | tokens/s | model TFLOP/s | of measured matmul "
+             f"({matmul:.3g} TFLOP/s) | of datasheet peak | peak memory GiB |",
+             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for e in encodings:
+        datasheet = f"{e['fraction_of_datasheet_peak']:.0%}" if e.get("fraction_of_datasheet_peak") else "n/a"
+        memory = f"{e['peak_memory_gib']:.1f}" if e["peak_memory_gib"] is not None else "n/a"
+        lines.append(f"| {e['batch_size']} | {e['documents']} | {e['tokens']} | {e['seconds']:.2f} | "
+                     f"{e['documents_per_s']:.0f} | {e['tokens_per_s']:.0f} | {e['model_tflops']:.1f} | "
+                     f"{e['fraction_of_measured_matmul']:.0%} | {datasheet} | {memory} |")
+    memory = f"{stage2['peak_memory_gib']:.1f} GiB" if stage2["peak_memory_gib"] is not None else "n/a (CPU)"
+    steady = (f"{stage2['steady_step_seconds']:.2f} s per step (median of {stage2['steady_steps_timed']} after the first)"
+              if stage2["steady_step_seconds"] is not None else "no steady step timed (one step only)")
+    lines += ["", f"Stage II with the real trainer (configs/care_paper/stage2.yaml: LoRA r={stage2['lora_r']} on the "
+              f"document tower, gradient checkpointing "
+              f"{'on' if stage2['gradient_checkpointing'] else 'off'}, batch {stage2['batch_size']} x (1 + {stage2['negatives']}) "
+              f"documents of up to {stage2['document_max_length']} tokens, GradCache chunk "
+              f"{stage2['grad_cache_chunk_size']}): {stage2['steps']} steps, {steady}, {stage2['seconds_total']:.1f} s "
+              f"with model loading (the final checkpoint and model saves are not run); peak GPU memory {memory}; "
+              f"loss by step {', '.join(f'{v:.3f}' for v in stage2['losses'])}.", "", f"Command: `{command}`"]
+    return lines
 
 
 def main() -> None:
     import torch
+    import transformers
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=None)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    parser.add_argument("--data", type=Path, default=None, help="folder with a corpus.jsonl whose texts are encoded")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="results root (default: benchmarks/results on a GPU; nothing written with --tiny)")
     parser.add_argument("--documents", type=int, default=2048)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, nargs="+", default=[64], help="encoding batch sizes to time")
+    parser.add_argument("--steps", type=int, default=3, help="Stage II optimiser steps (>= 2 for a steady step time)")
+    parser.add_argument("--tiny", action="store_true", help="tiny shapes on the CPU: a smoke check of this script")
+    parser.add_argument("--commit", default="", help="the commit the code came from, where the copy has no .git")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    if not torch.cuda.is_available():
-        raise SystemExit("bench_gpu_shapes needs a CUDA GPU")
-    from care.models.presets import QWEN3_4B
-
-    device = torch.cuda.get_device_name(0)
-    peak = next((v for k, v in BF16_PEAK_TFLOPS.items() if k in device), None)
+    setting = tiny_setting() if args.tiny else paper_setting()
+    if setting.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("bench_gpu_shapes needs a CUDA GPU (or --tiny for the CPU smoke check)")
+    out = args.out if args.out is not None or args.tiny else Path(__file__).resolve().parent / "results"
+    device = torch.cuda.get_device_name(0) if setting.device == "cuda" else f"CPU ({setting.document_shape.name})"
+    peak = next((v for k, v in BF16_PEAK_TFLOPS.items() if k in device), None) if setting.device == "cuda" else None
     texts = _texts(args.data, args.documents)
-    matmul = measured_matmul_tflops()
+    matmul = measured_matmul_tflops(setting, MATMUL_SIZE if setting.device == "cuda" else 256)
     with tempfile.TemporaryDirectory() as tmp:
-        query_dir, document_dir, params = build_towers(texts, Path(tmp))
-        encoding = bench_encoding(document_dir, texts, args.batch_size, params, QWEN3_4B.num_hidden_layers,
-                                  QWEN3_4B.hidden_size)
-        encoding["fraction_of_datasheet_peak"] = encoding["model_tflops"] / peak if peak else None
-        encoding["fraction_of_measured_matmul"] = encoding["model_tflops"] / matmul
-        torch.cuda.empty_cache()
-        stage2 = bench_stage2(query_dir, document_dir, texts, Path(tmp), args.steps)
-    record = BenchmarkRecord(EXPERIMENT, device.replace(" ", "_"), config=vars(args) | {"data": str(args.data),
-                                                                                          "out": str(args.out)},
-                             scores={}, latencies={"encoding": encoding, "stage2": stage2},
-                             extra={"bf16_datasheet_peak_tflops": peak, "bf16_matmul_tflops_measured": matmul,
-                                    "document_tower": "Qwen3-4B shape (36 x 2560, GQA 32/8), random bf16 weights",
-                                    "query_tower": "gte-multilingual-base shape (12 x 768), random weights"})
-    path = write_record(record, args.out)
-    lines = [f"# Paper shapes on {device} (random weights)", "",
-             f"Document tower (Qwen3-4B shape, bf16) encoding {encoding['documents']} documents (batch "
-             f"{encoding['batch_size']}, up to {DOCUMENT_MAX_LENGTH} tokens): {encoding['documents_per_s']:.0f} docs/s, "
-             f"{encoding['tokens_per_s']:.0f} tokens/s, {encoding['model_tflops']:.0f} TFLOP/s = "
-             f"{encoding['fraction_of_measured_matmul']:.0%} of the bf16 matrix product measured here "
-             f"({matmul:.0f} TFLOP/s)" + (f", {encoding['fraction_of_datasheet_peak']:.0%} of the datasheet peak "
-                                           f"({peak:.0f})" if peak else "") + ".",
-             "", f"Stage II at the paper's settings (LoRA r=32, bf16, batch {stage2['batch_size']} x (1 + "
-             f"{stage2['negatives']}) documents of up to {stage2['document_max_length']} tokens, GradCache chunk "
-             f"{stage2['grad_cache_chunk_size']}): {stage2['steps']} steps in {stage2['seconds_total']:.1f} s "
-             f"(model loading included), peak GPU memory {stage2['peak_memory_gib']:.1f} GiB.",
-             "", f"Command: `{record.command}`"]
-    (path.with_suffix(".md")).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        query_dir, document_dir, params = build_towers(texts, Path(tmp), setting)
+        encodings = []
+        for batch_size in args.batch_size:
+            encoding = bench_encoding(document_dir, texts, batch_size, params, setting)
+            encoding["fraction_of_datasheet_peak"] = encoding["model_tflops"] / peak if peak else None
+            encoding["fraction_of_measured_matmul"] = encoding["model_tflops"] / matmul
+            encodings.append(encoding)
+            if setting.device == "cuda":
+                torch.cuda.empty_cache()
+        stage2 = bench_stage2(query_dir, document_dir, texts, Path(tmp), args.steps, setting)
+    record = BenchmarkRecord(EXPERIMENT, device.replace(" ", "_").replace("(", "").replace(")", ""),
+                             config=vars(args) | {"data": str(args.data), "out": str(out)},
+                             scores={}, latencies={"encoding": encodings, "stage2": stage2}, commit=args.commit,
+                             extra={"bf16_datasheet_peak_tflops": peak, "matmul_tflops_measured": matmul,
+                                    "document_tower": dataclasses.asdict(setting.document_shape),
+                                    "query_tower": dataclasses.asdict(setting.query_shape),
+                                    "document_non_embedding_parameters": params, "dtype": setting.dtype,
+                                    "transformers": transformers.__version__,
+                                    "weights": "random (speed and memory only)"})
+    if out is None:
+        record.command = invocation()
+    else:
+        path = write_record(record, out)
+    lines = report_lines(device, setting, encodings, stage2, matmul, peak, record.command)
+    if out is not None:
+        path.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))  # noqa: T201 - the script's report
 
 

@@ -1,0 +1,55 @@
+"""``benchmarks/bench_gpu_shapes.py``: its FLOP count by hand, and its whole path at tiny shapes on the CPU."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_gpu_shapes.py"
+
+
+@pytest.fixture(scope="module")
+def gpu_shapes():
+    spec = importlib.util.spec_from_file_location("bench_gpu_shapes", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_gpu_shapes"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop("bench_gpu_shapes", None)
+
+
+def test_forward_flops_counts_projections_and_full_attention(gpu_shapes):
+    from care.models.presets import QWEN3_4B
+
+    # 2 x params x tokens, plus 4 x layers x n^2 x (heads x head_dim) per document
+    flops = gpu_shapes.forward_flops(1000, [10, 20], QWEN3_4B)
+    attention = 4 * 36 * (10 ** 2 + 20 ** 2) * (32 * 128)
+    assert flops == 2 * 1000 * 30 + attention
+
+
+def test_tiny_run_times_encoding_and_stops_stage2_after_its_steps(gpu_shapes, tmp_path):
+    setting = gpu_shapes.tiny_setting()
+    texts = gpu_shapes._texts(None, 24)
+    query_dir, document_dir, params = gpu_shapes.build_towers(texts, tmp_path, setting)
+    assert (query_dir / "config.json").is_file() and (document_dir / "config.json").is_file() and params > 0
+
+    encoding = gpu_shapes.bench_encoding(document_dir, texts, 8, params, setting)
+    assert encoding["documents"] == 24 and encoding["dim"] == setting.document_shape.hidden_size
+    assert 24 <= encoding["tokens"] <= 24 * setting.document_max_length and encoding["tokens_per_s"] > 0
+
+    stage2 = gpu_shapes.bench_stage2(query_dir, document_dir, texts, tmp_path, 3, setting)
+    assert stage2["steps"] == 3 and len(stage2["losses"]) == 3 and stage2["steady_steps_timed"] == 2
+    assert stage2["negatives"] == 3 and stage2["batch_size"] == 4
+    # stopped after its steps: no final checkpoint or model folders written
+    assert not (tmp_path / "stage2" / "model").exists()
+    rows = (tmp_path / "stage2_train.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(rows) == gpu_shapes.STAGE2_ROWS
+
+    encoding |= {"fraction_of_datasheet_peak": None, "fraction_of_measured_matmul": 0.5}
+    lines = gpu_shapes.report_lines("CPU", setting, [encoding], stage2, 1.0, None, "python x")
+    table_row = next(line for line in lines if line.startswith("| 8 |"))
+    assert "| 24 |" in table_row and "50%" in table_row
+    assert any("3 steps" in line and "median of 2 after the first" in line for line in lines)
