@@ -285,6 +285,9 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=2048)
     parser.add_argument("--batch-size", type=int, nargs="+", default=[64], help="encoding batch sizes to time")
     parser.add_argument("--steps", type=int, default=3, help="Stage II optimiser steps (>= 2 for a steady step time)")
+    parser.add_argument("--grad-cache-chunk", type=int, default=None,
+                        help="Stage II GradCache chunk (queries per chunk; default: the paper config's)")
+    parser.add_argument("--name", default="", help="suffix of the record's file name (keeps runs of other settings apart)")
     parser.add_argument("--tiny", action="store_true", help="tiny shapes on the CPU: a smoke check of this script")
     parser.add_argument("--commit", default="", help="the commit the code came from, where the copy has no .git")
     args = parser.parse_args()
@@ -307,8 +310,12 @@ def main() -> None:
             encodings.append(encoding)
             if setting.device == "cuda":
                 torch.cuda.empty_cache()
+        if args.grad_cache_chunk is not None:
+            setting = dataclasses.replace(setting, stage2_overrides=(
+                *setting.stage2_overrides, f"optim.grad_cache_chunk_size={args.grad_cache_chunk}"))
         stage2 = bench_stage2(query_dir, document_dir, texts, Path(tmp), args.steps, setting)
-    record = BenchmarkRecord(EXPERIMENT, device.replace(" ", "_").replace("(", "").replace(")", ""),
+    name = device.replace(" ", "_").replace("(", "").replace(")", "") + (f"_{args.name}" if args.name else "")
+    record = BenchmarkRecord(EXPERIMENT, name,
                              config=vars(args) | {"data": str(args.data), "out": str(out)},
                              scores={}, latencies={"encoding": encodings, "stage2": stage2}, commit=args.commit,
                              extra={"bf16_datasheet_peak_tflops": peak, "matmul_tflops_measured": matmul,
