@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import logging
 import tempfile
 import time
@@ -225,8 +226,11 @@ def bench_stage2(query_dir: Path, document_dir: Path, texts: list[str], work: Pa
             if state.global_step >= steps:
                 raise StepsDone  # before the final checkpoint and model saves (gigabytes at 4B, not the step)
 
+    gc.collect()  # the encoder or trainer of an earlier phase: its weights must not count here
     if setting.device == "cuda":
+        torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
+    at_start = torch.cuda.memory_allocated() / 2**30 if setting.device == "cuda" else None
     start = time.perf_counter()
     try:
         train(TrainConfig.from_dict(data), callbacks=[on_event])
@@ -239,13 +243,14 @@ def bench_stage2(query_dir: Path, document_dir: Path, texts: list[str], work: Pa
             "negatives": negatives, "grad_cache_chunk_size": data["optim"]["grad_cache_chunk_size"],
             "document_max_length": length, "gradient_checkpointing": data["model"]["gradient_checkpointing"],
             "lora_r": data["model"]["lora"]["r"], "peak_memory_gib": _peak_memory_gib(setting.device),
+            "memory_at_start_gib": at_start,
             "losses": losses, "steady_step_seconds": sorted(steady)[len(steady) // 2] if steady else None,
             "steady_steps_timed": len(steady)}
 
 
-def report_lines(device: str, setting: Setting, encodings: list[dict], stage2: dict, matmul: float,
+def report_lines(device: str, setting: Setting, encodings: list[dict], stages: list[dict], matmul: float,
                  peak: float | None, command: str) -> list[str]:
-    """The markdown report of one run (one line per encoding batch size, one for Stage II)."""
+    """The markdown report of one run (a table row per encoding batch size, a line per Stage II chunk size)."""
     doc, query = setting.document_shape, setting.query_shape
     lines = [f"# Paper shapes on {device} (random weights)", "",
              f"Document tower: {doc.name} shape ({doc.num_hidden_layers} x {doc.hidden_size}, GQA "
@@ -261,16 +266,19 @@ def report_lines(device: str, setting: Setting, encodings: list[dict], stage2: d
         lines.append(f"| {e['batch_size']} | {e['documents']} | {e['tokens']} | {e['seconds']:.2f} | "
                      f"{e['documents_per_s']:.0f} | {e['tokens_per_s']:.0f} | {e['model_tflops']:.1f} | "
                      f"{e['fraction_of_measured_matmul']:.0%} | {datasheet} | {memory} |")
-    memory = f"{stage2['peak_memory_gib']:.1f} GiB" if stage2["peak_memory_gib"] is not None else "n/a (CPU)"
-    steady = (f"{stage2['steady_step_seconds']:.2f} s per step (median of {stage2['steady_steps_timed']} after the first)"
-              if stage2["steady_step_seconds"] is not None else "no steady step timed (one step only)")
-    lines += ["", f"Stage II with the real trainer (configs/care_paper/stage2.yaml: LoRA r={stage2['lora_r']} on the "
-              f"document tower, gradient checkpointing "
-              f"{'on' if stage2['gradient_checkpointing'] else 'off'}, batch {stage2['batch_size']} x (1 + {stage2['negatives']}) "
-              f"documents of up to {stage2['document_max_length']} tokens, GradCache chunk "
-              f"{stage2['grad_cache_chunk_size']}): {stage2['steps']} steps, {steady}, {stage2['seconds_total']:.1f} s "
-              f"with model loading (the final checkpoint and model saves are not run); peak GPU memory {memory}; "
-              f"loss by step {', '.join(f'{v:.3f}' for v in stage2['losses'])}.", "", f"Command: `{command}`"]
+    for stage2 in stages:
+        memory = (f"{stage2['peak_memory_gib']:.1f} GiB ({stage2['memory_at_start_gib']:.1f} held when it started)"
+                  if stage2["peak_memory_gib"] is not None else "n/a (CPU)")
+        steady = (f"{stage2['steady_step_seconds']:.2f} s per step (median of {stage2['steady_steps_timed']} after the "
+                  "first)" if stage2["steady_step_seconds"] is not None else "no steady step timed (one step only)")
+        lines += ["", f"Stage II with the real trainer (configs/care_paper/stage2.yaml: LoRA r={stage2['lora_r']} on the "
+                  f"document tower, gradient checkpointing {'on' if stage2['gradient_checkpointing'] else 'off'}, batch "
+                  f"{stage2['batch_size']} x (1 + {stage2['negatives']}) documents of up to "
+                  f"{stage2['document_max_length']} tokens), **GradCache chunk {stage2['grad_cache_chunk_size']}** "
+                  f"sequences: {stage2['steps']} steps, {steady}, {stage2['seconds_total']:.1f} s with model loading "
+                  f"(the final checkpoint and model saves are not run); peak GPU memory {memory}; loss by step "
+                  f"{', '.join(f'{v:.3f}' for v in stage2['losses'])}."]
+    lines += ["", f"Command: `{command}`"]
     return lines
 
 
@@ -285,8 +293,8 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=2048)
     parser.add_argument("--batch-size", type=int, nargs="+", default=[64], help="encoding batch sizes to time")
     parser.add_argument("--steps", type=int, default=3, help="Stage II optimiser steps (>= 2 for a steady step time)")
-    parser.add_argument("--grad-cache-chunk", type=int, default=None,
-                        help="Stage II GradCache chunk (queries per chunk; default: the paper config's)")
+    parser.add_argument("--grad-cache-chunk", type=int, nargs="+", default=[None],
+                        help="Stage II GradCache chunk sizes to time (sequences per chunk; default: the paper config's)")
     parser.add_argument("--name", default="", help="suffix of the record's file name (keeps runs of other settings apart)")
     parser.add_argument("--tiny", action="store_true", help="tiny shapes on the CPU: a smoke check of this script")
     parser.add_argument("--commit", default="", help="the commit the code came from, where the copy has no .git")
@@ -310,14 +318,16 @@ def main() -> None:
             encodings.append(encoding)
             if setting.device == "cuda":
                 torch.cuda.empty_cache()
-        if args.grad_cache_chunk is not None:
-            setting = dataclasses.replace(setting, stage2_overrides=(
-                *setting.stage2_overrides, f"optim.grad_cache_chunk_size={args.grad_cache_chunk}"))
-        stage2 = bench_stage2(query_dir, document_dir, texts, Path(tmp), args.steps, setting)
+        stages = []
+        for chunk in args.grad_cache_chunk:
+            overrides = () if chunk is None else (f"optim.grad_cache_chunk_size={chunk}",)
+            run_setting = dataclasses.replace(setting, stage2_overrides=(*setting.stage2_overrides, *overrides))
+            stages.append(bench_stage2(query_dir, document_dir, texts, Path(tmp) / f"chunk{chunk}", args.steps,
+                                       run_setting))
     name = device.replace(" ", "_").replace("(", "").replace(")", "") + (f"_{args.name}" if args.name else "")
     record = BenchmarkRecord(EXPERIMENT, name,
                              config=vars(args) | {"data": str(args.data), "out": str(out)},
-                             scores={}, latencies={"encoding": encodings, "stage2": stage2}, commit=args.commit,
+                             scores={}, latencies={"encoding": encodings, "stage2": stages}, commit=args.commit,
                              extra={"bf16_datasheet_peak_tflops": peak, "matmul_tflops_measured": matmul,
                                     "document_tower": dataclasses.asdict(setting.document_shape),
                                     "query_tower": dataclasses.asdict(setting.query_shape),
@@ -328,7 +338,7 @@ def main() -> None:
         record.command = invocation()
     else:
         path = write_record(record, out)
-    lines = report_lines(device, setting, encodings, stage2, matmul, peak, record.command)
+    lines = report_lines(device, setting, encodings, stages, matmul, peak, record.command)
     if out is not None:
         path.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))  # noqa: T201 - the script's report
