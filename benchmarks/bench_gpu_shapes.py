@@ -168,7 +168,14 @@ def bench_encoding(document_dir: Path, texts: list[str], batch_size: int, non_em
     """Encode ``texts`` with the document tower through ``care.encoders.registry.load_model`` (timed after a warm-up)."""
     from care.encoders.registry import load_model
 
+    import torch
+
     max_length = setting.document_max_length
+    gc.collect()  # an earlier batch size's encoder: its weights must not count in this one's peak
+    if setting.device == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    at_start = torch.cuda.memory_allocated() / 2**30 if setting.device == "cuda" else None
     encoder = load_model(f"{document_dir}?pooling=lasttoken&dtype={setting.dtype}&max_length={max_length}"
                          f"&batch_size={batch_size}&device={setting.device}")
     encoder.encode_documents(texts[:batch_size])  # warm-up: kernels, allocator
@@ -185,7 +192,8 @@ def bench_encoding(document_dir: Path, texts: list[str], batch_size: int, non_em
     flops = forward_flops(non_embedding_params, lengths, setting.document_shape)
     return {"documents": len(texts), "tokens": tokens, "seconds": seconds, "documents_per_s": len(texts) / seconds,
             "tokens_per_s": tokens / seconds, "model_tflops": flops / seconds / 1e12, "batch_size": batch_size,
-            "max_length": max_length, "dim": int(vectors.shape[1]), "peak_memory_gib": _peak_memory_gib(setting.device)}
+            "max_length": max_length, "dim": int(vectors.shape[1]), "peak_memory_gib": _peak_memory_gib(setting.device),
+            "memory_at_start_gib": at_start}
 
 
 def bench_stage2(query_dir: Path, document_dir: Path, texts: list[str], work: Path, steps: int,

@@ -72,14 +72,19 @@ def test_readme_and_docs_tables_match_the_records():
     assert done.returncode == 0, f"{done.stdout}{done.stderr} — run `python benchmarks/tables.py`"
 
 
-def test_a_real_weights_row_with_fewer_seeds_names_them(tmp_path):
+def _tables_script():
     import importlib.util
-
-    from care.bench.record import BenchmarkRecord, write_record
 
     spec = importlib.util.spec_from_file_location("bench_tables_script", ROOT / "benchmarks" / "tables.py")
     tables = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tables)
+    return tables
+
+
+def test_a_real_weights_row_with_fewer_seeds_names_them(tmp_path):
+    from care.bench.record import BenchmarkRecord, write_record
+
+    tables = _tables_script()
     scores = {"e5 zero-shot": {"per_seed": [0.26, 0.26], "seeds": [0, 1], "mean": 0.26, "std": 0.0},
               "CARE": {"per_seed": [0.28, 0.30], "seeds": [0, 1], "mean": 0.29, "std": 0.014},
               "peer (sentence-transformers trainer)": {"per_seed": [0.29], "seeds": [0], "mean": 0.29, "std": 0.0},
@@ -96,3 +101,31 @@ def test_a_real_weights_row_with_fewer_seeds_names_them(tmp_path):
     shallow = next(line for line in table.splitlines() if "4-layer query tower" in line)  # the depth trade-off
     assert "0.270 (seed 0) | 4 | 3.70 (2.7×) | 2.00 (2.5×)" in shallow
     assert "3-layer" not in table  # rows the record lacks are left out
+
+
+def test_gpu_shapes_tables_mark_peaks_recorded_before_earlier_models_were_freed(tmp_path):
+    from care.bench.record import BenchmarkRecord, write_record
+
+    def encoding(batch, **extra):
+        return {"batch_size": batch, "documents": 10, "tokens": 1500, "tokens_per_s": 30000.0, "model_tflops": 250.0,
+                "fraction_of_measured_matmul": 0.31, "fraction_of_datasheet_peak": 0.25, "peak_memory_gib": 12.0, **extra}
+
+    stage2 = {"batch_size": 16, "negatives": 7, "document_max_length": 512, "grad_cache_chunk_size": 4,
+              "steady_step_seconds": 16.384, "peak_memory_gib": 9.6}
+    old = BenchmarkRecord("gpu_shapes", "old", config={}, latencies={"encoding": [encoding(32), encoding(128)],
+                                                                      "stage2": stage2})
+    new = BenchmarkRecord("gpu_shapes", "new", config={}, latencies={
+        "encoding": [encoding(32, memory_at_start_gib=0.0), encoding(128, memory_at_start_gib=0.0)],
+        "stage2": [stage2 | {"memory_at_start_gib": 0.0}]})
+    for rec in (old, new):
+        write_record(rec, tmp_path)
+    lines = _tables_script().gpu_shapes_tables(tmp_path).splitlines()
+    rows = {(line.split("|")[1].strip(), line.split("|")[3].strip()): line for line in lines if "`old`" in line or "`new`" in line}
+    assert "| 150 | 30,000 | 250 | 31% | 25% | 12.0 |" in rows[("[`old`](../benchmarks/results/gpu_shapes/old.json)", "32")]
+    assert rows[("[`old`](../benchmarks/results/gpu_shapes/old.json)", "128")].endswith("| (12.0)² |")
+    assert rows[("[`new`](../benchmarks/results/gpu_shapes/new.json)", "128")].endswith("| 12.0 |")
+    # Stage II: 16 x 8 x 512 = 65,536 document tokens in 16.384 s = 4,000 tokens/s
+    stage_rows = [line for line in lines if "| 16.38 |" in line]
+    assert len(stage_rows) == 2 and all("| 4,000 |" in line for line in stage_rows)
+    assert next(line for line in stage_rows if "`old`" in line).endswith("| (9.6)² |")
+    assert next(line for line in stage_rows if "`new`" in line).endswith("| 9.6 |")

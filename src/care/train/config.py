@@ -124,8 +124,10 @@ class OptimConfig:
     """AdamW + linear warmup/decay (paper: lr 1e-4, warmup 5 %, linear decay).
 
     batch_size: queries per device per optimiser step; in-batch negatives span the whole batch.
-    grad_cache_chunk_size: when set and smaller than ``batch_size``, the batch is encoded in chunks
-    of this size with GradCache, so the in-batch negatives of a large batch fit in little memory.
+    grad_cache_chunk_size: when set and a field of the batch (its queries, positives or negatives) has
+    more texts than this, the field is encoded in chunks of this many texts with GradCache, so the
+    in-batch negatives of a large batch fit in little memory. Very small chunks leave a GPU idle
+    (benchmarks/results/gpu_shapes/: at the paper's shapes chunk 4 made a step 2.3x slower than 32).
     gradient_accumulation_steps: plain accumulation (negatives then only span one micro-batch;
     prefer ``grad_cache_chunk_size``).
     document_lr: learning rate of the document tower's parameters in stages that train both towers
