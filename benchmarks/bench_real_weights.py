@@ -693,6 +693,10 @@ def main() -> None:
                              "so a CARE variant's gain is compared with the same training on the symmetric side")
     parser.add_argument("--care-from-validation", action="store_true",
                         help="train the CARE rows with the variant that scored best in --validation's records")
+    parser.add_argument("--care-settings", default=None, metavar="STAGE:KEY=VALUE;...",
+                        type=lambda s: [x for x in s.split(";") if x],
+                        help="the CARE rows' own settings, e.g. 'stage2:mine=0' for a work folder whose CARE was "
+                             "trained before the e5 preset mined (its recipe refuses mining otherwise)")
     parser.add_argument("--extra-layers", type=int, nargs="*", default=[],
                         help="also train CARE with query towers of these depths (the latency / quality trade-off)")
     parser.add_argument("--diagnose", action="store_true",
@@ -724,7 +728,10 @@ def main() -> None:
     unknown = sorted(set(args.symmetric_variant) - {name for name, _ in args.variant})
     if unknown:
         parser.error(f"--symmetric-variant {' '.join(unknown)}: no --variant of that name")
-    args.care_variant = chosen_variant(args.out) if args.care_from_validation else ("", [])
+    if args.care_from_validation and args.care_settings is not None:
+        parser.error("--care-from-validation and --care-settings both choose the CARE rows' settings: give one")
+    args.care_variant = (chosen_variant(args.out) if args.care_from_validation
+                         else ("", args.care_settings or []))
     e5 = ensure_e5(args)
     prep = prepare(args.data, args.work, args.validation, _e5_spec(e5, "float32"), args.max_train, args.dense_miner)
     if args.diagnose:
