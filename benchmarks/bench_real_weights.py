@@ -675,7 +675,7 @@ def ensure_e5(args) -> Path:
     return export_e5(args.e5)
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DEV_SET, help="the dev set folder (train.jsonl, corpus.jsonl, test_*)")
     parser.add_argument("--e5", type=Path, default=ROOT / "runs" / "e5" / "L12",
@@ -716,6 +716,18 @@ def main() -> None:
     parser.add_argument("--latency", action="store_true", help="with --summarise: measure query latency here")
     parser.add_argument("--latency-layers", type=int, nargs="+", default=[6, 4, 3])
     parser.add_argument("--threads", type=int, default=None)
+    return parser
+
+
+def care_variant(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[str, list[str]]:
+    """The CARE rows' ``(variant name, settings)``: chosen on validation, given by --care-settings, or the preset's."""
+    if args.care_from_validation and args.care_settings is not None:
+        parser.error("--care-from-validation and --care-settings both choose the CARE rows' settings: give one")
+    return chosen_variant(args.out) if args.care_from_validation else ("", args.care_settings or [])
+
+
+def main() -> None:
+    parser = build_parser()
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     if args.summarise:
@@ -728,10 +740,7 @@ def main() -> None:
     unknown = sorted(set(args.symmetric_variant) - {name for name, _ in args.variant})
     if unknown:
         parser.error(f"--symmetric-variant {' '.join(unknown)}: no --variant of that name")
-    if args.care_from_validation and args.care_settings is not None:
-        parser.error("--care-from-validation and --care-settings both choose the CARE rows' settings: give one")
-    args.care_variant = (chosen_variant(args.out) if args.care_from_validation
-                         else ("", args.care_settings or []))
+    args.care_variant = care_variant(args, parser)
     e5 = ensure_e5(args)
     prep = prepare(args.data, args.work, args.validation, _e5_spec(e5, "float32"), args.max_train, args.dense_miner)
     if args.diagnose:

@@ -41,3 +41,13 @@ def test_mine_zero_is_plain_stage2_and_mining_fields_are_kept(bench):
 def test_mining_fields_without_a_count_are_refused(bench):
     with pytest.raises(SystemExit, match="stage2:mine=N"):
         bench._variant_overrides(["stage2:mine.range_max=300"])
+
+
+def test_care_settings_give_the_care_rows_their_own_settings(bench):
+    parser = bench.build_parser()
+    args = parser.parse_args(["--care-settings", "stage2:mine=0;stage2:optim.lr=4e-5"])
+    assert bench.care_variant(args, parser) == ("", ["stage2:mine=0", "stage2:optim.lr=4e-5"])
+    assert bench._variant_overrides(bench.care_variant(args, parser)[1]) == (["stage2:optim.lr=4e-5"], None)
+    assert bench.care_variant(parser.parse_args([]), parser) == ("", [])  # the preset as shipped
+    with pytest.raises(SystemExit):  # two ways of choosing at once
+        bench.care_variant(parser.parse_args(["--care-settings", "stage2:mine=0", "--care-from-validation"]), parser)
