@@ -32,9 +32,13 @@ import logging
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from care.bench.record import BenchmarkRecord, invocation, write_record
 from care.data.io import iter_jsonl, write_jsonl
+
+if TYPE_CHECKING:
+    from care.models.presets import DecoderShape, EncoderShape
 
 logger = logging.getLogger("bench_gpu_shapes")
 
@@ -60,8 +64,8 @@ class Setting:
 
     device: str
     dtype: str
-    query_shape: object
-    document_shape: object
+    query_shape: EncoderShape
+    document_shape: DecoderShape
     document_max_length: int
     #: overrides of configs/care_paper/stage2.yaml beyond the models, data and step count
     stage2_overrides: tuple[str, ...]
@@ -151,7 +155,7 @@ def build_towers(texts: list[str], work: Path, setting: Setting) -> tuple[Path, 
     return out[0][0], out[1][0], out[1][1]
 
 
-def forward_flops(non_embedding_params: int, lengths: list[int], shape) -> int:
+def forward_flops(non_embedding_params: int, lengths: list[int], shape: DecoderShape) -> int:
     """Forward FLOPs of a decoder over documents of ``lengths`` tokens.
 
     2 per non-embedding parameter per token (the projections and MLP), plus attention's two score
