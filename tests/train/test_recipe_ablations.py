@@ -289,10 +289,41 @@ def test_a_finished_stage_trained_from_other_towers_is_refused_not_reused(tiny_d
     care_tiny = Path(__file__).resolve().parents[2] / "configs" / "care_tiny"
     run_recipe(_paths(tiny_dir, tmp_path), config_dir=care_tiny, overrides=FAST)
     run_recipe(_paths(tiny_dir, tmp_path), config_dir=care_tiny, overrides=FAST)  # same inputs: every stage reused
-    with pytest.raises(CareError, match=r"finished stage2 trained from query_model=.*stage1/query.*now feeds it "
+    with pytest.raises(CareError, match=r"finished stage2 trained with query_model=.*stage1/query.*now runs it with "
                                         r"query_model=.*stage1_rank/query"):
         run_recipe(_paths(tiny_dir, tmp_path), config_dir=_config_dir_with_rank(tiny_dir, tmp_path / "cfg"),
                    overrides=FAST)
+    # Stage II's objective changed (a preset moving to stage2_distill): refused too, naming both
+    import shutil
+
+    distill = shutil.copytree(care_tiny, tmp_path / "distill_cfg")
+    (distill / "stage2.yaml").write_text((care_tiny / "stage2.yaml").read_text().replace("stage: stage2",
+                                                                                       "stage: stage2_distill"))
+    with pytest.raises(CareError, match=r"finished stage2 trained with stage=stage2; the recipe now runs it with "
+                                        r"stage=stage2_distill"):
+        run_recipe(_paths(tiny_dir, tmp_path), config_dir=distill, overrides=FAST)
+
+
+def test_stage2_trains_as_the_training_stage_its_file_or_an_override_names(tiny_dir, tmp_path, calls):
+    import shutil
+
+    from care.train.recipe import training_stage
+
+    folder = tmp_path / "cfg"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "configs" / "care_tiny", folder)
+    assert training_stage("stage2", folder, []) == "stage2"
+    stage2 = yaml.safe_load((folder / "stage2.yaml").read_text())
+    (folder / "stage2.yaml").write_text(yaml.safe_dump({**stage2, "stage": "stage2_distill"}))
+    assert training_stage("stage2", folder, []) == "stage2_distill"
+    assert training_stage("stage2", folder, ["stage2:stage=stage2"]) == "stage2"  # an override wins
+    (folder / "stage1.yaml").write_text((folder / "stage1.yaml").read_text().replace("stage: stage1", "stage: stage2"))
+    assert training_stage("stage1", folder, []) == "stage1"  # a file copied from another stage changes nothing
+    with pytest.raises(ConfigError, match=r"override 'stage2:stage=kale_align'.*stage2, stage2_distill"):
+        training_stage("stage2", folder, ["stage2:stage=kale_align"])
+    run_recipe(_paths(tiny_dir, tmp_path / "out"), config_dir=folder, overrides=FAST)
+    assert [c[0] for c in calls] == ["init_query", "init_document", "stage1", "stage2_distill"]
+    # the teacher of the distillation term (model.teacher.kind: document) is the tower Stage II starts from
+    assert _wiring(calls)["stage2_distill"][1] == str(tmp_path / "out" / "init_document/document")
 
 
 def test_cli_mining_flags_fill_the_recipe(tmp_path, monkeypatch):

@@ -30,7 +30,8 @@ def train_command(
     set_: list[str] = typer.Option([], "--set", help="Override a config field: KEY=VALUE (repeatable)."),
     resume: bool = typer.Option(False, "--resume", help="Continue from the latest checkpoint in output_dir."),
 ) -> None:
-    """Run one training stage (init_query, init_document, stage1, stage1_sft, stage2) from a config."""
+    """Run one training stage from a config (its ``stage``: init_query, init_document, stage1, stage1_sft,
+    bank_distill, stage2, stage2_distill, or a baseline: kale_align, embed_distill, score_distill)."""
     if ctx.invoked_subcommand is not None:
         return
     if config is None:

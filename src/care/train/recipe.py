@@ -15,7 +15,9 @@ never repeats finished work. Wiring between stages:
                      queries plus any corpus sentences the alignment file has); for the train file's
                      queries when Stage I trains on the train file
 - ``stage2``:        ``stage1_rank/query`` (else ``stage1/query``) + ``init_document/document``
-                     trained jointly → ``stage2/model``
+                     trained jointly → ``stage2/model``; as ``stage2_distill`` when its config file (or a
+                     ``stage2:stage=stage2_distill`` override) says so: the frozen ``init_document/document``
+                     (symmetric large) is then also the teacher of an in-batch score-distillation term
 
 Ablations (:class:`RecipeConfig`, the paper's ablation table): skip any of the four stages (the next
 stage then starts from what the skipped one would have started from), run Stage I on the fine-tuning
@@ -48,6 +50,9 @@ RECIPE_STAGES: tuple[str, ...] = ("init_query", "init_document", "stage1", "stag
 OPT_IN_STAGES: tuple[str, ...] = ("stage1_rank",)
 #: Recipe stages trained as another training stage (:data:`care.train.stage_declarations.STAGES`).
 TRAINING_STAGE: dict[str, str] = {"stage1_rank": "bank_distill"}
+#: Recipe stages that may train as one of several training stages: the stage's config file (its ``stage:``
+#: field) or a ``<stage>:stage=NAME`` override picks one; otherwise :data:`TRAINING_STAGE` or the stage's name.
+STAGE_CHOICES: dict[str, tuple[str, ...]] = {"stage2": ("stage2", "stage2_distill")}
 ALIGNMENT_FILE = "alignment.jsonl"
 #: The ranking part's queries: the query-side rows of Stage I's alignment data.
 RANK_QUERIES_FILE = "rank_queries.jsonl"
@@ -245,9 +250,36 @@ def _same_model(recorded: str | None, wired: str) -> bool:
     return recorded is not None and Path(recorded).exists() and Path(recorded).resolve() == Path(wired).resolve()
 
 
-def _check_finished_inputs(folder: Path, stage: str, query_model: str | None, document_model: str | None) -> None:
-    """A finished stage is reused only if it was trained from the towers the recipe feeds it now: a
-    stage added before it (e.g. a preset gaining ``stage1_rank``) must not leave it trained from the old input.
+def training_stage(stage: str, config_dir: str | Path | None, overrides: Sequence[str]) -> str:
+    """The training stage recipe stage ``stage`` runs as: the last ``<stage>:stage=NAME`` override, else its
+    config file's ``stage:`` field when that is one of the stage's :data:`STAGE_CHOICES`, else
+    :data:`TRAINING_STAGE` or the stage's own name (``stage1_rank.yaml`` says ``bank_distill``; a file copied
+    from another stage does not change what the recipe trains).
+
+    Raises:
+        ConfigError: an override names a training stage this recipe stage cannot run as.
+    """
+    import yaml
+
+    default = TRAINING_STAGE.get(stage, stage)
+    choices = STAGE_CHOICES.get(stage, (default,))
+    named = [yaml.safe_load(o.split("=", 1)[1]) for o in overrides
+             if override_stage(o) == stage and o.split("=", 1)[0].split(":", 1)[1].strip() == "stage"]
+    if named:
+        if named[-1] not in choices:
+            raise ConfigError(f"override '{stage}:stage={named[-1]}': the recipe's {stage} trains as one of "
+                              f"{', '.join(choices)}")
+        return str(named[-1])
+    path = Path(config_dir) / f"{stage}.yaml" if config_dir is not None else None
+    in_file = read_config_file(path).get("stage") if path is not None and path.is_file() else None
+    return in_file if in_file in choices else default
+
+
+def _check_finished_inputs(folder: Path, stage: str, query_model: str | None, document_model: str | None,
+                           trained_as: str | None = None) -> None:
+    """A finished stage is reused only if it was trained from the towers the recipe feeds it now, and as the
+    training stage the recipe runs it as now (``trained_as``): a stage added before it (e.g. a preset gaining
+    ``stage1_rank``) or a preset that changes Stage II's objective must not leave it trained the old way.
 
     Raises:
         CareError: naming the stage, what it was trained from and what it would get now.
@@ -257,14 +289,19 @@ def _check_finished_inputs(folder: Path, stage: str, query_model: str | None, do
     saved = folder / CONFIG_FILE
     if not saved.is_file():
         return  # finished by a version that did not save its config: nothing to compare
-    model = read_config_file(saved, "stage config").get("model", {})
+    config = read_config_file(saved, "stage config")
+    model = config.get("model", {})
     wired = {"query_model": query_model, "document_model": document_model}
     changed = [k for k, v in wired.items() if v is not None and not _same_model(model.get(k), v)]
+    before = {k: model.get(k) for k in changed}
+    if trained_as is not None and config.get("stage", trained_as) != trained_as:
+        changed.append("stage")
+        before["stage"], wired["stage"] = config.get("stage"), trained_as
     if changed:
         raise CareError(
-            f"{folder} is a finished {stage} trained from "
-            + ", ".join(f"{k}={model.get(k)}" for k in changed)
-            + "; the recipe now feeds it " + ", ".join(f"{k}={wired[k]}" for k in changed)
+            f"{folder} is a finished {stage} trained with "
+            + ", ".join(f"{k}={before[k]}" for k in changed)
+            + "; the recipe now runs it with " + ", ".join(f"{k}={wired[k]}" for k in changed)
             + f" (its stage configs changed); delete {folder} to retrain it, or use another --output")
 
 
@@ -402,9 +439,10 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
             "stage2": (query_after_rank, doc_after_init, paths.train_file),
         }[stage]
         query_model, document_model, train_file = wiring
+        trained_as = training_stage(stage, config_dir, overrides)
         done = read_result(dirs[stage])
         if done is not None and done.completed:
-            _check_finished_inputs(dirs[stage], stage, query_model, document_model)
+            _check_finished_inputs(dirs[stage], stage, query_model, document_model, trained_as)
             logger.info("recipe: %s already finished (%s), skipping", stage, dirs[stage])
             results[stage] = done
             continue
@@ -420,7 +458,7 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
             extra["data.bank_file"] = paths.train_file  # ranked: the training file's documents
             if train_file is None:  # else Stage I trains on the train file: its queries are ranked
                 train_file = _rank_queries_file(_alignment_file(paths, out), out)
-        settings: dict[str, object] = {"stage": TRAINING_STAGE.get(stage, stage), "output_dir": dirs[stage],
+        settings: dict[str, object] = {"stage": trained_as, "output_dir": dirs[stage],
                                        "model.query_model": query_model, "model.document_model": document_model,
                                        "data.train_file": train_file, **extra}
         if stage in ("stage1", "stage1_rank"):

@@ -16,10 +16,16 @@ init_document E_d                E_d                 MatryoshkaLoss(InfoNCE, los
 stage1        E_q                teacher (frozen)    λ1·Asym-InfoNCE + λ2·MSE  (StageOneLoss, τ≈0.1)
 stage1_sft    E_q                teacher (frozen)    Asym-InfoNCE of E_q(q) vs teacher(d⁺, d⁻)
 stage2        E_q                E_d                 Asym-InfoNCE, hard + in-batch (+ cross-device)
+stage2_distill E_q               E_d                 λ1·Asym-InfoNCE + λ_distill·KL(teacher ‖ CARE) over the batch
 bank_distill  E_q                teacher: the bank   KL(softmax(T(q)·Bankᵀ/τ_t) ‖ softmax(E_q(q)·Bankᵀ/τ)) + λ2·MSE
 ============  =================  ==================  ================================================
 
 (``Bank`` = the frozen teacher's vectors of every positive and negative of the training file.)
+
+``stage2_distill`` is Stage II with the teacher fields below (``teacher_query``, ``teacher_positive``,
+``teacher_negative``): the frozen teacher — by default the document tower Stage II starts from, i.e. the
+symmetric large model — scores the batch's candidates with its own query and document vectors, and the
+jointly trained CARE model learns that distribution beside the labels (:class:`InBatchScoreDistillLoss`).
 
 The paper's efficient-retrieval baselines (:mod:`care.train.baselines`) add *teacher fields*: the
 texts of a batch field embedded again by the frozen, cached teacher (``teacher_query`` = the query
@@ -196,6 +202,15 @@ STAGE_DECLARATIONS: dict[str, StageDeclaration] = {d.name: d for d in (
                      "(+ cross-device) negatives",
                      {"query": QUERY_TOWER, "positive": DOCUMENT_TOWER, "negative": DOCUMENT_TOWER}, _asym_infonce,
                      defaults={"loss.temperature": 0.02, "data.n_negatives": 7}, loss_checks=(_CONTRASTIVE_OR_MSE,)),
+    StageDeclaration("stage2_distill", "Stage II plus in-batch score distillation: both encoders train with "
+                     "λ1·Asym-InfoNCE + λ_distill·KL to the frozen teacher's (symmetric large's) scores of the batch",
+                     {"query": QUERY_TOWER, "positive": DOCUMENT_TOWER, "negative": DOCUMENT_TOWER,
+                      "teacher_query": TEACHER, "teacher_positive": TEACHER, "teacher_negative": TEACHER},
+                     _score_distill,
+                     loss_args=("query", "positive", "negative", "teacher_query", "teacher_positive", "teacher_negative"),
+                     defaults={"loss.temperature": 0.02, "data.n_negatives": 7},
+                     loss_checks=(LossCheck("loss.lambda_distill", lambda lc: lc.lambda_distill + lc.lambda_contrastive > 0,
+                                            "λ_distill and λ_contrastive cannot both be 0"),)),
     StageDeclaration("bank_distill", "listwise distillation: E_q learns the frozen teacher's ranking of every document "
                      "of the training file (KL over the cached bank) + λ2·MSE to the teacher's query vector",
                      {"query": QUERY_TOWER, "teacher_query": TEACHER}, _bank_distill,

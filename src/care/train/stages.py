@@ -157,9 +157,10 @@ class StageSpec:
 
     @property
     def teacher_scores_only(self) -> bool:
-        """True when the teacher's vectors only meet each other (``score_distill``: the student encodes its
-        own candidates): the teacher's width is free, and the student is not paired with it as a CARE model."""
-        return self.uses_teacher and self.field_towers.get("positive") == QUERY_TOWER
+        """True when the teacher's vectors only meet each other (``score_distill``, ``stage2_distill``: the
+        student encodes its own candidates): the teacher's width is free, and the student is not paired with
+        it as a CARE model."""
+        return self.uses_teacher and self.field_towers.get("positive") in (QUERY_TOWER, DOCUMENT_TOWER)
 
     @property
     def teacher_embeds_queries(self) -> bool:
