@@ -504,6 +504,8 @@ def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, 
                                     trained["symmetric large"], overrides, mining,
                                     mined_file=work / "variants" / f"{name}_train.jsonl")  # mined by the same tower
                 specs[f"symmetric large [{name}]"] = f"{folder}?{E5_OPTIONS}&dtype=float32"
+    for name, members in args.soup:  # weight averages of finished variants (care model average)
+        specs[f"CARE soup [{name}]"] = f"{soup_folder(work, name, members, specs)}?{E5_OPTIONS}&dtype=float32"
     for layers in args.extra_layers:  # the depth / quality trade-off, sharing the fine-tuned document tower
         with timer.step(f"care_L{layers}"):
             trained = train_care(prep, e5, e5_cuts(e5, layers, args.work), work / f"care_L{layers}", seed,
@@ -527,6 +529,25 @@ def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, 
             travel[task.name] = score_rows(specs, task, work / "travel" / task.name, cache)
     return {"scores": scores, "specs": specs, "timings_s": timer.summary(), "travel": travel,
             "train_seconds": stage_train_seconds(work), "mining": mining_reports(work / "variants")}
+
+
+def soup_folder(work: Path, name: str, members: list[str], specs: dict[str, str]) -> Path:
+    """The uniform weight average (:func:`care.models.averaging.average_model_folders`) of the CARE models of
+    ``members`` (``--variant`` names, or ``CARE`` for the CARE row), written under ``work/soups/name``; kept while
+    its sources' identities (:func:`spec_identity`) are those it was built from."""
+    from care.models.averaging import average_model_folders
+
+    rows = [m if m == "CARE" else f"CARE [{m}]" for m in members]
+    missing = [r for r in rows if r not in specs]
+    if missing:
+        raise SystemExit(f"--soup {name}: no row {', '.join(missing)} in this run (name --variant rows or CARE)")
+    sources = [_spec_folders(specs[r])[0] for r in rows]
+    folder, stamp = work / "soups" / name, work / "soups" / f"{name}.sources.json"
+    identities = [spec_identity(specs[r]) for r in rows]
+    if not folder.is_dir() or not stamp.is_file() or json.loads(stamp.read_text(encoding="utf-8")) != identities:
+        average_model_folders(sources, folder)
+        write_json(stamp, identities)
+    return folder
 
 
 def mining_reports(folder: Path) -> dict[str, dict]:
@@ -688,6 +709,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=STAGE:KEY=VALUE;...",
                         type=lambda s: (s.split("=", 1)[0], [x for x in s.split("=", 1)[1].split(";") if x]),
                         help="an extra CARE variant, e.g. mined=stage2:mine=7 or lora=stage2:model.lora.r=32")
+    parser.add_argument("--soup", action="append", default=[], metavar="NAME=ROW,ROW,...",
+                        type=lambda s: (s.split("=", 1)[0], [x for x in s.split("=", 1)[1].split(",") if x]),
+                        help="also score the uniform weight average of these --variant rows' CARE models (a model "
+                             "soup, care model average; CARE names the CARE row), e.g. lrs=mined1loose,qlr1,qlr4")
     parser.add_argument("--symmetric-variant", nargs="*", default=[], metavar="NAME",
                         help="also give symmetric large these --variant's Stage II (both towers start from it), "
                              "so a CARE variant's gain is compared with the same training on the symmetric side")
@@ -760,7 +785,7 @@ def main() -> None:
                                  config={"peer": PEER, "recipe": "preset:e5", "layers": args.layers,
                                          "length_overrides": LENGTH_OVERRIDES,
                                          "variants": dict(args.variant), "symmetric_variants": args.symmetric_variant,
-                                         "max_train": args.max_train,
+                                         "soups": dict(args.soup), "max_train": args.max_train,
                                          "care_variant": {"name": args.care_variant[0],
                                                           "settings": args.care_variant[1]},
                                          "specs": result["specs"], "skipped_rows": args.skip_rows},

@@ -51,3 +51,28 @@ def test_care_settings_give_the_care_rows_their_own_settings(bench):
     assert bench.care_variant(parser.parse_args([]), parser) == ("", [])  # the preset as shipped
     with pytest.raises(SystemExit):  # two ways of choosing at once
         bench.care_variant(parser.parse_args(["--care-settings", "stage2:mine=0", "--care-from-validation"]), parser)
+
+
+def test_a_soup_averages_its_variants_once_and_again_when_one_is_retrained(bench, tmp_path):
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    def model(name: str, value: float) -> str:
+        folder = tmp_path / name / "model"
+        folder.mkdir(parents=True)
+        save_file({"w": torch.full((2,), value)}, str(folder / "model.safetensors"))
+        return f"{folder}?dtype=float32"
+
+    specs = {"CARE": model("care", 0.0), "CARE [a]": model("a", 1.0), "CARE [b]": model("b", 5.0)}
+    args = bench.build_parser().parse_args(["--soup", "ab=a,b", "--soup", "all=CARE,a,b"])
+    assert args.soup == [("ab", ["a", "b"]), ("all", ["CARE", "a", "b"])]
+    soup = bench.soup_folder(tmp_path / "work", "ab", ["a", "b"], specs)
+    assert load_file(str(soup / "model.safetensors"))["w"].tolist() == [3.0, 3.0]
+    built = (soup / "model.safetensors").stat().st_mtime_ns
+    assert bench.soup_folder(tmp_path / "work", "ab", ["a", "b"], specs) == soup  # kept: same sources
+    assert (soup / "model.safetensors").stat().st_mtime_ns == built
+    save_file({"w": torch.full((2,), 9.0)}, str(tmp_path / "b" / "model" / "model.safetensors"))  # b retrained
+    bench.soup_folder(tmp_path / "work", "ab", ["a", "b"], specs)
+    assert load_file(str(soup / "model.safetensors"))["w"].tolist() == [5.0, 5.0]
+    with pytest.raises(SystemExit, match="no row CARE \\[c\\]"):
+        bench.soup_folder(tmp_path / "work", "ac", ["a", "c"], specs)

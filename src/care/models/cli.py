@@ -181,6 +181,20 @@ def prune(
     typer.echo(f"pruned model: {path} ({layers} layers, {keep})")
 
 
+@model_app.command("average")
+def average(
+    folders: list[Path] = typer.Argument(..., help="Two or more saved model folders of one layout (e.g. Stage II runs "
+                                                   "of one recipe with different settings)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Folder to write (a copy of the first, weights averaged)."),
+    weight: list[float] = typer.Option(None, "--weight", help="One weight per folder, in order (default: uniform)."),
+) -> None:
+    """Average the weights of saved models into one (a model soup): same architecture, same start, any settings."""
+    from care.models.averaging import average_model_folders
+
+    path = average_model_folders(folders, output, weight or None)
+    typer.echo(f"averaged model: {path} ({len(folders)} models)")
+
+
 @model_app.command("export-e5")
 def export_e5_command(
     output: Path = typer.Option(..., "--output", "-o", help="Folder to write (BertModel + tokenizer)."),
