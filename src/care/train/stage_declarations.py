@@ -8,17 +8,17 @@ A batch has three fields (see :mod:`care.train.batches`): ``query`` (``B`` texts
 (``B``) and ``negative`` (``B·k``, query-major). Each stage maps the fields it uses to a tower —
 ``"query"`` (E_q), ``"document"`` (E_d), or ``"teacher"`` (frozen, cached E_d / any Encoder):
 
-============  =================  ==================  ================================================
-stage         query field        positive/negative   loss
-============  =================  ==================  ================================================
-init_query    E_q                E_q                 InfoNCE (symmetric), τ = loss.temperature
-init_document E_d                E_d                 MatryoshkaLoss(InfoNCE, loss.matryoshka_dims)
-stage1        E_q                teacher (frozen)    λ1·Asym-InfoNCE + λ2·MSE  (StageOneLoss, τ≈0.1)
-stage1_sft    E_q                teacher (frozen)    Asym-InfoNCE of E_q(q) vs teacher(d⁺, d⁻)
-stage2        E_q                E_d                 Asym-InfoNCE, hard + in-batch (+ cross-device)
-stage2_distill E_q               E_d                 λ1·Asym-InfoNCE + λ_distill·KL(teacher ‖ CARE) over the batch
-bank_distill  E_q                teacher: the bank   KL(softmax(T(q)·Bankᵀ/τ_t) ‖ softmax(E_q(q)·Bankᵀ/τ)) + λ2·MSE
-============  =================  ==================  ================================================
+==============  =================  ==================  ================================================
+stage           query field        positive/negative   loss
+==============  =================  ==================  ================================================
+init_query      E_q                E_q                 InfoNCE (symmetric), τ = loss.temperature
+init_document   E_d                E_d                 MatryoshkaLoss(InfoNCE, loss.matryoshka_dims)
+stage1          E_q                teacher (frozen)    λ1·Asym-InfoNCE + λ2·MSE  (StageOneLoss, τ≈0.1)
+stage1_sft      E_q                teacher (frozen)    Asym-InfoNCE of E_q(q) vs teacher(d⁺, d⁻)
+stage2          E_q                E_d                 Asym-InfoNCE, hard + in-batch (+ cross-device)
+stage2_distill  E_q                E_d                 λ1·Asym-InfoNCE + λ_distill·KL(teacher ‖ CARE) over the batch
+bank_distill    E_q                teacher: the bank   KL(softmax(T(q)·Bankᵀ/τ_t) ‖ softmax(E_q(q)·Bankᵀ/τ)) + λ2·MSE
+==============  =================  ==================  ================================================
 
 (``Bank`` = the frozen teacher's vectors of every positive and negative of the training file.)
 
