@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ import torch
 from care.train.config import TrainConfig
 from care.train.trainer import read_result, train
 
-from .trainer_fixtures import tiny_config_dict, toy_rows
+from .trainer_fixtures import folder_digest, frozen_teacher, tiny_config_dict, toy_rows, toy_stage_loss
 
 PROMPT = "Instruct: 检索\nQuery: "
 
@@ -23,33 +22,12 @@ def pruned(tiny_dir, tmp_path_factory) -> Path:
     return prune_layers(tiny_dir / "tiny-qwen3", 1, tmp_path_factory.mktemp("pruned") / "qwen3-1")
 
 
-def _digest(folder: Path) -> str:
-    h = hashlib.sha256()
-    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
-        h.update(f.read_bytes())
-    return h.hexdigest()
-
-
 def _toy_loss(config: TrainConfig, query_path: str) -> float:
     """The stage's loss on the whole toy set (dropout off), teacher = the frozen document tower."""
-    from care.train.data import TrainingBatch
-    from care.train.stages import TEACHER, build_stage
-    from care.train.teacher import TowerEncoder
-    from care.train.towers import load_document_tower, load_query_tower
+    from care.train.towers import load_query_tower
 
-    stage = build_stage(config)
-    student = load_query_tower(config.model, path=query_path).eval()
-    teacher = stage.teacher_encoder(TowerEncoder(load_document_tower(config.model, trainable=False), "t", "fp"),
-                                    config.model.query_prompt)
-    rows = toy_rows()
-    batch = TrainingBatch([r["query"] for r in rows], [r["pos"][0] for r in rows],
-                          [n for r in rows for n in r["neg"]], 2, [None] * len(rows), [None] * len(rows))
-    with torch.no_grad():
-        emb = {f: torch.from_numpy(teacher.encode_documents(t)) if stage.field_towers[f] == TEACHER
-               else student.encode(t, convert_to_tensor=True)
-               for f, t in stage.batch_texts(batch, config.model.query_prompt).items()}
-        out = stage.compute_loss(emb, n_negatives=2)
-    return float(out if isinstance(out, torch.Tensor) else out.loss)
+    return toy_stage_loss(config, {"query": load_query_tower(config.model, path=query_path).eval(),
+                                   "teacher": frozen_teacher(config)})
 
 
 def _run(tiny_dir, out, stage, **sections) -> tuple[TrainConfig, object]:
@@ -59,13 +37,13 @@ def _run(tiny_dir, out, stage, **sections) -> tuple[TrainConfig, object]:
 
 
 def test_kale_align_pruned_decoder_query_tower(tiny_dir, pruned, tmp_path):
-    before = _digest(tiny_dir / "tiny-qwen3")
+    before = folder_digest(tiny_dir / "tiny-qwen3")
     config, result = _run(tiny_dir, tmp_path / "kale", "kale_align",
                           model={"query_model": str(pruned), "query_pooling": "lasttoken", "query_prompt": PROMPT},
                           loss={"temperature": 0.05, "teacher_temperature": 0.02})
     assert result.global_step == 6 and read_result(tmp_path / "kale").completed
     assert _toy_loss(config, result.query_model) < _toy_loss(config, str(pruned))
-    assert _digest(tiny_dir / "tiny-qwen3") == before  # the teacher is frozen
+    assert folder_digest(tiny_dir / "tiny-qwen3") == before  # the teacher is frozen
     from sentence_transformers import SentenceTransformer
 
     care = SentenceTransformer(result.care_model, device="cpu")  # pruned query tower + frozen document tower

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,41 +11,22 @@ from care.train.config import ConfigError, TrainConfig
 from care.train.stages import DOCUMENT_TOWER, QUERY_TOWER, TEACHER, build_stage
 from care.train.trainer import train
 
-from .trainer_fixtures import tiny_config_dict, toy_rows
-
-
-def _digest(folder: Path) -> str:
-    h = hashlib.sha256()
-    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
-        h.update(f.read_bytes())
-    return h.hexdigest()
+from .trainer_fixtures import folder_digest, frozen_teacher, tiny_config_dict, toy_rows, toy_stage_loss
 
 
 def _kl_to_teacher(config: TrainConfig, query_path: str, document_path: str) -> float:
     """The stage's loss (its KL term only, as configured) of a CARE model on the toy set, dropout off; the
     teacher is the frozen tower at ``config.model.document_model``."""
-    from care.train.data import TrainingBatch
-    from care.train.teacher import TowerEncoder
     from care.train.towers import load_document_tower, load_query_tower
 
-    stage = build_stage(config)
-    towers = {QUERY_TOWER: load_query_tower(config.model, path=query_path).eval(),
-              DOCUMENT_TOWER: load_document_tower(config.model, trainable=False, path=document_path)}
-    teacher = stage.teacher_encoder(TowerEncoder(load_document_tower(config.model, trainable=False), "t", "fp"),
-                                    config.model.query_prompt)
-    rows = toy_rows()
-    batch = TrainingBatch([r["query"] for r in rows], [r["pos"][0] for r in rows],
-                          [n for r in rows for n in r["neg"]], 2, [None] * len(rows), [None] * len(rows))
-    with torch.no_grad():
-        emb = {f: torch.from_numpy(teacher.encode_documents(t)) if stage.field_towers[f] == TEACHER
-               else towers[stage.field_towers[f]].encode(t, convert_to_tensor=True)
-               for f, t in stage.batch_texts(batch, config.model.query_prompt).items()}
-        return float(stage.compute_loss(emb, n_negatives=2).loss)
+    return toy_stage_loss(config, {QUERY_TOWER: load_query_tower(config.model, path=query_path).eval(),
+                                   DOCUMENT_TOWER: load_document_tower(config.model, trainable=False, path=document_path),
+                                   TEACHER: frozen_teacher(config)})
 
 
 def test_stage2_distill_trains_both_towers_towards_the_frozen_teachers_scores(tiny_dir, tmp_path):
     torch.set_num_threads(1)
-    teacher_before = _digest(tiny_dir / "tiny-qwen3")
+    teacher_before = folder_digest(tiny_dir / "tiny-qwen3")
     config = TrainConfig.from_dict(tiny_config_dict(tiny_dir, "stage2_distill", tmp_path / "sd",
                                                     loss={"temperature": 0.05, "lambda_contrastive": 0.0,
                                                           "lambda_distill": 1.0}))
@@ -61,7 +40,7 @@ def test_stage2_distill_trains_both_towers_towards_the_frozen_teachers_scores(ti
     assert result.global_step == 6 and result.care_model == str(tmp_path / "sd" / "model")
     assert (tmp_path / "sd" / "query").is_dir() and (tmp_path / "sd" / "document").is_dir()
     assert _kl_to_teacher(config, result.query_model, result.document_model) < start
-    assert _digest(tiny_dir / "tiny-qwen3") == teacher_before  # the teacher (and the start) stays as it was
+    assert folder_digest(tiny_dir / "tiny-qwen3") == teacher_before  # the teacher (and the start) stays as it was
     first = json.loads((tmp_path / "sd" / "metrics.jsonl").read_text().splitlines()[0])
     assert "loss/kl" in first and "loss/infonce" not in first  # a zero-weight term is not computed
     # the teacher embedded each query as a query and every positive / negative: nothing else

@@ -13,19 +13,11 @@ import torch
 from care.train.config import TrainConfig
 from care.train.trainer import Trainer, read_result, train
 
-from .trainer_fixtures import PAIRS, alignment_rows, tiny_config_dict, toy_rows
+from .trainer_fixtures import PAIRS, alignment_rows, folder_digest, tiny_config_dict, toy_rows
 
 
 def _losses(out: Path) -> list[float]:
     return [json.loads(line)["loss"] for line in (out / "metrics.jsonl").read_text().splitlines()]
-
-
-def _digest(folder: Path) -> str:
-    h = hashlib.sha256()
-    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
-        h.update(f.name.encode())
-        h.update(f.read_bytes())
-    return h.hexdigest()
 
 
 def _toy_loss(config: TrainConfig, query_path: str | None, document_path: str | None) -> float:
@@ -77,7 +69,7 @@ def test_stage_reduces_loss_and_saves(stage, tiny_dir, tmp_path):
 def test_stage1_document_tower_frozen(tiny_dir, tmp_path):
     """Stage I: the document tower gets no gradient, no optimizer slot, no state; its weights do not change."""
     torch.set_num_threads(1)
-    before = _digest(tiny_dir / "tiny-qwen3")
+    before = folder_digest(tiny_dir / "tiny-qwen3")
     out = tmp_path / "s1"
     trainer = Trainer(TrainConfig.from_dict(tiny_config_dict(tiny_dir, "stage1", out)))
     result = trainer.train()
@@ -99,7 +91,7 @@ def test_stage1_document_tower_frozen(tiny_dir, tmp_path):
     frozen = load_document_tower(trainer.config.model, trainable=False)
     assert not any(p.requires_grad for p in frozen.parameters())
     # weights on disk untouched, and the CARE model's document route equals the original tower
-    assert _digest(tiny_dir / "tiny-qwen3") == before
+    assert folder_digest(tiny_dir / "tiny-qwen3") == before
     from sentence_transformers import SentenceTransformer
 
     care = SentenceTransformer(result.care_model, device="cpu")

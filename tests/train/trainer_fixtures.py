@@ -62,3 +62,47 @@ def tiny_config_dict(root: Path, stage: str, out: Path, **sections) -> dict:
         else:
             data[name] = values
     return data
+
+
+def folder_digest(folder: Path) -> str:
+    """SHA-256 over every file's name and bytes under ``folder`` (to show a frozen model was not written)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def frozen_teacher(config):
+    """The stage's view of the frozen tower at ``config.model.document_model`` as its teacher."""
+    from care.train.stages import build_stage
+    from care.train.teacher import TowerEncoder
+    from care.train.towers import load_document_tower
+
+    return build_stage(config).teacher_encoder(TowerEncoder(load_document_tower(config.model, trainable=False), "t", "fp"),
+                                               config.model.query_prompt)
+
+
+def toy_stage_loss(config, towers: dict) -> float:
+    """The stage's loss on the whole toy set (every row, both of its negatives), without gradients.
+
+    ``towers`` maps ``"query"`` / ``"document"`` to a model in eval mode (``encode``) and ``"teacher"`` to
+    :func:`frozen_teacher` (``encode_documents``), for the towers the stage routes fields to.
+    """
+    import torch
+
+    from care.train.data import TrainingBatch
+    from care.train.stages import TEACHER, build_stage
+
+    stage = build_stage(config)
+    rows = toy_rows()
+    batch = TrainingBatch([r["query"] for r in rows], [r["pos"][0] for r in rows],
+                          [n for r in rows for n in r["neg"]], 2, [None] * len(rows), [None] * len(rows))
+    with torch.no_grad():
+        emb = {f: torch.from_numpy(towers[TEACHER].encode_documents(t)) if stage.field_towers[f] == TEACHER
+               else towers[stage.field_towers[f]].encode(t, convert_to_tensor=True)
+               for f, t in stage.batch_texts(batch, config.model.query_prompt).items()}
+        out = stage.compute_loss(emb, n_negatives=2)
+    return float(out if isinstance(out, torch.Tensor) else out.loss)
