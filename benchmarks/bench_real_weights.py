@@ -741,7 +741,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--latency", action="store_true", help="with --summarise: measure query latency here")
     parser.add_argument("--latency-layers", type=int, nargs="+", default=[6, 4, 3])
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--tag", default="",
+                        help="name this run's records <split>_<tag>_seed<K> (a probe with other CARE settings beside "
+                             "the plain record; --summarise and --care-from-validation read untagged records only)")
     return parser
+
+
+def record_name(split: str, seed: int, tag: str = "") -> str:
+    """A seed's record name: ``<split>_seed<K>``, or ``<split>_<tag>_seed<K>`` for a tagged probe (which the
+    summary and the validation choice, reading ``<split>_seed*``, leave out)."""
+    if tag and not tag.replace("_", "").replace("-", "").isalnum():
+        raise SystemExit(f"--tag {tag!r}: use letters, digits, '-' or '_' (it becomes part of a file name)")
+    return f"{split}_{tag}_seed{seed}" if tag else f"{split}_seed{seed}"
 
 
 def care_variant(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[str, list[str]]:
@@ -781,7 +792,7 @@ def main() -> None:
     cut = e5_cuts(e5, args.layers, args.work)
     for seed in args.seeds:
         result = run_seed(args, seed, prep, e5, cut)
-        record = BenchmarkRecord(EXPERIMENT, f"{prep.name}_seed{seed}",
+        record = BenchmarkRecord(EXPERIMENT, record_name(prep.name, seed, args.tag),
                                  config={"peer": PEER, "recipe": "preset:e5", "layers": args.layers,
                                          "length_overrides": LENGTH_OVERRIDES,
                                          "variants": dict(args.variant), "symmetric_variants": args.symmetric_variant,

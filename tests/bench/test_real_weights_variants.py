@@ -76,3 +76,13 @@ def test_a_soup_averages_its_variants_once_and_again_when_one_is_retrained(bench
     assert load_file(str(soup / "model.safetensors"))["w"].tolist() == [5.0, 5.0]
     with pytest.raises(SystemExit, match="no row CARE \\[c\\]"):
         bench.soup_folder(tmp_path / "work", "ac", ["a", "c"], specs)
+
+
+def test_a_tagged_probe_gets_its_own_record_name_outside_the_summary(bench):
+    assert bench.record_name("validation", 0) == "validation_seed0"
+    tagged = bench.record_name("validation", 0, "frozen_doc")
+    assert tagged == "validation_frozen_doc_seed0"
+    assert not tagged.startswith("validation_seed")  # what summarise and chosen_variant read
+    assert bench.build_parser().parse_args(["--tag", "frozen_doc"]).tag == "frozen_doc"
+    with pytest.raises(SystemExit, match="--tag"):
+        bench.record_name("test", 1, "a/b")

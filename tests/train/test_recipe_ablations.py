@@ -465,3 +465,25 @@ def test_a_config_folders_recipe_file_is_checked(tmp_path):
     (tmp_path / "recipe.yaml").write_text("mine_negatives: {n_negatives: 1, relative_margin: 3}\n", encoding="utf-8")
     with pytest.raises(CareError, match="recipe.yaml: mine_negatives.*relative_margin"):
         folder_recipe_defaults(tmp_path)
+
+
+def test_stage2_with_the_document_tower_frozen_keeps_the_symmetric_tower(tiny_dir, tmp_path):
+    """``stage2:stage=stage1_sft``: Stage II trains the query tower only, against the frozen fine-tuned
+    document tower, so CARE's document tower is ``init_document``'s (a corpus index built with it stays valid)."""
+    from care.models.asymmetric import load_care_model
+
+    torch.set_num_threads(1)
+    care_tiny = Path(__file__).resolve().parents[2] / "configs" / "care_tiny"
+    out = tmp_path / "frozen"
+    results = run_recipe(_paths(tiny_dir, out), config_dir=care_tiny, overrides=[*FAST, "stage2:stage=stage1_sft"])
+    assert list(results) == ["init_query", "init_document", "stage1", "stage2"]
+    saved = yaml.safe_load((out / "stage2" / "train_config.yaml").read_text())
+    assert saved["stage"] == "stage1_sft" and saved["model"]["document_model"] == str(out / "init_document/document")
+    assert final_care_model(results) == str(out / "stage2" / "model")
+    texts = ["多休息，多喝水", "头痛怎么办"]
+    stage1, stage2 = (load_care_model(out / s / "model", device="cpu") for s in ("stage1", "stage2"))
+    # both hold the frozen init_document tower; only the query tower moved in Stage II
+    assert torch.equal(stage1.encode_document(texts, convert_to_tensor=True),
+                       stage2.encode_document(texts, convert_to_tensor=True))
+    assert not torch.allclose(stage1.encode_query(texts, convert_to_tensor=True),
+                              stage2.encode_query(texts, convert_to_tensor=True))

@@ -17,7 +17,10 @@ never repeats finished work. Wiring between stages:
 - ``stage2``:        ``stage1_rank/query`` (else ``stage1/query``) + ``init_document/document``
                      trained jointly → ``stage2/model``; as ``stage2_distill`` when its config file (or a
                      ``stage2:stage=stage2_distill`` override) says so: the frozen ``init_document/document``
-                     (symmetric large) is then also the teacher of an in-batch score-distillation term
+                     (symmetric large) is then also the teacher of an in-batch score-distillation term;
+                     as ``stage1_sft`` (``stage2:stage=stage1_sft``): the query tower alone, against the
+                     frozen ``init_document/document``'s cached vectors — CARE keeps that document tower,
+                     so a corpus index already built with it stays valid
 
 Ablations (:class:`RecipeConfig`, the paper's ablation table): skip any of the four stages (the next
 stage then starts from what the skipped one would have started from), run Stage I on the fine-tuning
@@ -52,7 +55,7 @@ OPT_IN_STAGES: tuple[str, ...] = ("stage1_rank",)
 TRAINING_STAGE: dict[str, str] = {"stage1_rank": "bank_distill"}
 #: Recipe stages that may train as one of several training stages: the stage's config file (its ``stage:``
 #: field) or a ``<stage>:stage=NAME`` override picks one; otherwise :data:`TRAINING_STAGE` or the stage's name.
-STAGE_CHOICES: dict[str, tuple[str, ...]] = {"stage2": ("stage2", "stage2_distill")}
+STAGE_CHOICES: dict[str, tuple[str, ...]] = {"stage2": ("stage2", "stage2_distill", "stage1_sft")}
 ALIGNMENT_FILE = "alignment.jsonl"
 #: The ranking part's queries: the query-side rows of Stage I's alignment data.
 RANK_QUERIES_FILE = "rank_queries.jsonl"
