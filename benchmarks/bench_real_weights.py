@@ -268,6 +268,21 @@ def train_without_stage1(prep: Prepared, out: Path, seed: int, trained: dict[str
                       trained["symmetric large"], overrides, mining)
 
 
+def mined_elsewhere(work: Path, mining: dict | None) -> Path | None:
+    """A file of ``work`` (one seed's folder) already mined with ``mining`` by the seed's fine-tuned document
+    tower — the CARE recipe's own (``care/recipe/stage2_train.jsonl``), then the variants' — so a Stage II
+    variant that mines as the CARE row does trains on the very same negatives instead of mining again
+    (~4 min on 2 cores, and a like-for-like comparison); ``None`` when none matches or nothing is mined."""
+    from care.train.negatives import MiningConfig, is_mined_with
+    from care.train.recipe import MINED_FILE
+
+    if not mining:
+        return None
+    config = MiningConfig(query_prompt=QUERY_PREFIX, document_prompt=PASSAGE_PREFIX, **mining)
+    candidates = [work / "care" / "recipe" / MINED_FILE, *sorted((work / "variants").glob("*_train.jsonl"))]
+    return next((path for path in candidates if is_mined_with(path, config)), None)
+
+
 def stage2_run(prep: Prepared, out: Path, seed: int, query_model: str, document_model: str, overrides: list[str],
                mining: dict | None, mined_file: Path | None = None) -> str:
     """One Stage II run (the e5 preset's stage2.yaml + the ``stage2:`` overrides) from the given towers;
@@ -495,14 +510,15 @@ def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, 
     for name, items in args.variant:  # other Stage II settings from the same Stage I model and document tower
         with timer.step(f"variant_{name}"):
             overrides, mining = _variant_overrides(items)
+            mined = mined_elsewhere(work, mining) or work / "variants" / f"{name}_train.jsonl"
             folder = stage2_run(prep, work / "variants" / name, seed, stage1_query, trained["symmetric large"],
-                                overrides, mining)
+                                overrides, mining, mined_file=mined)
             specs[f"CARE [{name}]"] = f"{folder}?{E5_OPTIONS}&dtype=float32"
         if name in args.symmetric_variant:  # the same Stage II on the symmetric side: its query tower is the 12 layers
             with timer.step(f"symmetric_variant_{name}"):
                 folder = stage2_run(prep, work / "variants" / f"symmetric_{name}", seed, trained["symmetric large"],
                                     trained["symmetric large"], overrides, mining,
-                                    mined_file=work / "variants" / f"{name}_train.jsonl")  # mined by the same tower
+                                    mined_file=mined)  # mined by the same tower
                 specs[f"symmetric large [{name}]"] = f"{folder}?{E5_OPTIONS}&dtype=float32"
     for name, members in args.soup:  # weight averages of finished variants (care model average)
         specs[f"CARE soup [{name}]"] = f"{soup_folder(work, name, members, specs)}?{E5_OPTIONS}&dtype=float32"
@@ -528,7 +544,7 @@ def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, 
             task = TaskMetadata.from_dict({**infer_task(folder).to_dict(), "instruction": None})
             travel[task.name] = score_rows(specs, task, work / "travel" / task.name, cache)
     return {"scores": scores, "specs": specs, "timings_s": timer.summary(), "travel": travel,
-            "train_seconds": stage_train_seconds(work), "mining": mining_reports(work / "variants")}
+            "train_seconds": stage_train_seconds(work), "mining": mining_reports(work)}
 
 
 def soup_folder(work: Path, name: str, members: list[str], specs: dict[str, str]) -> Path:
@@ -550,13 +566,17 @@ def soup_folder(work: Path, name: str, members: list[str], specs: dict[str, str]
     return folder
 
 
-def mining_reports(folder: Path) -> dict[str, dict]:
-    """The mined files' records under ``folder`` (settings and counts: how many queries fell back to a
-    random document), keyed by mined file name."""
+def mining_reports(work: Path) -> dict[str, dict]:
+    """The records of the files mined in one seed's folder ``work`` — the variants' (keyed by file name)
+    and the CARE recipe's own (keyed ``care/recipe/<file>``) — with their settings and counts (how many
+    queries fell back to a random document)."""
     from care.train.negatives import mining_record
+    from care.train.recipe import MINED_FILE
 
-    return {path.name: json.loads(mining_record(path).read_text(encoding="utf-8"))
-            for path in sorted(folder.glob("*_train.jsonl")) if mining_record(path).is_file()}
+    files = {path.name: path for path in sorted((work / "variants").glob("*_train.jsonl"))}
+    files[f"care/recipe/{MINED_FILE}"] = work / "care" / "recipe" / MINED_FILE
+    return {key: json.loads(mining_record(path).read_text(encoding="utf-8"))
+            for key, path in files.items() if mining_record(path).is_file()}
 
 
 def chosen_variant(out: Path) -> tuple[str, list[str]]:

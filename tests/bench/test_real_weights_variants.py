@@ -86,3 +86,28 @@ def test_a_tagged_probe_gets_its_own_record_name_outside_the_summary(bench):
     assert bench.build_parser().parse_args(["--tag", "frozen_doc"]).tag == "frozen_doc"
     with pytest.raises(SystemExit, match="--tag"):
         bench.record_name("test", 1, "a/b")
+
+
+def test_a_variant_trains_on_the_file_the_care_recipe_already_mined_with_its_settings(bench, tmp_path):
+    from care.data.io import write_json, write_jsonl
+    from care.train.negatives import MiningConfig, mining_record
+
+    def mined(path: Path, **settings) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_jsonl(path, [{"query": "q", "pos": ["p"], "neg": ["n"]}])
+        config = MiningConfig(query_prompt=bench.QUERY_PREFIX, document_prompt=bench.PASSAGE_PREFIX, **settings)
+        write_json(mining_record(path), {"config": config.to_dict(), "report": {"rows": 1, "fallback_rows": 0}})
+        return path
+
+    preset = bench._variant_overrides([])[1]
+    assert bench.mined_elsewhere(tmp_path, preset) is None  # nothing mined yet: the variant mines its own
+    recipe_file = mined(tmp_path / "care" / "recipe" / "stage2_train.jsonl", **preset)
+    assert bench.mined_elsewhere(tmp_path, preset) == recipe_file
+    assert bench.mined_elsewhere(tmp_path, None) is None  # a variant without mining reads no mined file
+    two = {**preset, "n_negatives": 2}
+    assert bench.mined_elsewhere(tmp_path, two) is None  # other settings: mined again, not reused
+    variant_file = mined(tmp_path / "variants" / "mined2_train.jsonl", **two)
+    assert bench.mined_elsewhere(tmp_path, two) == variant_file
+    reports = bench.mining_reports(tmp_path)  # both files' records reach the benchmark record
+    assert set(reports) == {"care/recipe/stage2_train.jsonl", "mined2_train.jsonl"}
+    assert reports["mined2_train.jsonl"]["config"]["n_negatives"] == 2
