@@ -751,7 +751,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-length", type=int, default=None,
                         help="token budget of both towers and the peer in training (default: the configs' 192)")
     parser.add_argument("--dense-miner", action="store_true", help="Stage I negatives by e5 instead of BM25 (no jieba)")
-    parser.add_argument("--max-train", type=int, default=None, help="use only the first N training rows (smoke tests)")
+    parser.add_argument("--max-train", type=int, default=None,
+                        help="train on the first N training rows only (a fixed subset to screen settings on, or a "
+                             "smoke test; give it its own --work); with --validation the held-out queries are the "
+                             "full run's, chosen before the cut")
     parser.add_argument("--no-student", action="store_true", help="skip the student against frozen e5 documents")
     parser.add_argument("--skip-rows", nargs="*", default=[], choices=sorted(SKIPPABLE_ROWS),
                         help="record the seed without these rows (each costs a 12-layer epoch; the record names "
