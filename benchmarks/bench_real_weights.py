@@ -268,17 +268,25 @@ def train_without_stage1(prep: Prepared, out: Path, seed: int, trained: dict[str
                       trained["symmetric large"], overrides, mining)
 
 
+def _mining_config(mining: dict) -> "MiningConfig":
+    """The :class:`care.train.negatives.MiningConfig` of a variant's mining settings, with e5's prefixes (as
+    the recipe mines with the e5 preset's), so files mined by the recipe and by the benchmark compare equal."""
+    from care.train.negatives import MiningConfig
+
+    return MiningConfig(query_prompt=QUERY_PREFIX, document_prompt=PASSAGE_PREFIX, **mining)
+
+
 def mined_elsewhere(work: Path, mining: dict | None) -> Path | None:
     """A file of ``work`` (one seed's folder) already mined with ``mining`` by the seed's fine-tuned document
     tower — the CARE recipe's own (``care/recipe/stage2_train.jsonl``), then the variants' — so a Stage II
     variant that mines as the CARE row does trains on the very same negatives instead of mining again
     (~4 min on 2 cores, and a like-for-like comparison); ``None`` when none matches or nothing is mined."""
-    from care.train.negatives import MiningConfig, is_mined_with
+    from care.train.negatives import is_mined_with
     from care.train.recipe import MINED_FILE
 
     if not mining:
         return None
-    config = MiningConfig(query_prompt=QUERY_PREFIX, document_prompt=PASSAGE_PREFIX, **mining)
+    config = _mining_config(mining)
     candidates = [work / "care" / "recipe" / MINED_FILE, *sorted((work / "variants").glob("*_train.jsonl"))]
     return next((path for path in candidates if is_mined_with(path, config)), None)
 
@@ -289,14 +297,14 @@ def stage2_run(prep: Prepared, out: Path, seed: int, query_model: str, document_
     negatives mined with ``document_model`` when ``mining`` is set, into ``mined_file`` (default: next to
     ``out``; a file already mined with the same settings is reused). Returns the CARE model folder."""
     from care.train.config import TrainConfig, apply_overrides, load_config
-    from care.train.negatives import MiningConfig, is_mined_with, mine_hard_negatives
+    from care.train.negatives import is_mined_with, mine_hard_negatives
 
     if not (read_result(out) or _NotDone).completed:
         train_file = prep.train_file
         settings = [o.split(":", 1)[1] for o in overrides if o.startswith("stage2:")]
         if mining:
             train_file = mined_file or out.parent / f"{out.name}_train.jsonl"
-            config = MiningConfig(query_prompt=QUERY_PREFIX, document_prompt=PASSAGE_PREFIX, **mining)
+            config = _mining_config(mining)
             if not is_mined_with(train_file, config):
                 mine_hard_negatives(prep.train_file, prep.corpus_file, document_model, train_file, config)
             settings.append(f"data.n_negatives={mining['n_negatives']}")
