@@ -34,6 +34,15 @@ def test_record_fills_provenance_and_reads_back(tmp_path):
     assert git_commit(repo) == f"{sha}+dirty"
 
 
+def test_commit_outside_a_checkout_comes_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.delenv("CARE_GIT_COMMIT", raising=False)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))  # git must not find a repository above tmp_path
+    assert git_commit(tmp_path) == "unknown"
+    monkeypatch.setenv("CARE_GIT_COMMIT", "abc123")
+    assert git_commit(tmp_path) == "abc123"
+    assert git_commit(_repo(tmp_path / "repo")) != "abc123"  # a real checkout wins
+
+
 def test_record_refuses_files_outside_the_schema(tmp_path):
     (tmp_path / "exp").mkdir()
     (tmp_path / "exp" / "old.json").write_text('{"ndcg": 1}', encoding="utf-8")

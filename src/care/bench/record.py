@@ -35,9 +35,14 @@ REQUIRED_FIELDS: tuple[str, ...] = ("schema", "experiment", "name", "command", "
                                     "config", "seeds", "scores", "latencies")
 
 
+#: Names the commit of a copy of the tree that travelled without ``.git`` (a GPU machine, a container).
+COMMIT_ENV = "CARE_GIT_COMMIT"
+
+
 def git_commit(root: str | Path | None = None) -> str:
     """The checked-out commit of the repository at ``root`` (default: this file's), ``+dirty`` when
-    tracked files differ from it; ``"unknown"`` outside a git checkout."""
+    tracked files differ from it. Outside a git checkout: the value of ``$CARE_GIT_COMMIT`` (set by whoever
+    copied the tree there, e.g. ``benchmarks/real_weights_gpu.sh``), else ``"unknown"``."""
     cwd = Path(root).resolve() if root is not None else Path(__file__).resolve().parent
     while not cwd.is_dir() and cwd != cwd.parent:  # a results folder not created yet: ask its parent
         cwd = cwd.parent
@@ -47,7 +52,7 @@ def git_commit(root: str | Path | None = None) -> str:
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        return os.environ.get(COMMIT_ENV) or "unknown"
     return f"{sha}+dirty" if dirty else sha
 
 
