@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import torch
+
 from care.train.config import ModelConfig
 from care.train.towers import load_query_tower
 
@@ -34,3 +36,17 @@ def test_a_16_bit_query_checkpoint_trains_in_fp32(tiny_dir, tmp_path) -> None:
     AutoTokenizer.from_pretrained(str(tiny_dir / "tiny-bert")).save_pretrained(half)
     model = load_query_tower(ModelConfig(query_model=str(half)))
     assert {p.dtype for p in model.parameters()} == {torch.float32}
+
+
+def test_training_device_follows_the_runtime(monkeypatch) -> None:
+    from care.train.config import RuntimeConfig
+    from care.train.towers import training_device
+
+    assert training_device(RuntimeConfig(cpu=True)) == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    assert training_device(RuntimeConfig()) == "cuda:3"  # each launched process mines on its own GPU
+    assert training_device(RuntimeConfig(cpu=True)) == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert training_device(RuntimeConfig()) == "cpu"

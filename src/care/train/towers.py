@@ -10,6 +10,7 @@ and routes ``forward(tower, features)`` so DistributedDataParallel sees every fo
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import torch
 from torch import nn
 
 from care.errors import CareError
-from care.train.config import LoraConfig, ModelConfig
+from care.train.config import LoraConfig, ModelConfig, RuntimeConfig
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +114,19 @@ def cut_document_tower(model, output_dim: int):
     modules += [matryoshka_truncation(native, output_dim, dtype=dtype), Normalize()]
     logger.info("document tower cut from %d to %d dims", native, output_dim)
     return SentenceTransformer(modules=modules, device="cpu")
+
+
+def training_device(runtime: RuntimeConfig) -> str:
+    """The device a stage trains on, for work done outside its loop (mining, encoding): ``cpu`` when
+    ``runtime.cpu`` forces it, else this process's GPU (``cuda:$LOCAL_RANK`` under a launcher), else
+    :func:`care.encoders.hf.resolve_device`'s choice (``mps`` or ``cpu``)."""
+    from care.encoders.hf import resolve_device
+
+    if runtime.cpu:
+        return "cpu"
+    if torch.cuda.is_available():
+        return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    return resolve_device(None)
 
 
 def load_document_tower(cfg: ModelConfig, *, trainable: bool, path: str | None = None):
