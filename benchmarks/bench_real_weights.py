@@ -606,10 +606,19 @@ def chosen_variant(out: Path) -> tuple[str, list[str]]:
     return name, items
 
 
+def _paired_means(runs: dict[int, BenchmarkRecord], a: str, b: str, compare) -> float:
+    """``compare(mean of a, mean of b)`` over the seeds whose records hold both rows (a row some seeds
+    skipped is compared with the other row on those seeds only)."""
+    seeds = [s for s in sorted(runs) if a in runs[s].scores and b in runs[s].scores]
+    return compare(statistics.mean(runs[s].scores[a]["ndcg_at_10"] for s in seeds),
+                   statistics.mean(runs[s].scores[b]["ndcg_at_10"] for s in seeds))
+
+
 def summarise(args) -> None:
     """Mean ± std over the seeds' records, latency measured here side by side, the markdown table."""
     records = read_records(args.out, EXPERIMENT)
-    name = "validation" if args.validation else "test"
+    split = "validation" if args.validation else "test"
+    name = f"{split}_{args.tag}" if args.tag else split  # a tagged run (e.g. on a GPU) is summarised on its own
     runs = {r.seeds[0]: r for key, r in records.items() if key.startswith(f"{name}_seed")
             and r.seeds and r.seeds[0] in args.seeds}
     if not runs:
@@ -626,16 +635,15 @@ def summarise(args) -> None:
             for label, value in scores.items():
                 travel.setdefault(task, {}).setdefault(label, []).append(value["ndcg_at_10"])
     travel = {task: {label: statistics.mean(v) for label, v in scores.items()} for task, scores in travel.items()}
-    diagnosis = {k: v for k, v in records.items() if k.startswith(f"diagnosis_{name}_seed")}
+    diagnosis = {k: v for k, v in records.items() if k.startswith(f"diagnosis_{split}_seed")} if not args.tag else {}
     latency = query_latency(args) if args.latency else {}
-    large = rows.get("symmetric large", {}).get("mean")
-    small = rows.get("symmetric small", {}).get("mean")
     checks = {}
-    if large and "CARE" in rows:
-        checks["CARE / symmetric large"] = rows["CARE"]["mean"] / large
-        checks["CARE - symmetric small"] = rows["CARE"]["mean"] - small
+    if "symmetric large" in rows and "CARE" in rows:
+        checks["CARE / symmetric large"] = _paired_means(runs, "CARE", "symmetric large", lambda a, b: a / b)
+        if "symmetric small" in rows:
+            checks["CARE - symmetric small"] = _paired_means(runs, "CARE", "symmetric small", lambda a, b: a - b)
         if PEER_ROW in rows:
-            checks["peer - symmetric large"] = rows[PEER_ROW]["mean"] - large
+            checks["peer - symmetric large"] = _paired_means(runs, PEER_ROW, "symmetric large", lambda a, b: a - b)
     record = BenchmarkRecord(EXPERIMENT, name, config={"peer": PEER, "recipe": "preset:e5",
                                                         "devices": sorted({r.machine.get("gpu") or r.machine.get("cpu")
                                                                            for r in runs.values()})},
@@ -643,7 +651,9 @@ def summarise(args) -> None:
                              extra={"checks": checks, "travel": travel,
                                     "diagnosis": {k: r.scores for k, r in diagnosis.items()}})
     write_record(record, args.out)
-    lines = [f"# CARE with real weights (multilingual-e5-small) — dev set, {name} split, seeds {sorted(runs)}", "",
+    devices = ", ".join(record.config["devices"])
+    lines = [f"# CARE with real weights (multilingual-e5-small) — dev set, {split} split"
+             f"{f' ({args.tag} records)' if args.tag else ''}, seeds {sorted(runs)}, on {devices}", "",
              "| row | nDCG@10 mean | std | per seed |", "|---|---|---|---|"]
     for label, r in rows.items():
         per_seed = ", ".join(f"{v:.4f} (seed {seed})" for seed, v in zip(r["seeds"], r["per_seed"], strict=True))
@@ -773,8 +783,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--latency-layers", type=int, nargs="+", default=[6, 4, 3])
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--tag", default="",
-                        help="name this run's records <split>_<tag>_seed<K> (a probe with other CARE settings beside "
-                             "the plain record; --summarise and --care-from-validation read untagged records only)")
+                        help="name this run's records <split>_<tag>_seed<K> (a probe with other CARE settings, or a "
+                             "run on another machine, beside the plain record; --care-from-validation reads untagged "
+                             "records only, --summarise --tag T summarises T's records into <split>_<T>)")
     return parser
 
 

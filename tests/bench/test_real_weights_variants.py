@@ -111,3 +111,31 @@ def test_a_variant_trains_on_the_file_the_care_recipe_already_mined_with_its_set
     reports = bench.mining_reports(tmp_path)  # both files' records reach the benchmark record
     assert set(reports) == {"care/recipe/stage2_train.jsonl", "mined2_train.jsonl"}
     assert reports["mined2_train.jsonl"]["config"]["n_negatives"] == 2
+
+
+def test_summarise_with_a_tag_reads_only_that_tags_records(bench, tmp_path):
+    from care.bench.record import BenchmarkRecord, read_records, write_record
+
+    def seed_record(name: str, seed: int, care: float, large: float) -> None:
+        scores = {"symmetric large": {"ndcg_at_10": large}, "symmetric small": {"ndcg_at_10": 0.2},
+                  "CARE": {"ndcg_at_10": care}}
+        write_record(BenchmarkRecord(bench.EXPERIMENT, bench.record_name("test", seed, name), config={},
+                                     seeds=[seed], scores=scores), tmp_path)
+
+    seed_record("", 0, 0.10, 0.30)  # a plain CPU record: must not enter the tagged summary
+    seed_record("gpu", 0, 0.28, 0.29)
+    seed_record("gpu", 1, 0.30, 0.31)
+    peerless = read_records(tmp_path, bench.EXPERIMENT)["test_gpu_seed0"]
+    peerless.scores[bench.PEER_ROW] = {"ndcg_at_10": 0.295}  # the peer on seed 0 only
+    write_record(peerless, tmp_path)
+    args = bench.build_parser().parse_args(["--out", str(tmp_path), "--seeds", "0", "1", "--summarise", "--tag", "gpu"])
+    bench.summarise(args)
+    summary = read_records(tmp_path, bench.EXPERIMENT)["test_gpu"]
+    assert summary.seeds == [0, 1]
+    assert summary.scores["CARE"]["per_seed"] == [0.28, 0.30]
+    assert summary.extra["checks"]["CARE / symmetric large"] == pytest.approx(0.29 / 0.30)
+    assert summary.extra["checks"]["peer - symmetric large"] == pytest.approx(0.295 - 0.29)  # seed 0's pair only
+    assert "(gpu records), seeds [0, 1]" in (tmp_path / bench.EXPERIMENT / "test_gpu.md").read_text(encoding="utf-8")
+    plain = bench.build_parser().parse_args(["--out", str(tmp_path), "--seeds", "0", "1", "--summarise"])
+    bench.summarise(plain)
+    assert read_records(tmp_path, bench.EXPERIMENT)["test"].scores["CARE"]["per_seed"] == [0.10]
