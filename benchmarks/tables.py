@@ -140,6 +140,25 @@ def real_weights_table(results: Path = RESULTS) -> str:
                            "query p50 ms, ONNX fp32", "query p50 ms, ONNX int8"], rows)
 
 
+def real_weights_gpu_table(results: Path = RESULTS) -> str:
+    """The real-weights table run on a GPU machine (``bench_real_weights.py --tag gpu``, then
+    ``--summarise --tag gpu``): nDCG@10 per row and seed; the checks on the seeds both rows hold."""
+    rec = record("real_weights", "test_gpu", results)
+    rows = []
+    for label, key, layers, bold in REAL_WEIGHTS_ROWS:
+        if key not in rec.scores:
+            continue
+        r = rec.scores[key]
+        value = f"{r['mean']:.4f}" + (f" ± {r['std']:.4f}" if len(r["per_seed"]) > 1 else f" (seed {r['seeds'][0]})")
+        per_seed = ", ".join(f"{v:.4f}" for v in r["per_seed"])
+        rows.append([label, f"**{value}**" if bold else value, per_seed, str(layers)])
+    checks = rec.extra.get("checks", {})
+    rows += [[f"check: {name}", f"{value:.1%}" if "/" in name else f"{value:+.4f}", "", ""]
+             for name, value in checks.items()]
+    return markdown_table(["row", f"nDCG@10 (seeds {', '.join(map(str, rec.seeds))}, {', '.join(rec.config['devices'])})",
+                           "per seed", "query layers"], rows)
+
+
 def _student_summary(results: Path) -> tuple[str, str] | None:
     """``("mean ± std", "0, 1, 2")`` of the student's final row in its seed summary, or None."""
     records = read_records(results, STUDENT_SUMMARY[0])
@@ -191,6 +210,7 @@ def gpu_shapes_tables(results: Path = RESULTS) -> str:
 
 TABLES: dict[str, Callable[[Path], str]] = {"harness-table": harness_table, "care-table": care_table,
                                             "real-weights-table": real_weights_table, "results-index": results_index,
+                                            "real-weights-gpu-table": real_weights_gpu_table,
                                             "gpu-shapes-tables": gpu_shapes_tables}
 
 
