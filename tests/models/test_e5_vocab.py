@@ -65,3 +65,19 @@ def test_export_command_with_vocab_from_a_jsonl_file(images, tmp_path) -> None:
     assert model.config.vocab_size < 10_000
     np.testing.assert_allclose(mean_pooled(model, tokenizer, TEXTS), mean_pooled(reference, ref_tokenizer, TEXTS),
                                atol=1e-6)
+
+
+def test_shrink_command_writes_an_image_that_exports_to_the_same_vectors(images, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from care.cli import app
+
+    texts = tmp_path / "texts.txt"
+    texts.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    image = tmp_path / "e5-small-vocab.bin"
+    result = CliRunner().invoke(app, ["model", "shrink-e5", "-o", str(image), "--vocab-from", str(texts)])
+    assert result.exit_code == 0, result.output
+    assert image.read_bytes() == images[2].read_bytes()  # the same texts give the same image, byte for byte
+    missing = CliRunner().invoke(app, ["model", "shrink-e5", "-o", str(tmp_path / "x.bin"),
+                                       "--vocab-from", str(tmp_path / "absent.txt")])
+    assert missing.exit_code != 0 and "absent.txt: file not found" in str(missing.exception)
