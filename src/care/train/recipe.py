@@ -333,7 +333,8 @@ def _mined_training_file(paths: RecipePaths, recipe: RecipeConfig, query_model: 
                              **(recipe.mining or {})})
     if is_mined_with(target, config):
         return str(target), config.n_negatives
-    # a frozen tower loads on the CPU: mine where Stage II will train (a GPU encodes the corpus ~50x faster)
+    # a frozen tower loads on the CPU: mine where Stage II will train (the dev set on an H200: 74 s on its 16
+    # CPU cores, 6 s on the GPU)
     tower = load_document_tower(model_config, trainable=False, path=document_model).to(
         training_device(stage_config.runtime))
     mine_hard_negatives(paths.train_file, paths.corpus_file, tower, target, config)
