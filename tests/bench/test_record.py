@@ -36,7 +36,7 @@ def test_record_fills_provenance_and_reads_back(tmp_path):
 
 def test_commit_outside_a_checkout_comes_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.delenv("CARE_GIT_COMMIT", raising=False)
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))  # git must not find a repository above tmp_path
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))  # git must not find a repository above
     assert git_commit(tmp_path) == "unknown"
     monkeypatch.setenv("CARE_GIT_COMMIT", "abc123")
     assert git_commit(tmp_path) == "abc123"

@@ -24,6 +24,7 @@ optionally truncated to a Matryoshka ``dim`` first.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -228,6 +229,17 @@ def locate_model(model: str, revision: str | None = None) -> ModelLocation:
     if looks_like_path(model):
         raise _missing_model_error(model, "does not exist")
     return _hub_location(model, revision)
+
+
+def launcher_device() -> str | None:
+    """``cuda:LOCAL_RANK`` under a multi-process launcher (torchrun, accelerate) with GPUs, else None
+    (:func:`resolve_device` picks the first available)."""
+    local_rank = os.environ.get("LOCAL_RANK")
+    if local_rank is None:
+        return None
+    import torch
+
+    return f"cuda:{int(local_rank)}" if torch.cuda.is_available() else None
 
 
 def resolve_device(device: str | None) -> str:

@@ -172,16 +172,6 @@ def distributed_shard() -> tuple[int, int] | None:
     return int(os.environ.get("RANK", "0")), world
 
 
-def default_device() -> str | None:
-    """``cuda:LOCAL_RANK`` under a multi-process launcher with GPUs, else None (first available)."""
-    local_rank = os.environ.get("LOCAL_RANK")
-    if local_rank is None:
-        return None
-    import torch
-
-    return f"cuda:{int(local_rank)}" if torch.cuda.is_available() else None
-
-
 # ------------------------------------------------------------------------------------------ plan
 def _plan_mismatch(old: BuildPlan, new: dict[str, Any], folder: Path) -> CareError | None:
     for key, value in new.items():
@@ -226,9 +216,10 @@ def prepare_plan(options: BuildOptions, num_shards: int, encoder: Any | None) ->
 
 
 def _load_encoder(options: BuildOptions) -> Any:
+    from care.encoders.hf import launcher_device
     from care.encoders.sides import load_side
 
-    return load_side(options.model, "document", device=options.device or default_device(),
+    return load_side(options.model, "document", device=options.device or launcher_device(),
                      batch_size=options.batch_size, dtype=options.dtype)
 
 

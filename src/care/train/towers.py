@@ -10,7 +10,6 @@ and routes ``forward(tower, features)`` so DistributedDataParallel sees every fo
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -120,13 +119,9 @@ def training_device(runtime: RuntimeConfig) -> str:
     """The device a stage trains on, for work done outside its loop (mining, encoding): ``cpu`` when
     ``runtime.cpu`` forces it, else this process's GPU (``cuda:$LOCAL_RANK`` under a launcher), else
     :func:`care.encoders.hf.resolve_device`'s choice (``mps`` or ``cpu``)."""
-    from care.encoders.hf import resolve_device
+    from care.encoders.hf import launcher_device, resolve_device
 
-    if runtime.cpu:
-        return "cpu"
-    if torch.cuda.is_available():
-        return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
-    return resolve_device(None)
+    return "cpu" if runtime.cpu else resolve_device(launcher_device())
 
 
 def load_document_tower(cfg: ModelConfig, *, trainable: bool, path: str | None = None):
