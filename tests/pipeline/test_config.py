@@ -79,6 +79,20 @@ def test_care_recipe_fields_left_out_keep_the_stage_files_settings(tmp_path):
                  "model.document_max_seq_length", "checkpoint.every_steps", "model.query_prompt", "data.n_negatives")]
 
 
+def test_checkpoint_cadence_reaches_every_stage(tmp_path):
+    """recipes.care.checkpoint_every / checkpoint_minutes become every stage's checkpoint settings."""
+    from types import SimpleNamespace
+
+    from care.pipeline.train import care_overrides
+
+    (tmp_path / "run.yaml").write_text(
+        "inputs: {train_file: train.jsonl, tasks: [CMedTEB-Retrieval]}\n"
+        "models: {query: /m/e5-L6, document: /m/e5-L12}\n"
+        "recipes: {care: {checkpoint_every: 40, checkpoint_minutes: 2.5}}\n", encoding="utf-8")
+    own = care_overrides(SimpleNamespace(config=load_run_config(tmp_path / "run.yaml")))
+    assert "checkpoint.every_steps=40" in own and "checkpoint.every_minutes=2.5" in own
+
+
 def test_alignment_sentences_join_stage1s_query_side(tmp_path):
     """recipes.care.alignment_sentences: the run's corpus sentences become query-side alignment rows (and
     so the ranking part's queries); unset, the recipe builds its own alignment from the training file."""

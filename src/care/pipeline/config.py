@@ -140,7 +140,8 @@ class CareRecipeConfig(Config):
         config_dir: ``<stage>.yaml`` per stage (e.g. ``configs/care_tiny``) or ``preset:e5``; ``null``: the ``e5`` preset for
             an e5 document model (care.train.presets), else the stages' declared defaults.
         epochs / batch_size / lr / query_max_length / document_max_length / max_train_examples /
-            checkpoint_every: settings of every stage (they win over ``config_dir``'s files); ``null`` (the
+            checkpoint_every / checkpoint_minutes: settings of every stage (they win over ``config_dir``'s files;
+            ``checkpoint_minutes`` is ``checkpoint.every_minutes``, a wall-clock cadence); ``null`` (the
             default): each stage file's own — the ``e5`` preset's for e5 towers, as ``care train recipe``
             uses them (the demo's tiny values are set in ``configs/demo.yaml``).
         query_prompt: prepended to training queries (e.g. the paper's instruction format, as the demo sets
@@ -176,6 +177,7 @@ class CareRecipeConfig(Config):
     document_max_length: int | None = None
     max_train_examples: int | None = None
     checkpoint_every: int | None = None
+    checkpoint_minutes: float | None = None
     query_prompt: str | None = None
     init_negatives: int | None = None
     stage2_negatives: int | None = None

@@ -68,7 +68,8 @@ def care_overrides(ctx: RunContext) -> list[str]:
     typed = {"optim.epochs": recipe.epochs, "optim.batch_size": recipe.batch_size, "optim.lr": recipe.lr,
              "model.query_max_seq_length": recipe.query_max_length,
              "model.document_max_seq_length": recipe.document_max_length,
-             "data.max_examples": recipe.max_train_examples, "checkpoint.every_steps": recipe.checkpoint_every}
+             "data.max_examples": recipe.max_train_examples, "checkpoint.every_steps": recipe.checkpoint_every,
+             "checkpoint.every_minutes": recipe.checkpoint_minutes}
     out = [f"seed={config.seed}", "runtime.log_with=null", f"runtime.progress_bar={str(config.show_progress).lower()}",
            "optim.grad_cache_chunk_size=null", *(f"{k}={v}" for k, v in typed.items() if v is not None)]
     if recipe.query_prompt is not None:

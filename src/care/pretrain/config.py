@@ -184,8 +184,7 @@ class PretrainConfig(Config):
         _check(self.method != "contrastive" or o.batch_size > 1, "optim.batch_size",
                "contrastive pretraining needs >= 2 pairs per batch (in-batch negatives)")
         _check(o.max_grad_norm is None or o.max_grad_norm > 0, "optim.max_grad_norm", "must be > 0 or null")
-        _check(k.every_steps > 0, "checkpoint.every_steps", "must be > 0")
-        _check(k.keep_last > 0, "checkpoint.keep_last", "must be > 0")
+        k.validate()
         _check(rt.mixed_precision in MIXED_PRECISION, "runtime.mixed_precision",
                f"must be one of {', '.join(MIXED_PRECISION)}")
         _check(rt.log_with in (None, "tensorboard"), "runtime.log_with", "must be 'tensorboard' or null")

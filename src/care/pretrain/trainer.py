@@ -3,8 +3,8 @@
 Per optimiser step: read the next global batch from the :class:`~care.pretrain.stream.TextStream`
 (``batch_size`` records per process; rank ``r`` takes slice ``r``), forward + backward through the
 task, clip, AdamW step, linear warmup/decay (``transformers.get_linear_schedule_with_warmup``).
-Every ``checkpoint.every_steps`` steps (and at the end) :func:`care.train.checkpoint.save_checkpoint`
-writes weights, optimizer, scheduler, every RNG state and the stream position atomically; ``resume``
+Every ``checkpoint.every_steps`` steps or ``checkpoint.every_minutes`` (whichever comes first, and at the end)
+:func:`care.train.checkpoint.save_checkpoint` writes weights, optimizer, scheduler, every RNG state and the stream position atomically; ``resume``
 continues from the latest one, so a run killed after a checkpoint ends with the same weights as an
 uninterrupted one.
 
@@ -31,6 +31,7 @@ from care.pretrain.stream import TextStream
 from care.pretrain.tasks import PretrainTask, make_task
 from care.train.checkpoint import (
     STATE_FILE,
+    CheckpointSchedule,
     TrainerState,
     latest_checkpoint,
     list_checkpoints,
@@ -175,6 +176,7 @@ def pretrain(config: PretrainConfig, *, resume: bool = False, callbacks: Sequenc
                     disable=not (rc.progress_bar and acc.is_main_process))
     last_loss = state.last_loss
     records_seen = int(state.extra.get("records_seen", 0))
+    schedule = CheckpointSchedule(config.checkpoint.every_steps, config.checkpoint.every_minutes, total_steps)
     while state.global_step < total_steps:
         records = stream.read(global_batch)
         if len(records) < global_batch and acc.num_processes > 1:
@@ -212,8 +214,9 @@ def pretrain(config: PretrainConfig, *, resume: bool = False, callbacks: Sequenc
                 acc.log({k: v for k, v in metrics.items() if k != "step"}, step=state.global_step)
         for callback in callbacks:
             callback("step", state)
-        if state.global_step % config.checkpoint.every_steps == 0 or state.global_step == total_steps:
+        if schedule.due(state.global_step, acc):
             save_checkpoint(acc, out_dir, state, keep_last=config.checkpoint.keep_last)
+            schedule.saved()
             for callback in callbacks:
                 callback("checkpoint", state)
     progress.close()

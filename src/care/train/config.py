@@ -177,7 +177,9 @@ class LossConfig:
 
 @dataclass
 class CheckpointConfig:
-    """Checkpoints every ``every_steps`` optimiser steps (atomic), keeping the last ``keep_last``.
+    """Checkpoints every ``every_steps`` optimiser steps and/or every ``every_minutes`` of wall time
+    (atomic; whichever comes first, and always at the last step), keeping the last ``keep_last``.
+    ``null`` turns a trigger off; at least one must be set (:class:`care.train.checkpoint.CheckpointSchedule`).
 
     keep_after_training: keep ``checkpoints/`` once the stage has finished and written its models
     and ``train_result.json``. Off by default: a finished stage is never resumed (it is skipped), and
@@ -185,9 +187,19 @@ class CheckpointConfig:
     tower is over a gigabyte of disk that nothing reads again.
     """
 
-    every_steps: int = 500
+    every_steps: int | None = 500
+    every_minutes: float | None = None
     keep_last: int = 2
     keep_after_training: bool = False
+
+    def validate(self) -> None:
+        """Raise :class:`care.errors.ConfigError` naming the first invalid field (every trainer's check)."""
+        _check(self.every_steps is None or self.every_steps > 0, "checkpoint.every_steps", "must be > 0 or null")
+        _check(self.every_minutes is None or self.every_minutes > 0, "checkpoint.every_minutes",
+               "must be > 0 or null")
+        _check(self.every_steps is not None or self.every_minutes is not None, "checkpoint.every_steps",
+               "set it or checkpoint.every_minutes (both are null: nothing would checkpoint before the end)")
+        _check(self.keep_last > 0, "checkpoint.keep_last", "must be > 0")
 
 
 @dataclass
@@ -295,8 +307,7 @@ class TrainConfig(Config):
         if lo.matryoshka_dims is not None:
             _check(bool(lo.matryoshka_dims) and all(x > 0 for x in lo.matryoshka_dims), "loss.matryoshka_dims",
                    "must be a non-empty list of positive ints or null")
-        _check(c.every_steps > 0, "checkpoint.every_steps", "must be > 0")
-        _check(c.keep_last > 0, "checkpoint.keep_last", "must be > 0")
+        c.validate()
         _check(r.mixed_precision in MIXED_PRECISION, "runtime.mixed_precision",
                f"must be one of {', '.join(MIXED_PRECISION)}")
         _check(r.log_with in (None, "tensorboard"), "runtime.log_with", "must be 'tensorboard' or null")

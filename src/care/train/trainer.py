@@ -29,6 +29,7 @@ from care.encoders.base import Encoder
 from care.errors import CareError, DimensionMismatchError
 from care.models.folders import atomic_dir
 from care.train.checkpoint import (
+    CheckpointSchedule,
     TrainerState,
     latest_checkpoint,
     list_checkpoints,
@@ -400,6 +401,7 @@ class Trainer:
         progress = tqdm(total=total_steps, initial=self.state.global_step, desc=cfg.stage,
                         disable=not (cfg.runtime.progress_bar and acc.is_main_process))
         last_loss = self.state.last_loss
+        schedule = CheckpointSchedule(cfg.checkpoint.every_steps, cfg.checkpoint.every_minutes, total_steps)
         self.model.train()
         while self.state.global_step < total_steps and self.state.epoch < epochs:
             loader = epoch_loader(examples, kinds, batch_size=cfg.optim.batch_size, n_negatives=cfg.data.n_negatives,
@@ -433,9 +435,10 @@ class Trainer:
                         metrics.update({f"loss/{k}": float(v) for k, v in out.components.items()})
                     self._log(metrics)
                 self._fire("step")
-                if self.state.global_step % cfg.checkpoint.every_steps == 0 or self.state.global_step == total_steps:
+                if schedule.due(self.state.global_step, acc):
                     self.state.elapsed_s = elapsed_before + time.perf_counter() - loop_started
                     save_checkpoint(acc, self.output_dir, self.state, keep_last=cfg.checkpoint.keep_last)
+                    schedule.saved()
                     self._fire("checkpoint")
                 if self.state.global_step >= total_steps:
                     break
