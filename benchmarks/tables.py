@@ -107,19 +107,24 @@ STUDENT_SUMMARY = ("student", "toyhom_seeds")
 STUDENT_FINAL_LABELS = ("student (Stage I + fine-tune)", "after supervised fine-tune (query side only)")
 
 
+def _query_latency(latency: dict, layers: int, engine: str) -> str | None:
+    """``"p50 (speed-up×)"`` of a query tower of ``layers`` in ONNX ``engine`` from a real-weights summary's
+    latencies (measured side by side with symmetric large's 12-layer query side), or None."""
+    key = f"{layers} layers" + (" (symmetric large's query side)" if layers == 12 else "") + f", ONNX {engine}"
+    lat = latency.get(key)
+    if not lat:
+        return None
+    ratio = lat.get("large_over_this")
+    return f"{lat['p50_ms']:.2f}" + (f" ({ratio:.1f}×)" if ratio and layers != 12 else "")
+
+
 def real_weights_table(results: Path = RESULTS) -> str:
     """CARE on real weights (bench_real_weights.py --summarise): nDCG@10 per row and its query tower's
     latency in ONNX fp32 / int8 side by side with symmetric large's query side in the same engine."""
     rec = record("real_weights", "test", results)
-    latency = rec.latencies
 
     def timed(layers: int, engine: str) -> str | None:
-        key = f"{layers} layers" + (" (symmetric large's query side)" if layers == 12 else "") + f", ONNX {engine}"
-        lat = latency.get(key)
-        if not lat:
-            return None
-        ratio = lat.get("large_over_this")
-        return f"{lat['p50_ms']:.2f}" + (f" ({ratio:.1f}×)" if ratio and layers != 12 else "")
+        return _query_latency(rec.latencies, layers, engine)
 
     rows = []
     for label, key, layers, bold in REAL_WEIGHTS_ROWS:
@@ -142,21 +147,29 @@ def real_weights_table(results: Path = RESULTS) -> str:
 
 def real_weights_gpu_table(results: Path = RESULTS) -> str:
     """The real-weights table run on a GPU machine (``bench_real_weights.py --tag gpu``, then
-    ``--summarise --tag gpu``): nDCG@10 per row and seed; the checks on the seeds both rows hold."""
+    ``--summarise --tag gpu``): nDCG@10 per row and seed; the checks on the seeds both rows hold. Query
+    latency is the CPU summary's (``test.json``, ``--summarise --latency`` on the development machine): it
+    depends on the tower's shape, which is the same, not on its weights."""
     rec = record("real_weights", "test_gpu", results)
+    latency = record("real_weights", "test", results).latencies
     rows = []
     for label, key, layers, bold in REAL_WEIGHTS_ROWS:
         if key not in rec.scores:
             continue
         r = rec.scores[key]
         value = f"{r['mean']:.4f}" + (f" ± {r['std']:.4f}" if len(r["per_seed"]) > 1 else f" (seed {r['seeds'][0]})")
-        per_seed = ", ".join(f"{v:.4f}" for v in r["per_seed"])
-        rows.append([label, f"**{value}**" if bold else value, per_seed, str(layers)])
+        seeds = r["per_seed"]
+        per_seed = ", ".join(f"{v:.4f}" for v in seeds)
+        if r.get("seeds") is not None and r["seeds"] != rec.seeds:  # a row some seeds did not run
+            per_seed += f" (seeds {', '.join(map(str, r['seeds']))})"
+        rows.append([label, f"**{value}**" if bold else value, per_seed, str(layers),
+                     _query_latency(latency, layers, "fp32"), _query_latency(latency, layers, "int8")])
     checks = rec.extra.get("checks", {})
-    rows += [[f"check: {name}", f"{value:.1%}" if "/" in name else f"{value:+.4f}", "", ""]
+    rows += [[f"check: {name}", f"{value:.1%}" if "/" in name else f"{value:+.4f}", "", "", "", ""]
              for name, value in checks.items()]
     return markdown_table(["row", f"nDCG@10 (seeds {', '.join(map(str, rec.seeds))}, {', '.join(rec.config['devices'])})",
-                           "per seed", "query layers"], rows)
+                           "per seed", "query layers", "query p50 ms, ONNX fp32 (2 CPU cores)",
+                           "query p50 ms, ONNX int8 (2 CPU cores)"], rows)
 
 
 def _student_summary(results: Path) -> tuple[str, str] | None:
