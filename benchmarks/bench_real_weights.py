@@ -291,6 +291,28 @@ def mined_elsewhere(work: Path, mining: dict | None) -> Path | None:
     return next((path for path in candidates if is_mined_with(path, config)), None)
 
 
+def share_mined_file(work: Path, recipe_out: Path, mining: dict | None) -> Path | None:
+    """Give a trade-off recipe (``recipe_out``: a query tower of another depth against the same fine-tuned
+    document tower and training file) the CARE recipe's mined Stage II file, when mined with ``mining``.
+    Mining encodes queries and documents with the document tower alone, so the file is the same whatever the
+    query tower; copying it saves a corpus encoding (about 5 min on 2 CPU cores). An existing file is kept.
+    Returns the copied file, or None."""
+    from care.train.recipe import MINED_FILE
+    from care.train.negatives import mining_record
+
+    source = mined_elsewhere(work, mining)
+    target = recipe_out / MINED_FILE
+    if source is None or source.parent != work / "care" / "recipe" or target.is_file():
+        return None
+    recipe_out.mkdir(parents=True, exist_ok=True)
+    for src, dst in ((mining_record(source), mining_record(target)), (source, target)):  # the file last: it completes the pair
+        tmp = dst.with_name(dst.name + ".tmp")
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dst)
+    logger.info("%s: Stage II's mined file shared from %s", recipe_out, source)
+    return target
+
+
 def stage2_run(prep: Prepared, out: Path, seed: int, query_model: str, document_model: str, overrides: list[str],
                mining: dict | None, mined_file: Path | None = None) -> str:
     """One Stage II run (the e5 preset's stage2.yaml + the ``stage2:`` overrides) from the given towers;
@@ -532,6 +554,7 @@ def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, 
         specs[f"CARE soup [{name}]"] = f"{soup_folder(work, name, members, specs)}?{E5_OPTIONS}&dtype=float32"
     for layers in args.extra_layers:  # the depth / quality trade-off, sharing the fine-tuned document tower
         with timer.step(f"care_L{layers}"):
+            share_mined_file(work, work / f"care_L{layers}" / "recipe", _variant_overrides(args.care_variant[1])[1])
             trained = train_care(prep, e5, e5_cuts(e5, layers, args.work), work / f"care_L{layers}", seed,
                                  args.care_variant[1], document=specs["symmetric large"].split("?")[0],
                                  teacher_caches={stage: work / "care" / "recipe" / stage / "teacher_cache"

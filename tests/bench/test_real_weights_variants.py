@@ -113,6 +113,32 @@ def test_a_variant_trains_on_the_file_the_care_recipe_already_mined_with_its_set
     assert reports["mined2_train.jsonl"]["config"]["n_negatives"] == 2
 
 
+def test_a_trade_off_recipe_gets_the_care_recipes_mined_file_once(bench, tmp_path):
+    """--extra-layers: a query tower of another depth mines with the same document tower, so the CARE
+    recipe's file (and its record) is copied into that recipe's folder; a file already there is kept, a
+    file mined with other settings is not shared, and the copy passes the recipe's own reuse check."""
+    from care.data.io import write_json, write_jsonl
+    from care.train.negatives import MiningConfig, is_mined_with, mining_record
+    from care.train.recipe import MINED_FILE
+
+    preset = bench._variant_overrides([])[1]
+    config = MiningConfig(query_prompt=bench.QUERY_PREFIX, document_prompt=bench.PASSAGE_PREFIX, **preset)
+    out = tmp_path / "care_L1" / "recipe"
+    assert bench.share_mined_file(tmp_path, out, preset) is None  # nothing mined yet: the recipe mines
+    source = tmp_path / "care" / "recipe" / MINED_FILE
+    source.parent.mkdir(parents=True)
+    write_jsonl(source, [{"query": "q", "pos": ["p"], "neg": ["n"]}])
+    write_json(mining_record(source), {"config": config.to_dict(), "report": {"rows": 1, "fallback_rows": 0}})
+    assert bench.share_mined_file(tmp_path, out, {**preset, "n_negatives": 2}) is None  # other settings
+    assert bench.share_mined_file(tmp_path, out, None) is None  # no mining
+    copied = bench.share_mined_file(tmp_path, out, preset)
+    assert copied == out / MINED_FILE and copied.read_bytes() == source.read_bytes()
+    assert is_mined_with(copied, config)
+    write_jsonl(copied, [{"query": "q2", "pos": ["p2"], "neg": ["n2"]}])  # mined there already: kept
+    assert bench.share_mined_file(tmp_path, out, preset) is None
+    assert "q2" in copied.read_text(encoding="utf-8")
+
+
 def test_summarise_with_a_tag_reads_only_that_tags_records(bench, tmp_path):
     from care.bench.record import BenchmarkRecord, read_records, write_record
 
