@@ -57,6 +57,32 @@ def test_both_triggers_whichever_comes_first():
     assert out == [2, 4, 8, 9]
 
 
+def test_with_several_processes_the_main_process_clock_decides(monkeypatch):
+    """A rank whose own clock says "not yet" still saves when rank 0 says so (and the reverse), so no
+    rank waits alone in save_checkpoint's barrier."""
+    import accelerate.utils
+    from types import SimpleNamespace
+
+    sent = []
+
+    def rank0_says(value):
+        def broadcast(objects, from_process=0):
+            sent.append((list(objects), from_process))
+            return [value]
+        return broadcast
+
+    clock = FakeClock()
+    schedule = CheckpointSchedule(None, 1.0, 100, clock=clock)
+    two = SimpleNamespace(num_processes=2)
+    monkeypatch.setattr(accelerate.utils, "broadcast_object_list", rank0_says(True))
+    assert schedule.due(5, two)  # this rank's clock: 0 s since the last save
+    assert sent == [([False], 0)]
+    clock.t += 120
+    monkeypatch.setattr(accelerate.utils, "broadcast_object_list", rank0_says(False))
+    assert not schedule.due(6, two)  # this rank is late, rank 0 is not
+    assert schedule.due(100, two) and len(sent) == 2  # the last step needs no vote
+
+
 @pytest.mark.parametrize(("fields", "message"), [
     ({"every_steps": None, "every_minutes": None}, "checkpoint.every_steps.*both are null"),
     ({"every_minutes": 0}, "checkpoint.every_minutes.*> 0"),
