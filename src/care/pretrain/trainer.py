@@ -4,9 +4,9 @@ Per optimiser step: read the next global batch from the :class:`~care.pretrain.s
 (``batch_size`` records per process; rank ``r`` takes slice ``r``), forward + backward through the
 task, clip, AdamW step, linear warmup/decay (``transformers.get_linear_schedule_with_warmup``).
 Every ``checkpoint.every_steps`` steps or ``checkpoint.every_minutes`` (whichever comes first, and at the end)
-:func:`care.train.checkpoint.save_checkpoint` writes weights, optimizer, scheduler, every RNG state and the stream position atomically; ``resume``
-continues from the latest one, so a run killed after a checkpoint ends with the same weights as an
-uninterrupted one.
+:func:`care.train.checkpoint.save_checkpoint` writes weights, optimizer, scheduler, every RNG state and the
+stream position atomically; ``resume`` continues from the latest one, so a run killed after a checkpoint ends
+with the same weights as an uninterrupted one.
 
 Outputs in ``output_dir``: ``model/`` (the pretrained encoder as a plain ``AutoModel`` folder with its
 tokenizer — use it as ``model.query_model`` of ``init_query``), ``metrics.jsonl``, ``logs/``

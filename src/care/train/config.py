@@ -193,7 +193,7 @@ class CheckpointConfig:
     keep_after_training: bool = False
 
     def validate(self) -> None:
-        """Raise :class:`care.errors.ConfigError` naming the first invalid field (every trainer's check)."""
+        """Raise :class:`care.config.ConfigError` naming the first invalid field (every trainer's check)."""
         _check(self.every_steps is None or self.every_steps > 0, "checkpoint.every_steps", "must be > 0 or null")
         _check(self.every_minutes is None or self.every_minutes > 0, "checkpoint.every_minutes",
                "must be > 0 or null")
