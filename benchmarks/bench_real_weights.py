@@ -297,18 +297,16 @@ def share_mined_file(work: Path, recipe_out: Path, mining: dict | None) -> Path 
     Mining encodes queries and documents with the document tower alone, so the file is the same whatever the
     query tower; copying it saves a corpus encoding (about 5 min on 2 CPU cores). An existing file is kept.
     Returns the copied file, or None."""
+    from care.data.io import atomic_write
+    from care.train.negatives import is_mined_with, mining_record
     from care.train.recipe import MINED_FILE
-    from care.train.negatives import mining_record
 
-    source = mined_elsewhere(work, mining)
-    target = recipe_out / MINED_FILE
-    if source is None or source.parent != work / "care" / "recipe" or target.is_file():
+    source, target = work / "care" / "recipe" / MINED_FILE, recipe_out / MINED_FILE
+    if not mining or target.is_file() or not is_mined_with(source, _mining_config(mining)):
         return None
-    recipe_out.mkdir(parents=True, exist_ok=True)
     for src, dst in ((mining_record(source), mining_record(target)), (source, target)):  # the file last: it completes the pair
-        tmp = dst.with_name(dst.name + ".tmp")
-        shutil.copyfile(src, tmp)
-        os.replace(tmp, dst)
+        with open(src, "rb") as fh, atomic_write(dst, "wb") as out:
+            shutil.copyfileobj(fh, out)
     logger.info("%s: Stage II's mined file shared from %s", recipe_out, source)
     return target
 

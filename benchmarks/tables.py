@@ -122,10 +122,6 @@ def real_weights_table(results: Path = RESULTS) -> str:
     """CARE on real weights (bench_real_weights.py --summarise): nDCG@10 per row and its query tower's
     latency in ONNX fp32 / int8 side by side with symmetric large's query side in the same engine."""
     rec = record("real_weights", "test", results)
-
-    def timed(layers: int, engine: str) -> str | None:
-        return _query_latency(rec.latencies, layers, engine)
-
     rows = []
     for label, key, layers, bold in REAL_WEIGHTS_ROWS:
         if key in rec.scores:
@@ -140,7 +136,8 @@ def real_weights_table(results: Path = RESULTS) -> str:
             continue
         engine = "int8" if "int8" in key else None
         rows.append([label, f"**{value}**" if bold else value, str(layers),
-                     timed(layers, "fp32") if engine is None else None, timed(layers, "int8")])
+                     _query_latency(rec.latencies, layers, "fp32") if engine is None else None,
+                     _query_latency(rec.latencies, layers, "int8")])
     return markdown_table(["row", f"nDCG@10 (seeds {', '.join(map(str, rec.seeds))})", "query layers",
                            "query p50 ms, ONNX fp32", "query p50 ms, ONNX int8"], rows)
 
@@ -158,8 +155,7 @@ def real_weights_gpu_table(results: Path = RESULTS) -> str:
             continue
         r = rec.scores[key]
         value = f"{r['mean']:.4f}" + (f" ± {r['std']:.4f}" if len(r["per_seed"]) > 1 else f" (seed {r['seeds'][0]})")
-        seeds = r["per_seed"]
-        per_seed = ", ".join(f"{v:.4f}" for v in seeds)
+        per_seed = ", ".join(f"{v:.4f}" for v in r["per_seed"])
         if r.get("seeds") is not None and r["seeds"] != rec.seeds:  # a row some seeds did not run
             per_seed += f" (seeds {', '.join(map(str, r['seeds']))})"
         rows.append([label, f"**{value}**" if bold else value, per_seed, str(layers),
