@@ -295,7 +295,7 @@ def share_mined_file(work: Path, recipe_out: Path, mining: dict | None) -> Path 
     """Give a trade-off recipe (``recipe_out``: a query tower of another depth against the same fine-tuned
     document tower and training file) the CARE recipe's mined Stage II file, when mined with ``mining``.
     Mining encodes queries and documents with the document tower alone, so the file is the same whatever the
-    query tower; copying it saves a corpus encoding (about 5 min on 2 CPU cores). An existing file is kept.
+    query tower; copying it saves encoding the corpus with the 12-layer tower again. An existing file is kept.
     Returns the copied file, or None."""
     from care.data.io import atomic_write
     from care.train.negatives import is_mined_with, mining_record

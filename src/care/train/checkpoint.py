@@ -10,7 +10,7 @@ never a half-written folder that resume would pick up. Only the last ``keep_last
 :class:`CheckpointSchedule` says when: every ``every_steps`` optimiser steps, once ``every_minutes``
 of wall time have passed since the last checkpoint (or the loop's start), and always at the last step.
 A step count suits a machine where steps are slow (a CPU); a clock suits one where they are fast (a
-GPU writes a 2.7 GB e5 Stage II checkpoint every few seconds at 50 steps).
+GPU writes an e5 Stage II checkpoint, several gigabytes, every few seconds at 50 steps).
 """
 
 from __future__ import annotations
