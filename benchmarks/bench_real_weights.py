@@ -76,6 +76,8 @@ RESULTS = ROOT / "benchmarks" / "results"
 EXPERIMENT = "real_weights"
 #: e5's conventions: the prefixes it was trained with, no task instruction.
 QUERY_PREFIX, PASSAGE_PREFIX = "query: ", "passage: "
+#: The query tower's depth (``--layers``): e5 cut to 6 strided layers, as the table's CARE row.
+QUERY_LAYERS = 6
 E5_OPTIONS = f"query_prefix={quote(QUERY_PREFIX)}&document_prefix={quote(PASSAGE_PREFIX)}&instructions=false"
 #: The peer's training wall time (sentence-transformers' train_runtime), beside its model.
 PEER_TIME_FILE = "peer_train_time.json"
@@ -665,7 +667,8 @@ def summarise(args) -> None:
             checks["CARE - symmetric small"] = _paired_means(runs, "CARE", "symmetric small", lambda a, b: a - b)
         if PEER_ROW in rows:
             checks["peer - symmetric large"] = _paired_means(runs, PEER_ROW, "symmetric large", lambda a, b: a - b)
-    record = BenchmarkRecord(EXPERIMENT, name, config={"peer": PEER, "recipe": "preset:e5",
+    layers = sorted({r.config.get("layers", QUERY_LAYERS) for r in runs.values()})  # the CARE rows' query tower
+    record = BenchmarkRecord(EXPERIMENT, name, config={"peer": PEER, "recipe": "preset:e5", "layers": layers,
                                                         "devices": sorted({r.machine.get("gpu") or r.machine.get("cpu")
                                                                            for r in runs.values()})},
                              seeds=sorted(runs), scores=rows, latencies=latency,
@@ -674,7 +677,8 @@ def summarise(args) -> None:
     write_record(record, args.out)
     devices = ", ".join(record.config["devices"])
     lines = [f"# CARE with real weights (multilingual-e5-small) — dev set, {split} split"
-             f"{f' ({args.tag} records)' if args.tag else ''}, seeds {sorted(runs)}, on {devices}", "",
+             f"{f' ({args.tag} records)' if args.tag else ''}, seeds {sorted(runs)}, on {devices}; "
+             f"query tower (CARE, symmetric small): e5 cut to {' / '.join(map(str, layers))} strided layers", "",
              "| row | nDCG@10 mean | std | per seed |", "|---|---|---|---|"]
     for label, r in rows.items():
         per_seed = ", ".join(f"{v:.4f} (seed {seed})" for seed, v in zip(r["seeds"], r["per_seed"], strict=True))
@@ -763,7 +767,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "real_weights")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results root (records go to <out>/real_weights/)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--layers", type=int, default=6, help="query tower: e5 cut to this many strided layers")
+    parser.add_argument("--layers", type=int, default=QUERY_LAYERS, help="query tower: e5 cut to this many strided layers")
     parser.add_argument("--validation", action="store_true", help="train without 10%% of the answer groups, score those")
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=STAGE:KEY=VALUE;...",
                         type=lambda s: (s.split("=", 1)[0], [x for x in s.split("=", 1)[1].split(";") if x]),

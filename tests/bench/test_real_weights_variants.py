@@ -161,7 +161,23 @@ def test_summarise_with_a_tag_reads_only_that_tags_records(bench, tmp_path):
     assert summary.scores["CARE"]["per_seed"] == [0.28, 0.30]
     assert summary.extra["checks"]["CARE / symmetric large"] == pytest.approx(0.29 / 0.30)
     assert summary.extra["checks"]["peer - symmetric large"] == pytest.approx(0.295 - 0.29)  # seed 0's pair only
-    assert "(gpu records), seeds [0, 1]" in (tmp_path / bench.EXPERIMENT / "test_gpu.md").read_text(encoding="utf-8")
+    table = (tmp_path / bench.EXPERIMENT / "test_gpu.md").read_text(encoding="utf-8")
+    assert "(gpu records), seeds [0, 1]" in table
+    assert "e5 cut to 6 strided layers" in table and summary.config["layers"] == [6]  # records without it: the default
     plain = bench.build_parser().parse_args(["--out", str(tmp_path), "--seeds", "0", "1", "--summarise"])
     bench.summarise(plain)
     assert read_records(tmp_path, bench.EXPERIMENT)["test"].scores["CARE"]["per_seed"] == [0.10]
+
+
+def test_summary_names_the_query_towers_depth_from_the_records(bench, tmp_path):
+    from care.bench.record import BenchmarkRecord, read_records, write_record
+
+    scores = {"symmetric large": {"ndcg_at_10": 0.3}, "CARE": {"ndcg_at_10": 0.25}}
+    write_record(BenchmarkRecord(bench.EXPERIMENT, bench.record_name("validation", 0, "L3"), config={"layers": 3},
+                                 seeds=[0], scores=scores), tmp_path)
+    args = bench.build_parser().parse_args(["--out", str(tmp_path), "--seeds", "0", "--validation", "--summarise",
+                                            "--tag", "L3"])
+    bench.summarise(args)
+    assert read_records(tmp_path, bench.EXPERIMENT)["validation_L3"].config["layers"] == [3]
+    table = (tmp_path / bench.EXPERIMENT / "validation_L3.md").read_text(encoding="utf-8")
+    assert table.splitlines()[0].endswith("e5 cut to 3 strided layers")
