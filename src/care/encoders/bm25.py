@@ -14,6 +14,25 @@ Tokenisation (what :func:`tokenize` does to every query and document):
    (unigrams / words only; bigrams that contain them are kept). Negations (``不``, ``没有``) are
    deliberately not stopwords. ``stopwords="none"`` keeps all.
 
+No text makes it fail; a text that steps 1-4 empty falls back, queries and documents alike:
+
+5. Only stopwords left (``是什么``, a sentence ``是怎么个...``): it keeps its stopwords (as if
+   ``stopwords="none"``). It then matches the documents that kept theirs for the same reason; against
+   ordinary documents (stopwords dropped) it scores 0, as Elasticsearch's default
+   ``zero_terms_query: none`` does.
+6. Nothing word-like (``！！！``, ``😀``, ``→``): the tokens are its visible characters, each alone
+   plus each adjacent pair (character uni+bigrams, symbols included; ``!!!`` ->
+   ``! ! ! !! !!``). Ordinary text drops those characters, so such a query finds only documents
+   that are themselves symbol-only.
+7. Nothing visible (only whitespace, zero-width or control characters; :mod:`care.data.text_rules`):
+   no tokens. Such a query scores 0 against every document (an empty hit list); such a document
+   is indexed and never returned. A corpus whose every document is empty has no vocabulary: every
+   query scores 0.
+
+Digits and Latin words are ordinary tokens (``123``, ``what``); traditional characters are not
+mapped to simplified (NFKC leaves ``壓`` as is), so ``高血壓`` matches ``高血压`` only through their
+shared characters under ``char`` tokenisation.
+
 Scoring is ``bm25s`` with the Lucene BM25 variant (``k1``, ``b`` configurable); a query term not in
 the corpus vocabulary scores 0, and documents with score 0 are not returned by :meth:`search`.
 """
@@ -29,6 +48,7 @@ from typing import Any, Literal
 import numpy as np
 
 from care.config import Config
+from care.data.text_rules import is_visible
 from care.encoders.fingerprint import digest
 from care.errors import CareError
 
@@ -98,13 +118,23 @@ class BM25Config(Config):
     lowercase: bool = True
 
 
-def tokenize(text: str, config: BM25Config) -> list[str]:
-    """Tokens of ``text`` as described in the module docstring."""
-    text = unicodedata.normalize("NFKC", text)
-    if config.lowercase:
-        text = text.lower()
-    stop = CHINESE_STOPWORDS if config.stopwords == "default" else frozenset()
-    if config.tokenizer == "jieba":
+def _visible_char_grams(text: str) -> list[str]:
+    """Every visible character plus every adjacent pair of them (runs split at invisible ones)."""
+    grams: list[str] = []
+    run: list[str] = []
+    for char in [*text, " "]:  # the trailing space closes the last run
+        if is_visible(char):
+            run.append(char)
+            continue
+        grams.extend(run)
+        grams.extend(a + b for a, b in zip(run, run[1:]))
+        run = []
+    return grams
+
+
+def _word_tokens(text: str, tokenizer: TokenizerName, stop: frozenset[str]) -> list[str]:
+    """Steps 2-4 of the module docstring on normalised ``text``."""
+    if tokenizer == "jieba":
         import jieba
 
         jieba.setLogLevel(logging.WARNING)
@@ -115,6 +145,19 @@ def tokenize(text: str, config: BM25Config) -> list[str]:
         tokens.extend(unit for unit in units if unit not in stop)
         tokens.extend(a + b for a, b in zip(units, units[1:]))
     return tokens
+
+
+def tokenize(text: str, config: BM25Config) -> list[str]:
+    """Tokens of ``text`` as described in the module docstring (never raises; ``[]`` only for a text
+    with nothing visible)."""
+    text = unicodedata.normalize("NFKC", text)
+    if config.lowercase:
+        text = text.lower()
+    stop = CHINESE_STOPWORDS if config.stopwords == "default" else frozenset()
+    tokens = _word_tokens(text, config.tokenizer, stop)
+    if not tokens and stop:
+        tokens = _word_tokens(text, config.tokenizer, frozenset())
+    return tokens or _visible_char_grams(text)
 
 
 class BM25Retriever:
@@ -128,7 +171,8 @@ class BM25Retriever:
         self.config = config or BM25Config()
         self.name = name or ("bm25" if self.config.tokenizer == "jieba" else "bm25-char")
         self._doc_ids: list[str] = []
-        self._model: Any = None
+        self._model: Any = None  # None after index() too when the corpus has no token at all
+        self._indexed = False
 
     @property
     def fingerprint(self) -> str:
@@ -136,13 +180,27 @@ class BM25Retriever:
         return digest({"kind": "bm25", **self.config.to_dict()})
 
     def _build(self, texts: Sequence[str]) -> Any:
+        """A ``bm25s`` index over ``texts``, or None when no text has a token (no vocabulary to index)."""
         import bm25s
 
+        tokens = [tokenize(text, self.config) for text in texts]
+        if not any(tokens):
+            logger.warning("%s: none of the %d texts has a visible character; every query will score 0",
+                           self.name, len(texts))
+            return None
         # bm25s pins its logger at DEBUG on import; defer to the application's level instead.
         logging.getLogger("bm25s").setLevel(logging.NOTSET)
         model = bm25s.BM25(k1=self.config.k1, b=self.config.b, method=self.config.method)
-        model.index([tokenize(text, self.config) for text in texts], show_progress=False)
+        model.index(tokens, show_progress=False)
         return model
+
+    def _scores(self, model: Any, query: str, n_docs: int) -> np.ndarray:
+        """BM25 scores of ``query`` against the ``n_docs`` texts of ``model``; zeros when either side
+        has no tokens (``bm25s`` cannot score an empty query or an empty vocabulary)."""
+        tokens = tokenize(query, self.config)
+        if model is None or not tokens:
+            return np.zeros(n_docs, dtype=np.float32)
+        return np.asarray(model.get_scores(tokens), dtype=np.float32)
 
     def index(self, doc_ids: Sequence[str], texts: Sequence[str]) -> None:
         """Build the index over ``texts`` (parallel to ``doc_ids``)."""
@@ -152,15 +210,16 @@ class BM25Retriever:
             raise CareError("index: the corpus is empty")
         self._doc_ids = list(doc_ids)
         self._model = self._build(texts)
+        self._indexed = True
         logger.info("%s: indexed %d documents", self.name, len(texts))
 
     def search(self, queries: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
         """Per query, up to ``k`` ``(doc_id, score)`` pairs with score > 0, best first (ties by corpus order)."""
-        if self._model is None:
+        if not self._indexed:
             raise CareError(f"{self.name}: call index(doc_ids, texts) before search()")
         results = []
         for query in queries:
-            scores = self._model.get_scores(tokenize(query, self.config))
+            scores = self._scores(self._model, query, len(self._doc_ids))
             order = np.argsort(-scores, kind="stable")[:k]
             results.append([(self._doc_ids[i], float(scores[i])) for i in order if scores[i] > 0])
         return results
@@ -169,7 +228,7 @@ class BM25Retriever:
         """BM25 scores of ``query`` against each of ``texts`` (IDF from ``texts``), float32."""
         if not texts:
             return np.zeros(0, dtype=np.float32)
-        return np.asarray(self._build(texts).get_scores(tokenize(query, self.config)), dtype=np.float32)
+        return self._scores(self._build(texts), query, len(texts))
 
     def __repr__(self) -> str:
         return f"BM25Retriever(name={self.name!r}, tokenizer={self.config.tokenizer!r}, docs={len(self._doc_ids)})"

@@ -2,6 +2,11 @@
 
 Deterministic and instant; used where no neural encoder is available or wanted (curation and an
 offline judge in ``care demo --skip-e5``, throughput runs of the curation benchmark).
+
+Any text encodes: characters are counted as they are (lower-cased; punctuation, emoji, digits,
+Latin and traditional characters all count, no NFKC, so full-width ``Ａ`` and ``A`` differ). A text
+with nothing visible (only whitespace, zero-width or control characters; :mod:`care.data.text_rules`)
+encodes to the zero vector, whose inner product with every vector is 0.
 """
 
 from __future__ import annotations
@@ -11,10 +16,19 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from care.data.text_rules import is_visible
+
 #: Width of the hashed feature space.
 HASHING_DIM = 512
 #: Character n-gram range counted.
 HASHING_NGRAMS = (1, 2)
+#: Version of the text preparation, part of the fingerprint (2: invisible-only texts encode to zeros).
+PREPARATION_VERSION = 2
+
+
+def prepare(text: str) -> str:
+    """The text the n-grams are counted on: ``text`` lower-cased, or ``""`` when nothing in it is visible."""
+    return text.lower() if any(is_visible(char) for char in text) else ""
 
 
 class HashingCharEncoder:
@@ -31,11 +45,11 @@ class HashingCharEncoder:
         from sklearn.feature_extraction.text import HashingVectorizer
 
         self._vectorizer = HashingVectorizer(analyzer="char", ngram_range=HASHING_NGRAMS, n_features=HASHING_DIM,
-                                             alternate_sign=False, norm="l2")
+                                             alternate_sign=False, norm="l2", preprocessor=prepare)
 
     @property
     def fingerprint(self) -> str:
-        return hashlib.sha256(f"{self.name}:{HASHING_NGRAMS}".encode()).hexdigest()[:16]
+        return hashlib.sha256(f"{self.name}:{HASHING_NGRAMS}:v{PREPARATION_VERSION}".encode()).hexdigest()[:16]
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         return np.asarray(self._vectorizer.transform(list(texts)).toarray(), dtype=np.float32)
