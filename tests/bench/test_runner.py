@@ -31,7 +31,7 @@ def test_retrieval_scores_timings_and_cache(retrieval_folder, tmp_path):
     for key in ("encode_queries_s", "encode_documents_s", "search_s", "total_s", "outside_encoding_share"):
         assert key in t
     assert 0 <= t["outside_encoding_share"] <= 1
-    assert res.stats == {"n_queries": 3, "n_documents": 5, "n_qrels": 4}
+    assert res.stats == {"n_queries": 3, "n_documents": 5, "n_qrels": 4, "n_refused_queries": 0}
     assert enc.calls == {"query": 3, "document": 5}
     again = evaluate(enc, task, _options(tmp_path))
     assert enc.calls == {"query": 3, "document": 5}, "second run must come from the cache"
@@ -86,7 +86,7 @@ def test_rerank_hand_case(rerank_folder, tmp_path):
     # query 1: negative 0.9 > positive 0.5 > negative 0 -> AP = (1/2)/1, RR = 1/2
     # query 2: negative 0.995 > positive 0.8            -> AP = 1/2,     RR = 1/2
     assert res.scores == pytest.approx({"map_at_10": 0.5, "mrr_at_10": 0.5})
-    assert res.stats == {"n_queries": 2, "n_candidates": 5}
+    assert res.stats == {"n_queries": 2, "n_candidates": 5, "n_refused_queries": 0}
 
 
 def test_sts_uses_query_role_and_instruction(sts_folder, tmp_path):

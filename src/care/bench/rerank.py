@@ -1,5 +1,7 @@
 """Rerank task runner: each query's candidates (its positives + negatives) ranked by cosine
-similarity (or by the lexical model's ``score``), scored with pytrec_eval MAP@10 / MRR@10."""
+similarity (or by the lexical model's ``score``), scored with pytrec_eval MAP@10 / MRR@10.
+Query ``q{i}`` is the file's ``i``-th example (from 0); queries no model can take are refused
+before any encoding (:mod:`care.bench.query_check`)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import numpy as np
 from care.bench.encoding import DOCUMENT, QUERY, check_same_dim, encode_collection
 from care.bench.metrics import ranking_metrics
 from care.bench.options import RunOptions
+from care.bench.query_check import check_queries, report_long_queries
 from care.bench.registry import split_files_of
 from care.bench.task import TaskMetadata
 from care.bench.timing import PhaseTimer
@@ -38,15 +41,26 @@ def _qrels_and_candidates(examples: list[RerankExample]) -> tuple[dict[str, dict
     return qrels, cands
 
 
+def _scored_examples(examples: list[RerankExample], task: TaskMetadata) -> tuple[list[RerankExample], dict[str, str]]:
+    """The examples whose query is kept (ids ``q{i}`` renumbered over them) and the refused ``{q{i}: reason}``
+    (``i`` the example's position in the file)."""
+    refused = check_queries({f"q{i}": ex.query for i, ex in enumerate(examples)}, task.name)
+    return [ex for i, ex in enumerate(examples) if f"q{i}" not in refused], refused
+
+
 def run_rerank(
     model: Encoder | LexicalRetriever, task: TaskMetadata, options: RunOptions, cache: EmbeddingCache | None, timer: PhaseTimer,
-) -> tuple[dict[str, float], dict[str, int], dict[str, Any]]:
-    """Evaluate a rerank task; returns ``(scores, stats, settings)``."""
+) -> tuple[dict[str, float], dict[str, int], dict[str, Any], dict[str, str]]:
+    """Evaluate a rerank task; returns ``(scores, stats, settings, refused queries {q{i}: reason})``."""
     with timer.phase("load_s"):
-        examples = load_rerank(rerank_file(task))
+        examples, refused = _scored_examples(load_rerank(rerank_file(task)), task)
         qrels, cands = _qrels_and_candidates(examples)
+    stats = {"n_queries": len(examples), "n_candidates": sum(len(c) for c in cands), "n_refused_queries": len(refused)}
     run: dict[str, dict[str, float]] = {}
     if isinstance(model, Encoder):
+        long = report_long_queries(model, [e.query for e in examples], task.instruction, task.name)
+        if long is not None:
+            stats["n_long_queries"] = long
         unique_docs = candidate_texts(examples)
         position = {t: i for i, t in enumerate(unique_docs)}
         with timer.phase("encode_documents_s"):
@@ -73,8 +87,7 @@ def run_rerank(
                 run[f"q{i}"] = _named_scores(i, ex, np.asarray(model.score(ex.query, cand), dtype=np.float64))
     with timer.phase("metrics_s"):
         scores = ranking_metrics(run, qrels, task.scores, relevance_threshold=1)
-    stats = {"n_queries": len(examples), "n_candidates": sum(len(c) for c in cands)}
-    return scores, stats, {"scoring": "cosine" if isinstance(model, Encoder) else "lexical score"}
+    return scores, stats, {"scoring": "cosine" if isinstance(model, Encoder) else "lexical score"}, refused
 
 
 def _named_scores(i: int, ex: RerankExample, sims: np.ndarray) -> dict[str, float]:

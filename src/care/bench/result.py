@@ -28,6 +28,8 @@ class TaskResult:
             (``1 - (encode_queries_s + encode_documents_s) / total_s``).
         stats: task size (``n_queries``, ``n_documents``, ``n_pairs``...).
         settings: how it was run (index type, cache, batch size, instruction...).
+        refused_queries: ``{query id: reason}`` of the queries refused before encoding and left out
+            of the metric (:mod:`care.bench.query_check`).
     """
 
     task: str
@@ -40,6 +42,7 @@ class TaskResult:
     timings: dict[str, float] = field(default_factory=dict)
     stats: dict[str, int] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
+    refused_queries: dict[str, str] = field(default_factory=dict)
     created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     format_version: int = RESULT_FORMAT_VERSION
 

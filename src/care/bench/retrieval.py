@@ -1,5 +1,6 @@
 """Retrieval task runner: encode the corpus (cached), stream it into a FAISS index, search queries
-in batches, score the run with pytrec_eval."""
+in batches, score the run with pytrec_eval. Queries no model can take are refused before any
+encoding (:mod:`care.bench.query_check`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 from care.bench.encoding import DOCUMENT, QUERY, check_same_dim, encode_collection
 from care.bench.metrics import ranking_metrics
 from care.bench.options import RunOptions
+from care.bench.query_check import check_queries, report_long_queries
 from care.bench.task import TaskMetadata
 from care.bench.timing import PhaseTimer
 from care.data.retrieval import RetrievalData, load_retrieval_folder
@@ -76,11 +78,24 @@ def lexical_run(
 
 def run_retrieval(
     model: Encoder | LexicalRetriever, task: TaskMetadata, options: RunOptions, cache: EmbeddingCache | None, timer: PhaseTimer,
-) -> tuple[dict[str, float], dict[str, int], dict[str, Any]]:
-    """Evaluate a retrieval task; returns ``(scores, stats, settings)``."""
+) -> tuple[dict[str, float], dict[str, int], dict[str, Any], dict[str, str]]:
+    """Evaluate a retrieval task; returns ``(scores, stats, settings, refused queries {id: reason})``.
+
+    Refused queries (:mod:`care.bench.query_check`) are neither searched nor scored: their qrels are
+    left out of the metric; ``stats["n_queries"]`` counts the scored ones.
+    """
     with timer.phase("load_s"):
         data = load_data(task)
+    refused = check_queries(data.queries, task.name)
+    if refused:
+        data = RetrievalData(corpus=data.corpus, queries={q: t for q, t in data.queries.items() if q not in refused},
+                             qrels={q: row for q, row in data.qrels.items() if q not in refused})
+    stats = {"n_queries": len(data.queries), "n_documents": len(data.corpus), "n_qrels": sum(len(r) for r in data.qrels.values()),
+             "n_refused_queries": len(refused)}
     if isinstance(model, Encoder):
+        long = report_long_queries(model, list(data.queries.values()), task.instruction, task.name)
+        if long is not None:
+            stats["n_long_queries"] = long
         run = dense_run(model, task, data, options, cache, timer)
         settings = {"index": options.index.to_dict(), "top_k": options.top_k}
     else:
@@ -88,5 +103,4 @@ def run_retrieval(
         settings = {"index": "lexical", "top_k": options.top_k}
     with timer.phase("metrics_s"):
         scores = ranking_metrics(run, data.qrels, task.scores, relevance_threshold=task.relevance_threshold)
-    stats = {"n_queries": len(data.queries), "n_documents": len(data.corpus), "n_qrels": sum(len(r) for r in data.qrels.values())}
-    return scores, stats, settings
+    return scores, stats, settings, refused

@@ -46,7 +46,7 @@ def evaluate(
     with ExitStack() as stack:
         cache = options.cache or stack.enter_context(temporary_cache())
         logger.info("evaluating %s on %s (%s)", model.name, task.name, task.type)
-        scores, stats, settings = _RUNNERS[task.type](model, task, options, cache, timer)
+        scores, stats, settings, refused = _RUNNERS[task.type](model, task, options, cache, timer)
     settings = {**settings, "instruction": task.instruction, "batch_size": options.batch_size,
                 "cache": str(options.cache.root) if options.cache else None}
     if task.type == "retrieval":
@@ -54,6 +54,7 @@ def evaluate(
     result = TaskResult(
         task=task.name, task_type=task.type, split=task.split, model=label or model.name, fingerprint=model.fingerprint,
         main_score=task.main_score, scores=scores, timings=timer.summary(), stats=stats, settings=settings,
+        refused_queries=refused,
     )
     logger.info("%s on %s: %s = %.4f", result.model, task.name, task.main_score, result.main_value)
     return result

