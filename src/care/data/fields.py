@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from care.data.errors import DataFormatError
+from care.data.text_rules import surrogate_at
 
 
 def require_text(obj: dict[str, Any], key: str, path: Path, line: int) -> str:
@@ -22,7 +23,19 @@ def require_text(obj: dict[str, Any], key: str, path: Path, line: int) -> str:
             path, "empty or whitespace-only text", line=line, field=key,
             hint="remove the row or give it real text",
         )
+    reject_surrogate(value, path, line, key)
     return value
+
+
+def reject_surrogate(value: str, path: Path, line: int | None, key: str) -> None:
+    """Raise when ``value`` holds a lone UTF-16 surrogate (a JSON ``\\ud800`` escape without its pair):
+    it is not a character, UTF-8 cannot encode it and every tokenizer fails on it."""
+    at = surrogate_at(value)
+    if at is not None:
+        raise DataFormatError(
+            path, f"lone surrogate U+{ord(value[at]):04X} at character {at} is not a Unicode character",
+            line=line, field=key, hint="fix the \\uD800-\\uDFFF escape: it must be one half of a surrogate pair",
+        )
 
 
 def require_id(obj: dict[str, Any], key: str, path: Path, line: int) -> str:
@@ -57,6 +70,7 @@ def require_text_list(obj: dict[str, Any], key: str, path: Path, line: int, *, a
                 path, f"item {i} is not a non-empty string", line=line, field=key,
                 hint="remove empty entries",
             )
+        reject_surrogate(item, path, line, f"{key}[{i}]")
     return list(value)
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from care.data.errors import DataFormatError
-from care.data.fields import require_id, require_text
+from care.data.fields import reject_surrogate, require_id, require_text
 from care.data.io import atomic_write, iter_jsonl, iter_text_lines, write_jsonl
 
 QRELS_HEADER = ("query-id", "corpus-id", "score")
@@ -74,6 +74,7 @@ def parse_document(obj: dict[str, Any], path: Path, line: int) -> Document:
     title = obj.get("title") or ""
     if not isinstance(title, str):
         raise DataFormatError(path, "title must be a string", line=line, field="title")
+    reject_surrogate(title, path, line, "title")
     if title.strip() and obj.get("text") == "":
         return Document(doc_id, "", title)
     return Document(doc_id, require_text(obj, "text", path, line), title)

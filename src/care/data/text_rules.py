@@ -25,6 +25,12 @@ def is_visible(char: str) -> bool:
     return not char.isspace() and unicodedata.category(char) not in INVISIBLE_CATEGORIES
 
 
+def surrogate_at(text: str) -> int | None:
+    """Position of the first lone surrogate in ``text``, or None."""
+    bad = _SURROGATE.search(text)
+    return None if bad is None else bad.start()
+
+
 def has_surrogate_or_nul(text: str) -> bool:
     """True when ``text`` holds a lone surrogate or a NUL character (see the module docstring)."""
     return _SURROGATE.search(text) is not None or _NUL in text
