@@ -150,3 +150,13 @@ def test_document_sentences_split_filter_dedupe_and_limit() -> None:
     assert sorted(got) == sorted(["高血压患者应该少吃盐", "每天坚持运动半小时", "糖尿病要控制饮食"])  # "你好" too short, 70 chars too long
     assert document_sentences(docs, seed=3) == document_sentences(docs, seed=3)
     assert len(document_sentences(docs, limit=2)) == 2
+
+
+def test_stopword_and_symbol_only_texts_mine_without_crashing() -> None:
+    """Issue 40: a corpus sentence of stopwords only (是怎么个...) used to crash BM25 (empty query)."""
+    queries = [*QUERIES, "是怎么个...", "是什么", "！！！", "😀"]
+    rows = list(build_alignment_data(queries, [*DOCS, "是怎么个..."], n_negatives=1, seed=0))
+    assert len(rows) == len(queries) + len(DOCS) + 1
+    check_rows(rows, 1)
+    by_query = {r["query"]: r["neg"][0] for r in rows if r["type"] == QUERY_ALIGN}
+    assert by_query["是什么"] == "是怎么个..."  # both keep their stopwords; they share 是
