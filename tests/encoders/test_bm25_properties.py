@@ -18,6 +18,10 @@ from ..hostile_text import HOSTILE_TEXTS
 
 CONFIGS = [BM25Config(tokenizer=tokenizer, stopwords=stopwords)
            for tokenizer in ("jieba", "char") for stopwords in ("default", "none")]
+#: Every scoring variant too, for the index / search properties.
+SCORING_CONFIGS = st.builds(BM25Config, tokenizer=st.sampled_from(["jieba", "char"]),
+                            stopwords=st.sampled_from(["default", "none"]),
+                            method=st.sampled_from(["lucene", "robertson", "atire", "bm25l", "bm25+"]))
 #: Examples per property: enough to meet emoji, combining marks and zero-width characters, still seconds.
 MAX_EXAMPLES = 150
 #: Corpus sizes of the index / search property.
@@ -80,7 +84,7 @@ def test_full_width_and_traditional_characters():
 
 @PROPERTY
 @given(docs=st.lists(st.text(), min_size=1, max_size=MAX_DOCS), queries=st.lists(st.text(), max_size=4),
-       config=st.sampled_from(CONFIGS))
+       config=SCORING_CONFIGS)
 @example(docs=["高血压怎么办", "是怎么个...", "血糖高"], queries=list(HOSTILE_TEXTS), config=CONFIGS[0])
 @example(docs=["\u200b", " ", "\x00"], queries=["是什么", "\u200b"], config=CONFIGS[0])
 def test_index_search_and_score_never_raise(docs, queries, config):

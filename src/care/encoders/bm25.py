@@ -26,8 +26,9 @@ No text makes it fail; a text that steps 1-4 empty falls back, queries and docum
    that are themselves symbol-only.
 7. Nothing visible (only whitespace, zero-width or control characters; :mod:`care.data.text_rules`):
    no tokens. Such a query scores 0 against every document (an empty hit list); such a document
-   is indexed and never returned. A corpus whose every document is empty has no vocabulary: every
-   query scores 0.
+   is indexed and matches no query term (``bm25l`` / ``bm25+`` still give it their per-term floor
+   score, as they give every document). A corpus whose every document is empty has no vocabulary:
+   every query scores 0.
 
 Digits and Latin words are ordinary tokens (``123``, ``what``); traditional characters are not
 mapped to simplified (NFKC leaves ``壓`` as is), so ``高血壓`` matches ``高血压`` only through their
