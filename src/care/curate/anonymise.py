@@ -8,8 +8,9 @@ Recognisers: structured identifiers by shape and checksum (:mod:`~care.curate.pi
 a label (:mod:`~care.curate.pii_labels`), birth dates (:mod:`~care.curate.pii_birth_dates`), licence
 plates (:mod:`~care.curate.pii_plates`); names (:mod:`~care.curate.pii_names`) and addresses
 (:mod:`~care.curate.pii_address`) from a Chinese lexical tagger (:mod:`~care.curate.pii_lexical`,
-LAC by default) plus context rules. Everything runs on :func:`~care.curate.pii_rules.normalise_width`
-of the text (full-width digits and letters read as half-width).
+LAC by default) plus context rules. A bare name candidate that is a clinical term, cuts a word or
+holds a symptom character is dropped (:mod:`~care.curate.pii_clinical`). Everything runs on
+:func:`~care.curate.pii_rules.normalise_width` of the text (full-width digits and letters read as half-width).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from tqdm import tqdm
 
 from care.curate import pii_rules
 from care.curate.checkpoint import StreamCheckpoint
+from care.curate.pii_clinical import NameGuard, load_clinical_lexicon
 from care.curate.pii_address import find_addresses
 from care.curate.pii_birth_dates import find_birth_dates
 from care.curate.pii_labels import find_labelled
@@ -51,12 +53,15 @@ class AnonymiserConfig:
         old_ids: also remove 15-digit pre-1999 resident IDs (validated by birth date only).
         tagger: the lexical tagger that marks names and places (``lac``, ``jieba`` or ``thulac``,
             see :mod:`care.curate.pii_lexical`); ``lac`` measured best (``benchmarks/bench_pii.py``).
+        clinical_terms: drop bare name candidates that are clinical terms, cut a word or hold a symptom
+            character (:mod:`care.curate.pii_clinical`; needs the package PyCMeKG).
     """
 
     types: tuple[str, ...] = PII_TYPES
     placeholder: str = "[{type}]"
     old_ids: bool = True
     tagger: str = DEFAULT_TAGGER
+    clinical_terms: bool = True
 
     def __post_init__(self) -> None:
         from care.errors import CareError
@@ -93,6 +98,9 @@ class Anonymiser:
         self._tagger = tagger
         if self._tagger is None and self._types & LEXICAL_TYPES:
             self._tagger = load_tagger(self.config.tagger)
+        self._guard: NameGuard | None = None
+        if self.config.clinical_terms and "NAME" in self._types:
+            self._guard = NameGuard(load_clinical_lexicon())
         self._rules: list[Callable[[str], list[Span]]] = [
             pii_rules.find_emails, pii_rules.find_urls, pii_rules.find_phones, pii_rules.find_bank_cards,
             lambda t: pii_rules.find_resident_ids(t, old_ids=self.config.old_ids),
@@ -111,6 +119,8 @@ class Anonymiser:
                 spans.extend(find_names(norm, tokens))
             if "ADDRESS" in self._types:
                 spans.extend(find_addresses(norm, tokens))
+        if self._guard is not None:
+            spans, _ = self._guard.filter(norm, spans)
         chosen = resolve_overlaps(s for s in spans if s.type in self._types)
         return [Span(s.start, s.end, s.type, text[s.start:s.end]) for s in chosen]
 

@@ -49,6 +49,7 @@ def anonymise_cmd(
     types: Optional[list[str]] = typer.Option(None, "--type", help="PII types to remove (PHONE ID EMAIL URL BANK_CARD MRN PASSPORT WECHAT QQ PLATE BIRTH_DATE NAME ADDRESS); repeatable. Default: all."),
     no_old_ids: bool = typer.Option(False, "--no-old-ids", help="Do not remove 15-digit pre-1999 resident IDs."),
     tagger: str = typer.Option("lac", "--tagger", help="Lexical tagger for names and places: lac (best, default), jieba (about 3x faster, lower recall) or thulac (if installed)."),
+    no_clinical_terms: bool = typer.Option(False, "--no-clinical-terms", help="Do not protect clinical terms (drugs, herbs, symptoms ...) from being removed as names; see docs/curate.md."),
     report: Optional[Path] = typer.Option(None, "--report", help="Write the removal report (counts by type) here."),
     chunk_size: int = typer.Option(1000, "--chunk-size", help="Rows per checkpointed chunk."),
     no_progress: bool = typer.Option(False, "--no-progress"),
@@ -57,7 +58,8 @@ def anonymise_cmd(
     from care.curate.anonymise import DEFAULT_FIELDS, AnonymiserConfig, anonymise_file
     from care.curate.pii_rules import PII_TYPES
 
-    config = AnonymiserConfig(types=tuple(types) if types else PII_TYPES, old_ids=not no_old_ids, tagger=tagger)
+    config = AnonymiserConfig(types=tuple(types) if types else PII_TYPES, old_ids=not no_old_ids, tagger=tagger,
+                              clinical_terms=not no_clinical_terms)
     result = anonymise_file(input, output, fields=field or DEFAULT_FIELDS, config=config, chunk_size=chunk_size,
                             report_path=report, show_progress=not no_progress)
     _print(result.to_dict())

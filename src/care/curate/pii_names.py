@@ -63,6 +63,8 @@ _NAME_PREFIX_RE = re.compile(
     r"(?:" + "|".join(sorted(NAME_PREFIX_CONTEXT, key=len, reverse=True)) + r")(?:[:：]\s*|\s)?" + rf"(?=[{CJK}])"
 )
 _TITLE_RE = re.compile("|".join(sorted(NAME_SUFFIX_CONTEXT, key=len, reverse=True)))
+#: How far before a name its context word (plus a colon and a space) can start.
+_LONGEST_PREFIX = max(map(len, NAME_PREFIX_CONTEXT)) + 2
 #: ``张某`` / ``欧阳某某``: a surname then 某 (not ``于某日``, ``某某医院``).
 _MASKED_NAME_RE = re.compile(r"某{1,2}(?![日天年月时处地种些个次项位家医院某一])")
 _SUFFIX_NAME_RE = re.compile(rf"([{CJK}]{{2,4}}?)(?:" + "|".join(sorted(NAME_SUFFIX_CONTEXT, key=len, reverse=True)) + ")")
@@ -103,6 +105,11 @@ def _jieba_dicts() -> tuple[dict[str, int], dict[str, str]]:
     jieba.setLogLevel(logging.WARNING)
     jieba.dt.check_initialized()
     return jieba.dt.FREQ, jieba.posseg.dt.word_tag_tab
+
+
+def jieba_word_tags() -> dict[str, str]:
+    """jieba's dictionary words and their part-of-speech tags (``nr`` for person names)."""
+    return _jieba_dicts()[1]
 
 
 def in_dictionary(word: str) -> bool:
@@ -272,6 +279,14 @@ def _surname_titles(text: str, bounds: _Boundaries) -> list[Span]:
                 spans.append(Span(start, m.start(), "NAME", word))
             break
     return spans
+
+
+def has_name_context(text: str, start: int, end: int) -> bool:
+    """True when ``text[start:end]`` follows a context word (``患者``, ``我叫``, ``主治医生：`` ...) or is
+    followed by a title (``医生``, ``女士`` ...): the text itself says a person is named there."""
+    after_prefix = any((m := _NAME_PREFIX_RE.match(text, pos, start + 1)) is not None and m.end() == start
+                       for pos in range(max(0, start - _LONGEST_PREFIX), start))
+    return after_prefix or _TITLE_RE.match(text, end) is not None
 
 
 def _latin_names(text: str) -> list[Span]:
