@@ -145,7 +145,7 @@ def test_care_recipe_mines_stage2_negatives_from_the_runs_corpus(tmp_path, monke
     monkeypatch.setattr("care.train.recipe.run_recipe",
                         lambda paths, *, config_dir=None, overrides=(), recipe=None: calls.append((paths, recipe))
                         or {s: SimpleNamespace(query_model="q", document_model="d", care_model="m", global_step=1,
-                                               final_loss=0.0)
+                                               final_loss=0.0, output_dir=str(tmp_path / s))
                             for s in ("init_query", "init_document", "stage1", "stage2")})
     (tmp_path / "train.jsonl").write_text('{"query": "q", "pos": ["p"]}\n', encoding="utf-8")
     (tmp_path / "corpus.jsonl").write_text('{"id": "d1", "text": "p"}\n', encoding="utf-8")
@@ -163,3 +163,11 @@ def test_care_recipe_mines_stage2_negatives_from_the_runs_corpus(tmp_path, monke
     assert recipe.mine_negatives == mining and paths.corpus_file == str(tmp_path / "corpus.jsonl")
     assert without_stage1.skip_stage1 and without_stage1.mine_negatives == mining  # inherits the recipe's mining
     assert three.mine_negatives == {"n_negatives": 3}
+
+
+def test_a_bad_tower_spec_fails_when_the_config_loads():
+    with pytest.raises(ConfigError, match=r"config field 'models.query': tower spec 'e5\?layerz=6': unknown option "
+                                          r"'layerz'; accepted options: layers"):
+        load_run_config(demo_config_path(), ["models.query=e5?layerz=6"])
+    assert load_run_config(demo_config_path(), ["models.query=e5?layers=6", "models.document=e5"]).models.query == \
+        "e5?layers=6"

