@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
+import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -18,6 +20,18 @@ from care.errors import CareError
 
 #: What the user can fix: printed as one line, exit status 2 (not a traceback).
 USER_ERRORS: tuple[type[BaseException], ...] = (CareError, DataFormatError, FileNotFoundError)
+#: Exit status of a user error (:data:`USER_ERRORS`) and of anything else a command raised.
+USER_ERROR_EXIT, UNEXPECTED_ERROR_EXIT = 2, 1
+
+
+@dataclass
+class CliState:
+    """The global options of this invocation, read when a command's error is printed."""
+
+    verbose: bool = False
+
+
+STATE = CliState()
 
 app = typer.Typer(
     name="care",
@@ -43,9 +57,10 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 @app.callback()
 def _root(
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging, and the traceback of an error."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Warnings and errors only."),
 ) -> None:
+    STATE.verbose = verbose
     level = logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
 
@@ -65,13 +80,26 @@ for _module in COMMAND_MODULES:
 
 
 def run_cli(typer_app: typer.Typer) -> None:
-    """Run a typer app; print user errors (:data:`USER_ERRORS`) as ``error: ...`` and exit with status 2."""
+    """Run a typer app; an error is one line on stderr, with its traceback above it only with ``--verbose``.
+
+    User errors (:data:`USER_ERRORS`) print ``error: ...`` and exit with :data:`USER_ERROR_EXIT`; anything
+    else prints ``error: unexpected TYPE: ...`` and how to see the traceback, and exits with
+    :data:`UNEXPECTED_ERROR_EXIT`.
+    """
     try:
         typer_app()
     except USER_ERRORS as exc:
-        logging.getLogger(__name__).debug("user error", exc_info=True)
+        if STATE.verbose:
+            traceback.print_exc()
         sys.stderr.write(f"error: {exc}\n")
-        sys.exit(2)
+        sys.exit(USER_ERROR_EXIT)
+    except Exception as exc:
+        if STATE.verbose:
+            traceback.print_exc()
+        message = " ".join(f"{type(exc).__name__}: {exc}".split())
+        hint = "the traceback is above" if STATE.verbose else "rerun with care --verbose ... to see the traceback"
+        sys.stderr.write(f"error: unexpected {message} ({hint})\n")
+        sys.exit(UNEXPECTED_ERROR_EXIT)
 
 
 def main() -> None:

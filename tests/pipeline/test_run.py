@@ -58,8 +58,9 @@ def runs(tmp_path_factory):
         for name in real:
             mp.setitem(pipeline.STEPS, name, spy(name))
         mp.setitem(pipeline.STEPS, "index", crash)
-        with pytest.raises(Crash):
+        with pytest.raises(pipeline.StepFailed) as failed:
             run_pipeline(config, folder)
+        assert isinstance(failed.value.__cause__, Crash) and failed.value.step == "index"
         crashed_manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
         crashed_calls = list(calls)
         mp.setitem(pipeline.STEPS, "index", spy("index"))

@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
+import logging
+import shlex
+import traceback
 from importlib.resources import files
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
+if TYPE_CHECKING:
+    from care.pipeline.run import StepFailed
+
+logger = logging.getLogger(__name__)
+
 #: The config ``care demo`` runs (inside the package).
 DEMO_CONFIG = "demo.yaml"
+#: Exit status of a run whose step failed (2: a usage or input error before any step, :func:`care.cli.run_cli`).
+STEP_FAILED_EXIT = 1
+#: Characters of a failed step's message shown on its one line (all of it, and the traceback, are in run.log).
+MAX_MESSAGE_CHARS = 400
+#: Options a resume command leaves out: ``--fresh`` would delete the run it resumes, ``--redo`` would redo
+#: steps that are finished again.
+NOT_IN_RESUME: frozenset[str] = frozenset({"fresh", "redo"})
+#: Where a parameter's value came from when the user gave it (``ParameterSource`` names; the resume command
+#: repeats only those).
+GIVEN_SOURCES: frozenset[str] = frozenset({"COMMANDLINE", "ENVIRONMENT"})
 
 
 def demo_config_path() -> Path:
@@ -17,15 +35,70 @@ def demo_config_path() -> Path:
     return Path(str(files("care.pipeline").joinpath("configs", DEMO_CONFIG)))
 
 
-def _run(config_path: Path, output: Path, overrides: list[str], *, fresh: bool, redo: list[str],
-         verbose: bool) -> None:
-    from care.pipeline.config import load_run_config
-    from care.pipeline.console import route_logs
-    from care.pipeline.run import run_pipeline
+def resume_command(ctx: typer.Context) -> str:
+    """The command line that resumes the run ``ctx`` is running: ``care``, each command's name and the options
+    and arguments the user gave, without :data:`NOT_IN_RESUME` (quoted for a POSIX shell)."""
+    chain = [ctx]
+    while chain[-1].parent is not None:
+        chain.append(chain[-1].parent)
+    words = ["care"]
+    for level in reversed(chain):
+        if level.parent is not None:
+            words.append(level.info_name or "")
+        words += _given_words(level)
+    return shlex.join(words)
 
+
+def _given_words(ctx: typer.Context) -> list[str]:
+    """The words of the parameters of ``ctx`` that the user gave (flags, options, arguments)."""
+    words: list[str] = []
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name)
+        if param.name in NOT_IN_RESUME or source is None or source.name not in GIVEN_SOURCES:
+            continue
+        value = ctx.params.get(param.name)
+        values = list(value) if isinstance(value, (list, tuple)) else [value]
+        if param.param_type_name == "option":
+            if param.is_flag:
+                opts = param.opts if value else param.secondary_opts
+                words += [max(opts, key=len)] if opts else []  # the long name: --output over -o
+                continue
+            for item in values:
+                words += [max(param.opts, key=len), str(item)]
+        else:
+            words += [str(item) for item in values]
+    return words
+
+
+def failure_line(failure: StepFailed, log_file: Path, resume: str) -> str:
+    """One line for a failed step (:class:`care.pipeline.run.StepFailed`): what failed, where, how to resume."""
+    message = " ".join(str(failure).split())
+    if len(message) > MAX_MESSAGE_CHARS:
+        message = message[:MAX_MESSAGE_CHARS - 1] + "…"
+    return f"error: {message} (run folder {failure.folder}, traceback in {log_file}); resume with: {resume}"
+
+
+def _run(ctx: typer.Context, config_path: Path, output: Path, overrides: list[str], *, fresh: bool,
+         redo: list[str], verbose: bool) -> None:
+    """Run (or resume) the pipeline and print its summary; a failed step prints one line (the traceback goes to
+    ``run.log``, and to the terminal too with ``--verbose``) and exits with :data:`STEP_FAILED_EXIT`."""
+    from care.pipeline.config import load_run_config
+    from care.pipeline.console import FILE_ONLY, route_logs
+    from care.pipeline.run import StepFailed, run_pipeline
+
+    verbose = verbose or bool(ctx.find_root().params.get("verbose"))  # `care --verbose run ...` too
     config = load_run_config(config_path, overrides)
     with route_logs(output, verbose=verbose, progress_bars=config.show_progress) as log_file:
-        report = run_pipeline(config, output, fresh=fresh, redo=redo)
+        try:
+            report = run_pipeline(config, output, fresh=fresh, redo=redo)
+        except StepFailed as failure:
+            if verbose:
+                typer.echo("".join(traceback.format_exception(failure.__cause__)), err=True, nl=False)
+            typer.echo(failure_line(failure, log_file, resume_command(ctx)), err=True)
+            raise typer.Exit(STEP_FAILED_EXIT) from None
+        except Exception:  # before any step (a changed config, a bad input file): one line from care.cli
+            logger.error("care run stopped before its steps", exc_info=True, extra={FILE_ONLY: True})
+            raise
     if report.table:
         typer.echo("\n" + report.table)
     if report.ranking:
@@ -39,6 +112,7 @@ def _run(config_path: Path, output: Path, overrides: list[str], *, fresh: bool, 
 
 
 def run(
+    ctx: typer.Context,
     config: Path = typer.Argument(..., help="Run config (YAML/JSON): inputs, models, recipes, steps (docs/pipeline.md)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Run folder (default runs/<config name>); a rerun resumes it."),
     set_: list[str] = typer.Option([], "--set", help="Override a config field: SECTION.FIELD=VALUE (repeatable)."),
@@ -47,15 +121,17 @@ def run(
     redo: Optional[list[str]] = typer.Option(None, "--redo", help="Run these finished steps again (repeatable)."),
     threads: int = typer.Option(0, "--threads", help="torch threads (0 = library default)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bars."),
-    verbose: bool = typer.Option(False, "--verbose", help="Show the libraries' logs on the terminal too."),
+    verbose: bool = typer.Option(False, "--verbose", help="Show the libraries' logs, and a failed step's traceback, "
+                                                          "on the terminal too (they are always in run.log)."),
 ) -> None:
     """Curate, label, train the configured recipes, evaluate, time, index the best model, report."""
     overrides = [*set_, *(["steps=[" + ",".join(step) + "]"] if step else []), f"threads={threads}",
                  *(["show_progress=false"] if no_progress else [])]
-    _run(config, output or Path("runs") / config.stem, overrides, fresh=fresh, redo=redo or [], verbose=verbose)
+    _run(ctx, config, output or Path("runs") / config.stem, overrides, fresh=fresh, redo=redo or [], verbose=verbose)
 
 
 def demo(
+    ctx: typer.Context,
     output: Path = typer.Option(Path("runs/demo"), "--output", "-o", help="Run folder (a rerun resumes it)."),
     fresh: bool = typer.Option(False, "--fresh", help="Delete an earlier demo run in --output and start over."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of model initialisation, training and sampling (default 0)."),
@@ -73,7 +149,8 @@ def demo(
     set_: list[str] = typer.Option([], "--set", help="Override a demo config field: SECTION.FIELD=VALUE (repeatable)."),
     threads: int = typer.Option(0, "--threads", help="torch threads (0 = library default)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bars."),
-    verbose: bool = typer.Option(False, "--verbose", help="Show the libraries' logs on the terminal too."),
+    verbose: bool = typer.Option(False, "--verbose", help="Show the libraries' logs, and a failed step's traceback, "
+                                                          "on the terminal too (they are always in run.log)."),
 ) -> None:
     """care run on the shipped demo config: curate, label, train (tiny CARE, e5 student), evaluate, index, report."""
     overrides = demo_overrides(config_file)
@@ -88,7 +165,7 @@ def demo(
     if step:
         overrides.append("steps=[" + ",".join(step) + "]")
     overrides += [*set_, f"threads={threads}", *(["show_progress=false"] if no_progress else [])]
-    _run(demo_config_path(), output, overrides, fresh=fresh, redo=redo or [], verbose=verbose)
+    _run(ctx, demo_config_path(), output, overrides, fresh=fresh, redo=redo or [], verbose=verbose)
 
 
 def demo_overrides(config_file: Path | None) -> list[str]:

@@ -3,7 +3,8 @@
 While a run is going, :func:`route_logs` adds a file handler that takes every record at INFO and above
 (from care and from the libraries: accelerate's checkpoint saves, transformers' and Python's warnings)
 and filters the terminal's handlers down to the pipeline's own progress (``care.pipeline`` at INFO),
-care's warnings and errors, and the libraries' errors.
+care's warnings and errors, and the libraries' errors. Records marked :data:`FILE_ONLY` (a failed step's
+traceback) go to the file alone.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ LOG_FILE = "run.log"
 #: Loggers whose INFO records the terminal shows (step progress and summaries).
 CONSOLE_INFO_LOGGERS: tuple[str, ...] = ("care.pipeline",)
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+#: ``logger.error(..., extra={FILE_ONLY: True})``: a record for ``run.log`` alone, never the terminal (a failed
+#: step's traceback: the terminal gets one line from the command, and the traceback only with ``--verbose``).
+FILE_ONLY = "care_file_only"
 
 
 class ConsoleFilter(logging.Filter):
@@ -37,6 +41,13 @@ class ConsoleFilter(logging.Filter):
         return False
 
 
+class FileOnlyFilter(logging.Filter):
+    """Drop the records marked :data:`FILE_ONLY` (installed on the terminal's handlers, verbose or not)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(record, FILE_ONLY, False)
+
+
 def _terminal_handlers(root: logging.Logger) -> list[logging.Handler]:
     return [h for h in root.handlers if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)]
 
@@ -47,7 +58,8 @@ def route_logs(folder: str | Path, *, verbose: bool = False, progress_bars: bool
 
     Args:
         folder: the run folder (created).
-        verbose: leave the terminal unfiltered (everything also goes to the file).
+        verbose: leave the terminal unfiltered (everything also goes to the file), but for the records
+            marked :data:`FILE_ONLY`.
         progress_bars: ``False`` also silences the libraries' own progress bars (transformers' weight loading).
     Yields:
         The log file's path.
@@ -68,8 +80,10 @@ def route_logs(folder: str | Path, *, verbose: bool = False, progress_bars: bool
         terminal = [added_terminal]
     previous_level = root.level
     console_filter = ConsoleFilter(max(logging.INFO, previous_level))  # --quiet keeps the progress quiet too
-    if not verbose:
-        for handler in terminal:
+    file_only = FileOnlyFilter()
+    for handler in terminal:
+        handler.addFilter(file_only)
+        if not verbose:
             handler.addFilter(console_filter)
     root.setLevel(min(previous_level or logging.INFO, logging.INFO))
     root.addHandler(file_handler)
@@ -84,6 +98,7 @@ def route_logs(folder: str | Path, *, verbose: bool = False, progress_bars: bool
         file_handler.close()
         for handler in terminal:
             handler.removeFilter(console_filter)
+            handler.removeFilter(file_only)
         if added_terminal is not None:
             root.removeHandler(added_terminal)
         root.setLevel(previous_level)

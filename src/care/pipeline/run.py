@@ -37,7 +37,7 @@ from typing import Any
 
 from care.errors import CareError
 from care.pipeline.config import RunConfig
-from care.pipeline.console import LOG_FILE
+from care.pipeline.console import FILE_ONLY, LOG_FILE
 from care.pipeline.context import RunContext
 from care.pipeline.data import step_curate, step_label
 from care.pipeline.evaluate import step_evaluate, step_index, step_latency
@@ -61,6 +61,19 @@ STEPS: dict[str, StepFunction] = {
     "index": step_index,
     "report": step_report,
 }
+
+
+class StepFailed(Exception):
+    """A step of a run raised (``__cause__``: what it raised); the manifest marks it ``failed``, a rerun resumes it.
+
+    Attributes:
+        step: the step's name; number / total: its place in the run's steps.
+        folder: the run folder; seconds: how long the step ran.
+    """
+
+    def __init__(self, step: str, number: int, total: int, folder: Path, seconds: float, cause: BaseException) -> None:
+        self.step, self.number, self.total, self.folder, self.seconds = step, number, total, folder, seconds
+        super().__init__(f"step {number}/{total} {step} failed after {seconds:.0f} s: {type(cause).__name__}: {cause}")
 
 
 @dataclass
@@ -146,7 +159,9 @@ def run_pipeline(config: RunConfig, output: str | Path, *, fresh: bool = False,
             query sides on a quieter machine); later steps that read their outputs are not redone.
     Raises:
         CareError: the output folder holds something else, or a run with other settings.
-        Exception: whatever a step raised; the manifest marks that step ``failed`` and a rerun resumes it.
+        StepFailed: a step raised (the step's exception is its ``__cause__``; the traceback is logged to
+            ``run.log`` only, :data:`care.pipeline.console.FILE_ONLY`); the manifest marks that step ``failed``
+            and a rerun resumes it. An interruption (``KeyboardInterrupt``) marks it too and propagates as is.
     """
     started = time.perf_counter()
     root = Path(output)
@@ -173,10 +188,15 @@ def run_pipeline(config: RunConfig, output: str | Path, *, fresh: bool = False,
         step_started = time.perf_counter()
         try:
             outputs = STEPS[name](ctx)
-        except BaseException as exc:
+        except Exception as exc:
+            seconds = time.perf_counter() - step_started
+            manifest.fail(name, seconds, exc)
+            logger.error("step %d/%d %s failed after %.0f s", number, len(steps), name, seconds, exc_info=True,
+                         extra={FILE_ONLY: True})
+            raise StepFailed(name, number, len(steps), root, seconds, exc) from exc
+        except BaseException as exc:  # interrupted (Ctrl-C): not the step's fault; stop as asked
             manifest.fail(name, time.perf_counter() - step_started, exc)
-            logger.error("step %d/%d %s failed after %.0f s: %s; rerun the same command to resume", number,
-                         len(steps), name, time.perf_counter() - step_started, exc)
+            logger.warning("step %d/%d %s interrupted; rerun the same command to resume", number, len(steps), name)
             raise
         seconds = time.perf_counter() - step_started
         manifest.finish(name, seconds, outputs)
