@@ -9,6 +9,8 @@ import pickle
 from collections import OrderedDict
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from care.cli import app
@@ -124,6 +126,18 @@ def test_filter_judges_bare_names_only():
     assert guard.filter("患者尤佳复诊", [named]) == ([named], [])
     phone = Span(0, 11, "PHONE", "13812345678")
     assert guard.filter("13812345678", [phone]) == ([phone], [])
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(min_size=1, max_size=40), cuts=st.lists(st.tuples(st.integers(0, 40), st.integers(1, 4),
+                                                                    st.sampled_from(["NAME", "PHONE"])), max_size=4))
+def test_filter_partitions_any_spans_of_any_text(text, cuts):
+    guard = NameGuard(LEXICON, symptom_chars=frozenset({"疲"}))
+    spans = [Span(a, min(a + n, len(text)), kind, text[a:a + n]) for a, n, kind in cuts if a < len(text)]
+    kept, dropped = guard.filter(text, spans)
+    assert sorted(kept + [s for s, _ in dropped]) == sorted(spans)  # nothing lost, nothing made up
+    assert all(s.type == "NAME" and not has_name_context(text, s.start, s.end) and reason for s, reason in dropped)
+    assert [s for s in spans if s in kept] == kept  # order kept
 
 
 # --- the lexicon loader -----------------------------------------------------------------------------
