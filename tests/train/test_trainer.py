@@ -268,3 +268,23 @@ def test_a_finished_stage_drops_its_checkpoints_and_is_not_trained_again(tiny_di
                            checkpoint={"every_steps": 1, "keep_after_training": True})
     train(TrainConfig.from_dict(cfg))
     assert [p.name for p in sorted(checkpoint_root(kept).iterdir())] == ["step-1", "step-2"]
+
+
+def test_save_prompts_stores_the_training_prefixes_in_every_saved_folder(tiny_dir, tmp_path):
+    """With ``model.save_prompts`` (the e5 preset) the towers and the CARE model carry the prefixes they were
+    trained with, so loaders query them as trained; without it they carry none."""
+    from care.encoders.registry import load_model
+    from care.encoders.stored_prompts import PROMPTS_FILE
+
+    prompts = {"query_prompt": "query: ", "document_prompt": "passage: ", "lora": None}
+    out = tmp_path / "stage2"
+    config = TrainConfig.from_dict(tiny_config_dict(tiny_dir, "stage2", out, optim={"max_steps": 1},
+                                                    model={**prompts, "save_prompts": True}))
+    train(config)
+    for folder in ("query", "document", "model"):
+        stored = json.loads((out / folder / PROMPTS_FILE).read_text(encoding="utf-8"))
+        assert stored == {"query_prefix": "query: ", "document_prefix": "passage: ", "instructions": False}
+    assert load_model(str(out / "model")).config.query_prefix == "query: "
+    plain = tmp_path / "plain"
+    train(TrainConfig.from_dict(tiny_config_dict(tiny_dir, "stage2", plain, optim={"max_steps": 1}, model=prompts)))
+    assert not (plain / "model" / PROMPTS_FILE).exists()

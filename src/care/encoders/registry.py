@@ -200,7 +200,9 @@ def _build(kind: str, base: str, options: dict[str, Any], runtime: Mapping[str, 
     if kind == "hf":
         from care.encoders.hf import HFEncoder, HFEncoderConfig
 
-        fields = _merge({"model": base, **options}, runtime)
+        from care.encoders.stored_prompts import stored_prompt_options
+
+        fields = _merge({"model": base, **stored_prompt_options(base), **options}, runtime)
         return HFEncoder.from_config(HFEncoderConfig.from_dict(fields, source=source))
     raise CareError(f"{source}: unknown model type '{kind}'; use one of hf, bm25, e5, openai, onnx, asymmetric")
 

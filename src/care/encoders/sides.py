@@ -185,12 +185,14 @@ def load_side(
         return _load_spec_folder_side(spec_file, side, device=device, batch_size=batch_size, dtype=dtype)
     if is_routed_folder(folder):
         from care.encoders.hf import DEFAULT_BATCH_SIZE, HFEncoder, HFEncoderConfig, locate_model
+        from care.encoders.stored_prompts import stored_prompt_options
 
         unsupported = sorted(set(options) - ROUTE_OPTIONS)
         if unsupported:
             raise CareError(f"model spec '{spec}': option(s) {', '.join(unsupported)} cannot change a saved routed "
                             f"folder; it accepts {', '.join(sorted(ROUTE_OPTIONS))}")
         model = load_route(folder, side, device=device, dtype=dtype)
+        options = {**stored_prompt_options(folder), **options}  # the prefixes it was trained with, unless overridden
         config = HFEncoderConfig.from_dict({"model": folder, "dtype": dtype, "device": device,
                                             "batch_size": batch_size or DEFAULT_BATCH_SIZE,
                                             "name": f"{Path(folder).name}[{side}]", **options}, source=spec)

@@ -81,6 +81,9 @@ class ModelConfig:
     sentence-transformers folder keeps the pooling it was saved with.
     freeze_query_embeddings: keep the query encoder's token-embedding matrix fixed (no gradient, no
     optimiser state) — for students with a large multilingual vocabulary such as e5's 250k rows.
+    save_prompts: store ``query_prompt`` / ``document_prompt`` in every folder the stage saves
+    (:mod:`care.encoders.stored_prompts`), so every loader queries the model with the prefixes it was
+    trained with and without task instructions (the ``e5`` preset: e5's ``query: `` / ``passage: ``).
     """
 
     query_model: str | None = None
@@ -98,6 +101,7 @@ class ModelConfig:
     gradient_checkpointing: bool = False
     trust_remote_code: bool = False
     merge_lora_on_save: bool = False
+    save_prompts: bool = False
     teacher: TeacherConfig = field(default_factory=TeacherConfig)
 
 

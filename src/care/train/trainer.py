@@ -305,7 +305,8 @@ class Trainer:
             towers = dict(acc.unwrap_model(self.model).towers.items())
             merge = self.config.model.merge_lora_on_save
             for name, model in towers.items():
-                path = _atomic_dir(self.output_dir / name, lambda tmp, m=model: save_tower(m, tmp, merge_lora=merge))
+                path = _atomic_dir(self.output_dir / name, lambda tmp, m=model: self._with_prompts(
+                    save_tower(m, tmp, merge_lora=merge)))
                 setattr(result, f"{name}_model", str(path))
             document = towers.get(DOCUMENT_TOWER)
             if (document is None and self.frozen_document_path is not None and QUERY_TOWER in towers
@@ -316,7 +317,8 @@ class Trainer:
                 from care.models.asymmetric import build_care_model, save_care_model
 
                 combined = build_care_model(towers[QUERY_TOWER], document)
-                result.care_model = str(save_care_model(combined, self.output_dir / "model", merge_lora=merge))
+                result.care_model = str(self._with_prompts(save_care_model(combined, self.output_dir / "model",
+                                                                          merge_lora=merge)))
             from care.data.io import write_json
 
             write_json(self.output_dir / RESULT_FILE, asdict(result))
@@ -324,6 +326,15 @@ class Trainer:
                 remove_checkpoints(self.output_dir)
         acc.wait_for_everyone()
         return result
+
+    def _with_prompts(self, folder: Path) -> Path:
+        """``folder`` with the stage's prompts stored in it when ``model.save_prompts`` (else unchanged)."""
+        model = self.config.model
+        if model.save_prompts:
+            from care.encoders.stored_prompts import write_stored_prompts
+
+            write_stored_prompts(folder, model.query_prompt, model.document_prompt)
+        return Path(folder)
 
     # ------------------------------------------------------------------ main loop
     def train(self, *, resume: bool = False) -> TrainResult:
