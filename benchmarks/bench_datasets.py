@@ -22,8 +22,8 @@ import numpy as np
 
 from care.bench.registry import infer_task
 from care.bench.task import TaskMetadata
-from care.data.io import iter_jsonl, write_jsonl
 from care.data.retrieval import load_corpus, load_queries
+from care.data.training import load_training_file, write_training_file
 from care.encoders.cache import EmbeddingCache
 from care.encoders.memo import MemoEncoder
 from care.train.mining import N_MINED_NEGATIVES, mine_negatives
@@ -66,13 +66,13 @@ def prepare_toyhom(work: Path) -> Dataset:
 
     corpus = load_corpus(TOYHOM / "corpus.jsonl")
     corpus_texts = [d.text for d in corpus.values()]
-    train_rows = [obj for _, obj in iter_jsonl(TOYHOM / "train.jsonl")]
+    train_rows = load_training_file(TOYHOM / "train.jsonl")
     train_file = work / "train.jsonl"
     if not train_file.is_file():
-        write_jsonl(train_file, mine_negatives(train_rows, corpus_texts, n=N_MINED_NEGATIVES, seed=0))
+        write_training_file(train_file, mine_negatives(train_rows, corpus_texts, n=N_MINED_NEGATIVES, seed=0))
     task = TaskMetadata.from_dict({**infer_task(TOYHOM).to_dict(), "name": "toyhom-test", "split": "test",
                                    "path": str(TOYHOM), "instruction": instruction_for_task("CMedTEB-Retrieval")})
-    queries = [r["query"] for r in train_rows]
+    queries = [r.query for r in train_rows]
     return Dataset("toyhom", train_file, task, corpus_texts + queries, queries, corpus_texts, TOYHOM / "corpus.jsonl")
 
 
@@ -82,10 +82,10 @@ def prepare_demo(work: Path) -> Dataset:
 
     folder = demo_tasks_root() / "CMedTEB-Demo-Retrieval"
     task = infer_task(folder)
-    rows = [obj for _, obj in iter_jsonl(demo_train_file())]
+    rows = load_training_file(demo_train_file())
     corpus_texts = [d.text for d in load_corpus(folder / "corpus.jsonl").values()]
-    queries = [r["query"] for r in rows]
-    docs = sorted({t for r in rows for t in r["pos"]} | set(corpus_texts))
+    queries = [r.query for r in rows]
+    docs = sorted({t for r in rows for t in r.pos} | set(corpus_texts))
     return Dataset("demo", demo_train_file(), task, docs + queries, queries, docs, folder / "corpus.jsonl")
 
 

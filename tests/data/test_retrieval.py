@@ -73,11 +73,12 @@ def test_qrels_duplicate_pair_and_graded(tmp_path):
 
 def test_folder_round_trip_split_and_unjudged_queries(tmp_path):
     folder = tmp_path / "task"
-    write_retrieval_folder(folder, [Document("d1", "高血压", title="心内科"), Document("d2", "糖尿病")],
+    write_retrieval_folder(folder, [Document("d1", "高血压", title="心内科", metadata={"dept": "心内"}),
+                                    Document("d2", "糖尿病")],
                            {"q1": "血压高", "q2": "无标注"}, {"q1": {"d1": 1}})
     data = load_retrieval_folder(folder)
     assert list(data.queries) == ["q1"], "queries without qrels are dropped"
-    assert data.corpus["d1"].full_text == "心内科 高血压"
+    assert data.corpus["d1"].full_text == "心内科 高血压" and data.corpus["d1"].metadata == {"dept": "心内"}
     _write(folder / "test_queries.jsonl", '{"id": "q2", "text": "无标注"}\n')
     _write(folder / "test_qrels.tsv", "query-id\tcorpus-id\tscore\nq2\td2\t1\n")
     assert load_retrieval_folder(folder, split="test").qrels == {"q2": {"d2": 1}}
@@ -102,6 +103,7 @@ def test_beir_rows_and_splits(tmp_path):
     _write(folder / "qrels" / "dev.tsv", "query-id\tcorpus-id\tscore\nq2\td2\t1\n")
     data = load_retrieval_folder(folder)  # no qrels.tsv: BEIR's test split
     assert data.qrels == {"q1": {"d1": 1}, "q2": {"d2": 2}} and data.corpus["d2"].full_text == "只有标题"
+    assert data.corpus["d1"].metadata == {"metadata": {}} and data.corpus["d2"].metadata == {}
     assert load_retrieval_folder(folder, split="dev").qrels == {"q2": {"d2": 1}}
     with pytest.raises(DataFormatError, match=r"no qrels for split 'train'.*its splits are: dev, test"):
         load_retrieval_folder(folder, split="train")

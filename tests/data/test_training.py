@@ -93,3 +93,16 @@ def test_round_trip_write(tmp_path: Path) -> None:
     write_training_file(tmp_path / "b.jsonl", rows)
     again = load_training_file(tmp_path / "b.jsonl")
     assert [r.to_json() for r in again] == [r.to_json() for r in rows]
+
+
+def test_pos_may_be_one_text_or_spelt_positive(tmp_path: Path) -> None:
+    """``"pos": "one answer"`` is one positive (not its characters); ``positive`` is read as ``pos``."""
+    path = write_rows(tmp_path / "train.jsonl", [{"query": "头痛", "pos": "多休息，必要时服用止痛药"},
+                                                 {"query": "咳嗽", "positive": "多喝水"},
+                                                 {"query": "发烧", "positive": ["退烧", "物理降温"], "neg": "发冷"}])
+    rows = load_training_file(path)
+    assert [r.pos for r in rows] == [("多休息，必要时服用止痛药",), ("多喝水",), ("退烧", "物理降温")]
+    assert rows[2].neg == ("发冷",) and rows[2].to_json()["pos"] == ["退烧", "物理降温"]
+    both = write_rows(tmp_path / "both.jsonl", [{"query": "头痛", "pos": ["a"], "positive": ["b"]}])
+    with pytest.raises(DataFormatError, match=r"both.jsonl, line 1, field 'pos': both 'pos' and 'positive' given"):
+        load_training_file(both)

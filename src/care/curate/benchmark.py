@@ -14,7 +14,6 @@ Outputs in ``out_dir``:
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 from collections.abc import Sequence
@@ -25,10 +24,11 @@ from typing import Any
 from care.curate.judges.base import Judge, JudgePair
 from care.curate.judges.cache import JudgmentCache
 from care.curate.labelling import label_pairs
-from care.curate.pooling import iter_corpus, load_texts, pool_candidates, write_pool
+from care.curate.pooling import load_texts, pool_candidates, write_pool
 from care.curate.voting import NEGATIVE, POSITIVE, VotingConfig
-from care.data.io import atomic_write, write_json, write_jsonl
-from care.data.retrieval import QRELS_HEADER, check_corpus, load_queries
+from care.data.io import write_json
+from care.data.pairs import RerankExample, write_rerank
+from care.data.retrieval import check_corpus, iter_documents, load_queries, write_retrieval_folder
 from care.encoders.base import Encoder, LexicalRetriever
 from care.errors import CareError
 
@@ -82,18 +82,8 @@ def build_benchmark(
     if not kept:
         raise CareError("no query got a unanimous positive; check the judges (label_report.json) or pool deeper")
 
-    with atomic_write(out_dir / "corpus.jsonl") as fh:
-        for doc in iter_corpus(corpus_path):
-            row = {"id": doc.id, "text": doc.text, **({"title": doc.title} if doc.title else {})}
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    write_jsonl(out_dir / "queries.jsonl", ({"id": q, "text": queries[q]} for q in kept))
-    with atomic_write(out_dir / "qrels.tsv") as fh:
-        fh.write("\t".join(QRELS_HEADER) + "\n")
-        for q in kept:
-            for d, score in positives[q].items():
-                fh.write(f"{q}\t{d}\t{score}\n")
-            for d in negatives.get(q, []):
-                fh.write(f"{q}\t{d}\t0\n")
+    qrels = {q: {**positives[q], **dict.fromkeys(negatives.get(q, []), 0)} for q in kept}
+    write_retrieval_folder(out_dir, iter_documents(corpus_path), {q: queries[q] for q in kept}, qrels)
     rng = random.Random(config.seed)
     rerank_rows = []
     for q in kept:
@@ -101,9 +91,9 @@ def build_benchmark(
         if not negs:
             continue
         sample = rng.sample(negs, min(config.rerank_negatives, len(negs)))
-        rerank_rows.append({"query": queries[q], "positive": [texts[d] for d in positives[q]],
-                            "negative": [texts[d] for d in sample]})
-    write_jsonl(out_dir / "rerank.jsonl", rerank_rows)
+        rerank_rows.append(RerankExample(queries[q], tuple(texts[d] for d in positives[q]),
+                                         tuple(texts[d] for d in sample)))
+    write_rerank(out_dir / "rerank.jsonl", rerank_rows)
 
     report = {
         "queries_in": len(queries),

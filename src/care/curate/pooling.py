@@ -29,16 +29,10 @@ DEFAULT_BATCH_SIZE = 32
 Run = dict[str, list[tuple[str, float]]]
 
 
-def iter_corpus(path: str | Path) -> Iterator[Document]:
-    """Stream ``corpus.jsonl`` as :class:`Document` s (validated line by line; a repeated id is refused
-    naming both lines — :func:`care.data.retrieval.iter_documents`)."""
-    return iter_documents(path)
-
-
 def load_texts(path: str | Path, ids: Iterable[str]) -> dict[str, str]:
     """The full texts of the documents ``ids`` (one streaming pass; other documents are not kept)."""
     wanted = set(ids)
-    found = {d.id: d.full_text for d in iter_corpus(path) if d.id in wanted}
+    found = {d.id: d.full_text for d in iter_documents(path) if d.id in wanted}
     missing = wanted - set(found)
     if missing:
         raise DataFormatError(path, f"{len(missing)} pooled document id(s) not in the corpus, e.g. {sorted(missing)[:3]}")
@@ -67,7 +61,7 @@ def dense_run(
     index = faiss.IndexFlatIP(encoder.dim)
     doc_ids: list[str] = []
     bar = tqdm(desc=f"encode corpus ({encoder.name})", unit="doc", disable=not show_progress)
-    for chunk in _chunks(iter_corpus(corpus_path), chunk_size):
+    for chunk in _chunks(iter_documents(corpus_path), chunk_size):
         vecs = encoder.encode_documents([d.full_text for d in chunk], batch_size=batch_size)
         index.add(np.ascontiguousarray(vecs, dtype=np.float32))
         doc_ids.extend(d.id for d in chunk)
@@ -84,7 +78,7 @@ def dense_run(
 
 def lexical_run(retriever: LexicalRetriever, corpus_path: str | Path, queries: Mapping[str, str], depth: int) -> Run:
     """Top-``depth`` documents per query from a lexical retriever (it holds the corpus texts)."""
-    docs = list(iter_corpus(corpus_path))
+    docs = list(iter_documents(corpus_path))
     retriever.index([d.id for d in docs], [d.full_text for d in docs])
     qids = list(queries)
     hits = retriever.search([queries[q] for q in qids], min(depth, len(docs)))

@@ -51,7 +51,7 @@ def require_id(obj: dict[str, Any], key: str, path: Path, line: int) -> str:
     return value
 
 
-def require_text_list(obj: dict[str, Any], key: str, path: Path, line: int, *, allow_empty: bool) -> list[str]:
+def require_text_list(obj: dict[str, Any], key: str, path: Path, line: int | None, *, allow_empty: bool) -> list[str]:
     """Return ``obj[key]`` as a list of non-empty strings (a single string becomes a one-item list)."""
     if key not in obj:
         if allow_empty:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from care.data.errors import DataFormatError
 from care.data.fields import require_number, require_text, require_text_list
@@ -33,15 +34,24 @@ class STSPair:
     score: float
 
 
+def parse_rerank_row(obj: dict[str, Any], path: Path, line: int) -> RerankExample:
+    """One rerank row: a query and at least one positive (named by file, line and field when bad)."""
+    query = require_text(obj, "query", path, line)
+    pos = require_text_list(obj, "positive", path, line, allow_empty=False)
+    neg = require_text_list(obj, "negative", path, line, allow_empty=True)
+    return RerankExample(query, tuple(pos), tuple(neg))
+
+
+def parse_sts_row(obj: dict[str, Any], path: Path, line: int) -> STSPair:
+    """One STS row: two sentences and a numeric score."""
+    return STSPair(require_text(obj, "sentence1", path, line), require_text(obj, "sentence2", path, line),
+                   require_number(obj, "score", path, line))
+
+
 def load_rerank(path: str | Path) -> list[RerankExample]:
     """Load a rerank JSONL file; every row needs a query and at least one positive."""
     path = Path(path)
-    rows = []
-    for line, obj in iter_jsonl(path):
-        query = require_text(obj, "query", path, line)
-        pos = require_text_list(obj, "positive", path, line, allow_empty=False)
-        neg = require_text_list(obj, "negative", path, line, allow_empty=True)
-        rows.append(RerankExample(query, tuple(pos), tuple(neg)))
+    rows = [parse_rerank_row(obj, path, line) for line, obj in iter_jsonl(path)]
     if not rows:
         raise DataFormatError(path, "no rerank examples", hint="add {\"query\", \"positive\", \"negative\"} lines")
     return rows
@@ -50,13 +60,7 @@ def load_rerank(path: str | Path) -> list[RerankExample]:
 def load_sts(path: str | Path) -> list[STSPair]:
     """Load an STS JSONL file of scored sentence pairs."""
     path = Path(path)
-    rows = []
-    for line, obj in iter_jsonl(path):
-        rows.append(STSPair(
-            require_text(obj, "sentence1", path, line),
-            require_text(obj, "sentence2", path, line),
-            require_number(obj, "score", path, line),
-        ))
+    rows = [parse_sts_row(obj, path, line) for line, obj in iter_jsonl(path)]
     if len(rows) < 2:
         raise DataFormatError(path, "an STS file needs at least two scored pairs")
     return rows

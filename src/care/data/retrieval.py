@@ -1,12 +1,18 @@
 """BEIR/MTEB-style retrieval folders: ``corpus.jsonl``, ``queries.jsonl``, ``qrels.tsv``.
 
-- ``corpus.jsonl``: one ``{"id", "text", "title"?}`` per line;
+- ``corpus.jsonl``: one ``{"id", "text", "title"?}`` per line; any other field is the document's
+  ``metadata`` (kept by the index's document store, where ``/search`` filters on it);
 - ``queries.jsonl``: one ``{"id", "text"}`` per line;
 - ``qrels.tsv``: tab-separated ``query-id  corpus-id  score`` with that header line; scores are
   non-negative integers (graded relevance allowed; a task declares the threshold for binary metrics).
 
 Folders exactly as BEIR publishes them load too: ids in ``_id`` (other fields such as ``metadata``
-are ignored), a document with a title and an empty text, and qrels in ``qrels/<split>.tsv``.
+become the document's metadata), a document with a title and an empty text, and qrels in
+``qrels/<split>.tsv``.
+
+These readers are the only ones of these formats: every command (bench, index build, run, train,
+mining, curate, vocabulary) reads a corpus through :func:`iter_documents` / :func:`load_corpus`, so a
+folder one command accepts, every command accepts.
 
 Splits: with a split, its qrels come from ``{split}_qrels.tsv`` or ``qrels/{split}.tsv`` and its
 queries from ``{split}_queries.jsonl`` when present, else ``queries.jsonl`` (BEIR keeps one query
@@ -31,17 +37,21 @@ QRELS_FILE = "qrels.tsv"
 QRELS_DIR = "qrels"
 #: BEIR's id field; ``id`` is ours. Either is accepted.
 BEIR_ID = "_id"
+#: Corpus fields that are not metadata.
+DOCUMENT_FIELDS = ("id", BEIR_ID, "title", "text")
 #: The split BEIR evaluates on, used when a BEIR folder is read without a split.
 BEIR_EVAL_SPLIT = "test"
 
 
 @dataclass(frozen=True)
 class Document:
-    """One corpus entry. ``full_text`` joins the optional title and the text as encoders see them."""
+    """One corpus entry. ``full_text`` joins the optional title and the text as encoders see them;
+    ``metadata`` holds the row's other fields (not compared, not hashed)."""
 
     id: str
     text: str
     title: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
     def full_text(self) -> str:
@@ -75,13 +85,14 @@ def parse_document(obj: dict[str, Any], path: Path, line: int) -> Document:
     if not isinstance(title, str):
         raise DataFormatError(path, "title must be a string", line=line, field="title")
     reject_surrogate(title, path, line, "title")
+    metadata = {k: v for k, v in obj.items() if k not in DOCUMENT_FIELDS}
     if title.strip() and obj.get("text") == "":
-        return Document(doc_id, "", title)
-    return Document(doc_id, require_text(obj, "text", path, line), title)
+        return Document(doc_id, "", title, metadata)
+    return Document(doc_id, require_text(obj, "text", path, line), title, metadata)
 
 
-def iter_documents(path: str | Path) -> Iterator[Document]:
-    """Stream ``corpus.jsonl`` as validated :class:`Document` s; a repeated id is refused naming both lines.
+def iter_numbered_documents(path: str | Path) -> Iterator[tuple[int, Document]]:
+    """Stream ``corpus.jsonl`` as ``(line, Document)``; a repeated id is refused naming both lines.
 
     Only the ids (and their line numbers) are kept in memory, so any corpus size streams.
     """
@@ -95,7 +106,12 @@ def iter_documents(path: str | Path) -> Iterator[Document]:
                 field="id", hint="ids must be unique; merge or rename the duplicates",
             )
         first_line[doc.id] = line
-        yield doc
+        yield line, doc
+
+
+def iter_documents(path: str | Path) -> Iterator[Document]:
+    """Stream ``corpus.jsonl`` as validated :class:`Document` s (:func:`iter_numbered_documents` without lines)."""
+    return (doc for _, doc in iter_numbered_documents(path))
 
 
 def check_corpus(path: str | Path) -> int:
@@ -250,6 +266,11 @@ def load_retrieval_folder(folder: str | Path, split: str | None = None) -> Retri
     return RetrievalData(corpus=corpus, queries=queries, qrels=qrels)
 
 
+def document_row(doc: Document) -> dict[str, Any]:
+    """A :class:`Document` as its ``corpus.jsonl`` object (the inverse of :func:`parse_document`)."""
+    return {"id": doc.id, "text": doc.text, **({"title": doc.title} if doc.title else {}), **doc.metadata}
+
+
 def write_retrieval_folder(
     folder: str | Path,
     corpus: Iterable[Document],
@@ -258,9 +279,7 @@ def write_retrieval_folder(
 ) -> None:
     """Write a retrieval folder atomically file by file (the inverse of :func:`load_retrieval_folder`)."""
     folder = Path(folder)
-    write_jsonl(folder / "corpus.jsonl", (
-        {"id": d.id, "text": d.text, **({"title": d.title} if d.title else {})} for d in corpus
-    ))
+    write_jsonl(folder / "corpus.jsonl", (document_row(d) for d in corpus))
     write_jsonl(folder / "queries.jsonl", ({"id": qid, "text": t} for qid, t in queries.items()))
     with atomic_write(folder / "qrels.tsv") as fh:
         fh.write("\t".join(QRELS_HEADER) + "\n")

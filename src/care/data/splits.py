@@ -17,16 +17,22 @@ from pathlib import Path
 from typing import Any
 
 from care.data.io import atomic_write, write_jsonl
+from care.data.training import read_positives
 from care.errors import CareError
 
 
+#: What errors name as the source of rows held in memory.
+ROWS_SOURCE = "training rows"
+
+
 def positive_of(row: dict[str, Any]) -> str:
-    """The (first) positive of a training row: ``pos[0]`` (training format) or ``positive`` (pairs)."""
-    if isinstance(row.get("pos"), list) and row["pos"]:
-        return row["pos"][0]
-    if isinstance(row.get("positive"), str):
-        return row["positive"]
-    raise CareError(f"training row without a positive (expected 'pos': [...] or 'positive': '...'): {row!r:.120}")
+    """The (first) positive of a training row, read as :mod:`care.data.training` reads it (``pos`` or
+    ``positive``, a text or a list of texts).
+
+    Raises:
+        DataFormatError: the row has no positive (or a bad one).
+    """
+    return read_positives(row, ROWS_SOURCE, None)[0]
 
 
 def hold_out_by_positive(rows: Sequence[dict[str, Any]], share: float, seed: int
@@ -57,6 +63,8 @@ def write_validation_task(held: Sequence[dict[str, Any]], corpus_file: str | Pat
     """A retrieval task folder (``queries.jsonl``, ``qrels.tsv``, ``corpus.jsonl`` linked to ``corpus_file``)
     whose queries are the held-out rows and whose relevant documents are their positives in the corpus.
 
+    A positive matches a document by its ``full_text`` (title + text) or its text.
+
     Raises:
         CareError: a held-out positive is not in the corpus (the task could not be scored).
     """
@@ -64,7 +72,8 @@ def write_validation_task(held: Sequence[dict[str, Any]], corpus_file: str | Pat
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    doc_id = {doc.text: i for i, doc in load_corpus(corpus_file).items()}
+    corpus = load_corpus(corpus_file)
+    doc_id = {**{doc.text: i for i, doc in corpus.items()}, **{doc.full_text: i for i, doc in corpus.items()}}
     missing = [positive_of(r) for r in held if positive_of(r) not in doc_id]
     if missing:
         raise CareError(f"{len(missing)} held-out positive(s) are not in {corpus_file} (first: {missing[0][:60]!r}); "

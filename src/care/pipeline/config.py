@@ -60,8 +60,10 @@ class InputsConfig(Config):
     """The user's data.
 
     Attributes:
-        raw_queries: unlabelled questions (JSONL ``{"id"?, "text"}``) to curate and label into training rows.
-        raw_documents: documents (JSONL ``{"id"?, "text"}``) to curate and judge candidates from;
+        raw_queries: unlabelled questions (a queries file, JSONL ``{"id" or "_id", "text"}``) to curate and label
+            into training rows.
+        raw_documents: documents (a corpus file, JSONL ``{"id" or "_id", "text", "title"?}``) to curate and judge
+            candidates from;
             ``null``: the positives of ``train_file``.
         train_file: a ready training file (``{"query", "pos", "neg"?}``); labelled rows are added to it.
         tasks: evaluation tasks — registered names or task folders; the first is the main task (it ranks

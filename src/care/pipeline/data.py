@@ -21,7 +21,9 @@ import random
 from pathlib import Path
 from typing import Any
 
-from care.data.io import iter_jsonl, write_json, write_jsonl
+from care.data.io import write_json, write_jsonl
+from care.data.retrieval import Document, document_row, iter_documents, load_queries
+from care.data.training import TrainingExample, iter_training_file, load_training_file, write_training_file
 from care.errors import CareError
 from care.pipeline.config import HASHING
 from care.pipeline.context import RunContext
@@ -35,15 +37,10 @@ OFFLINE_JUDGE_ID = "offline-embedding"
 HASHING_DIVERSIFY_THRESHOLD = 0.8
 
 
-def _training_answers(path: str | Path) -> list[dict[str, str]]:
-    """The distinct positives of a training file as ``{"id", "text"}`` rows, in first-seen order."""
-    texts = dict.fromkeys(t for _, row in iter_jsonl(path) for t in _positives(row))
-    return [{"id": f"ans{i + 1:04d}", "text": t} for i, t in enumerate(texts)]
-
-
-def _positives(row: dict[str, Any]) -> list[str]:
-    raw = row.get("pos", row.get("positive"))
-    return list(raw) if isinstance(raw, list) else [raw] if raw else []
+def _training_answers(path: str | Path) -> list[Document]:
+    """The distinct positives of a training file as documents ``ans0001``, ..., in first-seen order."""
+    texts = dict.fromkeys(t for row in iter_training_file(path) for t in row.pos)
+    return [Document(f"ans{i + 1:04d}", t) for i, t in enumerate(texts)]
 
 
 def step_curate(ctx: RunContext) -> dict[str, Any]:
@@ -58,7 +55,7 @@ def step_curate(ctx: RunContext) -> dict[str, Any]:
         if not inputs.train_file:
             raise CareError("curate: give inputs.raw_documents (or a train_file whose positives are the documents)")
         documents = out / "raw_documents.jsonl"
-        write_jsonl(documents, _training_answers(inputs.train_file))
+        write_jsonl(documents, map(document_row, _training_answers(inputs.train_file)))
     encoder = ctx.curation_encoder()
     hashing = cfg.encoder == HASHING
     thresholds = {"queries": HASHING_DIVERSIFY_THRESHOLD if hashing else cfg.query_threshold,
@@ -101,18 +98,18 @@ def _judges(ctx: RunContext):
     return [judge], cache, VotingConfig(), f"offline embedding judge ({encoder.name}, thresholds {judge.thresholds})"
 
 
-def _label_raw_queries(ctx: RunContext, out: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _label_raw_queries(ctx: RunContext, out: Path) -> tuple[list[TrainingExample], dict[str, Any]]:
     """Judge each curated question's candidates; returns the labelled rows and a summary."""
     from care.curate.train_data import TrainDataConfig, build_train
 
     cfg = ctx.config.curate
     curated_queries = ctx.require(ctx.root / "curate" / "queries.jsonl", "curate")
     curated_docs = ctx.require(ctx.root / "curate" / "documents.jsonl", "curate")
-    queries = [row for _, row in iter_jsonl(curated_queries)]
+    queries = list(load_queries(curated_queries).items())
     if cfg.raw_query_limit is not None:
         queries = queries[:cfg.raw_query_limit]
     queries_file = out / "queries.jsonl"
-    write_jsonl(queries_file, ({"id": q["id"], "text": q["text"]} for q in queries))
+    write_jsonl(queries_file, ({"id": qid, "text": text} for qid, text in queries))
     judges, cache, voting, described = _judges(ctx)
     labelled_file = out / "labelled.jsonl"
     config = TrainDataConfig(depth=cfg.label_depth, max_negatives=max(cfg.n_negatives, 1))
@@ -126,7 +123,7 @@ def _label_raw_queries(ctx: RunContext, out: Path) -> tuple[list[dict[str, Any]]
             logger.warning("%s", exc)
             stats = {"rows": 0}
     ctx.save_memo()
-    labelled = [row for _, row in iter_jsonl(labelled_file)] if labelled_file.is_file() else []
+    labelled = load_training_file(labelled_file) if labelled_file.is_file() else []
     return labelled, {"judge": described, "questions_judged": len(queries), "labelled_rows": len(labelled),
                       "build_train": stats}
 
@@ -135,20 +132,13 @@ def _negative_pool(ctx: RunContext) -> list[str]:
     """Texts hard negatives are mined from: the curated documents, else the corpus."""
     curated = ctx.root / "curate" / "documents.jsonl"
     path = curated if curated.is_file() else corpus_file(ctx)
-    return [row["text"] for _, row in iter_jsonl(path)]
+    return [doc.full_text for doc in iter_documents(path)]
 
 
-def _normalise(row: dict[str, Any]) -> dict[str, Any]:
-    """A row as ``{"query", "pos": [...], "neg": [...], ...}`` (``positive`` as a text is accepted too)."""
-    extra = {k: v for k, v in row.items() if k not in ("query", "pos", "positive", "neg")}
-    return {"query": row["query"], "pos": _positives(row), "neg": list(row.get("neg") or []), **extra}
-
-
-def _top_up(ctx: RunContext, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+def _top_up(ctx: RunContext, rows: list[TrainingExample]) -> tuple[list[TrainingExample], int]:
     """Rows with fewer than ``curate.n_negatives`` negatives topped up with BM25 negatives (others kept as they are)."""
     n = ctx.config.curate.n_negatives
-    rows = [_normalise(row) for row in rows]
-    short = [i for i, row in enumerate(rows) if len(row["neg"]) < n]
+    short = [i for i, row in enumerate(rows) if len(row.neg) < n]
     if not short:
         return rows, 0
     mined = mine_negatives([rows[i] for i in short], _negative_pool(ctx), n=n, seed=ctx.config.seed, keep_existing=True)
@@ -163,17 +153,17 @@ def step_label(ctx: RunContext) -> dict[str, Any]:
     inputs = ctx.config.inputs
     out = ctx.dir("label")
     summary: dict[str, Any] = {}
-    labelled: list[dict[str, Any]] = []
+    labelled: list[TrainingExample] = []
     if inputs.raw_queries:
         labelled, summary = _label_raw_queries(ctx, out)
-    ready = [row for _, row in iter_jsonl(inputs.train_file)] if inputs.train_file else []
-    known = {r["query"] for r in ready}
-    added = [r for r in labelled if r["query"] not in known]
+    ready = load_training_file(inputs.train_file) if inputs.train_file else []
+    known = {r.query for r in ready}
+    added = [r for r in labelled if r.query not in known]
     merged = [*ready, *added]
     if added and ready:
         random.Random(ctx.config.seed).shuffle(merged)  # a cap on training rows then draws from both
     merged, topped_up = _top_up(ctx, merged)
-    rows = write_jsonl(ctx.train_file, merged)
+    rows = write_training_file(ctx.train_file, merged)
     summary.update({"labelled_rows_added": len(added), "ready_rows": len(ready), "rows_topped_up_with_bm25_negatives":
                     topped_up, "train_rows": rows, "train_file": str(ctx.train_file)})
     write_json(out / "label_report.json", summary)

@@ -6,7 +6,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from care.bench.task import TaskMetadata
-from care.data.io import iter_jsonl
+from care.data.pairs import load_rerank
+from care.data.retrieval import load_queries
 from care.errors import CareError
 from care.pipeline.context import RunContext
 
@@ -42,15 +43,15 @@ def corpus_file(ctx: RunContext) -> Path:
 
 
 def main_queries(ctx: RunContext, limit: int) -> list[str]:
-    """The first ``limit`` questions of the main task (its split's queries file)."""
+    """The first ``limit`` questions of the main task (its split's queries, or a rerank task's queries)."""
+    from care.bench.registry import split_files_of
+
     task = main_task(ctx)
     if task.path is None:
         raise CareError(f"task {task.name!r} has no data folder")
-    folder = Path(task.path)
-    name = f"{task.split}_queries.jsonl" if task.split else "queries.jsonl"
-    path = folder / name if (folder / name).is_file() else folder / "queries.jsonl"
-    if path.is_file():
-        return [row["text"] for _, row in iter_jsonl(path)][:limit]
-    if (folder / "rerank.jsonl").is_file():
-        return [row["query"] for _, row in iter_jsonl(folder / "rerank.jsonl")][:limit]
-    raise CareError(f"{folder}: no queries to time (queries.jsonl or rerank.jsonl)")
+    if task.type == "retrieval":
+        return list(load_queries(split_files_of(task)[0]).values())[:limit]
+    if task.type == "rerank":
+        return [example.query for example in load_rerank(split_files_of(task)[0])][:limit]
+    raise CareError(f"{task.path}: a {task.type} task has no queries to time; make a retrieval or rerank task "
+                    "the main task (the first of inputs.tasks)")

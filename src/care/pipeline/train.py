@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from care.data.io import iter_jsonl
+from care.data.text_files import texts_of_files
 from care.errors import CareError
 from care.pipeline.config import TINY
 from care.pipeline.context import RunContext
@@ -42,12 +42,8 @@ SHARED_INIT_STAGES: tuple[str, ...] = ("init_query", "init_document")
 
 
 def tokenizer_texts(ctx: RunContext) -> list[str]:
-    """Texts a tiny character vocabulary is built from: the training file and the corpus."""
-    texts: list[str] = []
-    for _, row in iter_jsonl(ctx.train_file):
-        texts += [row["query"], *row["pos"], *row.get("neg", [])]
-    texts += [row["text"] for _, row in iter_jsonl(corpus_file(ctx))]
-    return sorted(set(texts))
+    """Texts a tiny character vocabulary is built from: the training file's and the corpus's (title + text)."""
+    return sorted(set(texts_of_files([ctx.train_file, corpus_file(ctx)])))
 
 
 def base_towers(ctx: RunContext) -> tuple[str, str]:

@@ -23,7 +23,7 @@ def example_documents(examples: Iterable) -> set[str]:
 def bank_file_documents(path: str | Path) -> set[str]:
     """The distinct documents of ``path``: a corpus JSONL (``id``, ``text``, optional ``title``; each
     document as the harness encodes it, :attr:`~care.data.retrieval.Document.full_text`) or a training file
-    (``query``, ``pos``, ``neg``), told apart by the first row's keys.
+    (``query``, ``pos`` / ``positive``, ``neg``), told apart by the first row's keys.
 
     Raises:
         DataFormatError: the file is missing, has no rows, or a row is bad (named by line).
@@ -38,6 +38,6 @@ def bank_file_documents(path: str | Path) -> set[str]:
     first = next(iter_jsonl(path), None)
     if first is None:
         raise DataFormatError(path, "no rows", hint="the candidate bank needs at least one document")
-    if "pos" in first[1]:
+    if "query" in first[1]:  # a training row (``pos`` or ``positive``); corpus rows have no query
         return example_documents(iter_training_file(path))
     return {doc.full_text for doc in load_corpus(path).values()}  # title + text, as the corpus is encoded

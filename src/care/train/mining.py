@@ -1,7 +1,7 @@
 """BM25 hard negatives for training rows (used by ``care run``'s label step and the dev-set benchmarks).
 
-:func:`mine_negatives` turns ``{"query", "pos"}`` rows into ``{"query", "pos", "neg"}`` rows with
-``n`` hard negatives each: BM25's top candidates for the query among ``corpus_texts``, skipping a
+:func:`mine_negatives` gives training examples (:class:`~care.data.training.TrainingExample`) ``n``
+hard negatives each: BM25's top candidates for the query among ``corpus_texts``, skipping a
 candidate that is a positive or overlaps one heavily (a likely false negative — near-duplicate
 answers are common in consultation data), then random non-positive texts when BM25 finds too few.
 Negatives a row already has are kept first (``keep_existing``).
@@ -10,10 +10,11 @@ Negatives a row already has are kept first (``keep_existing``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 
+from care.data.training import TrainingExample
 from care.errors import CareError
 from care.train.alignment import char_overlap
 
@@ -26,7 +27,7 @@ MAX_NEGATIVE_OVERLAP = 0.5
 
 
 def mine_negatives(
-    rows: Sequence[dict[str, Any]],
+    rows: Sequence[TrainingExample],
     corpus_texts: Sequence[str],
     *,
     n: int = N_MINED_NEGATIVES,
@@ -34,17 +35,17 @@ def mine_negatives(
     max_overlap: float = MAX_NEGATIVE_OVERLAP,
     seed: int = 0,
     keep_existing: bool = False,
-) -> list[dict[str, Any]]:
-    """Rows ``{"query", "pos" | "positive", "neg"?}`` -> ``{"query", "pos", "neg"}`` with ``n`` negatives.
+) -> list[TrainingExample]:
+    """Training rows (read by :mod:`care.data.training`) -> the same rows with ``n`` negatives each.
 
     Args:
-        rows: training rows; ``pos`` (or ``positive``) is a text or a list of texts.
+        rows: training examples.
         corpus_texts: the pool negatives are drawn from (needs at least ``n`` texts besides the positives).
         n: negatives per row; depth: BM25 candidates searched; max_overlap: near-duplicate threshold.
         seed: seed of the random fill.
         keep_existing: keep a row's own ``neg`` first and only top it up to ``n``.
     Returns:
-        New rows (other fields of the input rows are kept).
+        New examples (other fields kept; ``neg_scores`` dropped where the negatives changed).
     """
     from care.encoders.bm25 import BM25Retriever
 
@@ -52,13 +53,12 @@ def mine_negatives(
         raise CareError(f"mine_negatives: the pool has {len(set(corpus_texts))} distinct texts, need more than {n}")
     bm25 = BM25Retriever()
     bm25.index([str(i) for i in range(len(corpus_texts))], list(corpus_texts))
-    hits = bm25.search([r["query"] for r in rows], depth)
+    hits = bm25.search([r.query for r in rows], depth)
     rng = np.random.default_rng(seed)
     out = []
     for row, ranked in zip(rows, hits):
-        raw = row.get("pos", row.get("positive"))
-        pos = list(raw) if isinstance(raw, list) else [raw]
-        neg: list[str] = list(row.get("neg") or [])[:n] if keep_existing else []
+        pos = row.pos
+        neg: list[str] = list(row.neg)[:n] if keep_existing else []
         for doc_id, _ in ranked:
             if len(neg) >= n:
                 break
@@ -70,6 +70,5 @@ def mine_negatives(
             text = corpus_texts[int(rng.integers(len(corpus_texts)))]
             if text not in pos and text not in neg:
                 neg.append(text)
-        extra = {k: v for k, v in row.items() if k not in ("query", "pos", "positive", "neg")}
-        out.append({"query": row["query"], "pos": pos, "neg": neg, **extra})
+        out.append(row if tuple(neg) == row.neg else replace(row, neg=tuple(neg), neg_scores=None))
     return out

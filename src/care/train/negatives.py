@@ -27,11 +27,12 @@ import json
 import logging
 import random
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from care.data.io import iter_jsonl, write_json, write_jsonl
+from care.data.io import write_json
+from care.data.training import load_training_file, write_training_file
 from care.errors import CareError
 
 logger = logging.getLogger(__name__)
@@ -125,7 +126,8 @@ def mine_hard_negatives(train_file: str | Path, corpus: list[str] | str | Path, 
     """Write ``train_file`` with each row's ``neg`` replaced by negatives mined with ``model``.
 
     Args:
-        train_file: training JSONL (``query``, ``pos`` ...); other fields are kept.
+        train_file: training JSONL (read by :mod:`care.data.training`: ``pos`` or ``positive``, a string
+            or a list); ``prompt``, ``type`` and ``pos_scores`` are kept.
         corpus: candidate documents, or a ``corpus.jsonl`` (``id``, ``text``; titles joined as
             :attr:`care.data.retrieval.Document.full_text`) to read them from; the rows' positives are
             added when missing.
@@ -140,17 +142,15 @@ def mine_hard_negatives(train_file: str | Path, corpus: list[str] | str | Path, 
     from sentence_transformers.util import mine_hard_negatives as st_mine
 
     config = config or MiningConfig()
-    rows = [row for _, row in iter_jsonl(train_file)]
-    if not rows:
-        raise CareError(f"{train_file}: no training rows to mine negatives for")
+    rows = load_training_file(train_file)
     if isinstance(corpus, (str, Path)):
         from care.data.retrieval import load_corpus
 
         corpus = [doc.full_text for doc in load_corpus(corpus).values()]
     if isinstance(model, (str, Path)):
         model = SentenceTransformer(str(model))
-    pairs = Dataset.from_dict({"query": [r["query"] for r in rows], "positive": [r["pos"][0] for r in rows]})
-    pool = list(dict.fromkeys([*corpus, *(p for r in rows for p in r["pos"])]))
+    pairs = Dataset.from_dict({"query": [r.query for r in rows], "positive": [r.pos[0] for r in rows]})
+    pool = list(dict.fromkeys([*corpus, *(p for r in rows for p in r.pos)]))
     mined = st_mine(pairs, model, corpus=pool, range_min=config.range_min, range_max=config.range_max,
                     relative_margin=config.relative_margin, absolute_margin=config.absolute_margin,
                     num_negatives=config.n_negatives,
@@ -163,17 +163,17 @@ def mine_hard_negatives(train_file: str | Path, corpus: list[str] | str | Path, 
     rng = random.Random(config.seed)
     out, fallback = [], 0
     for row in rows:
-        negatives = [n for n in found.get(row["query"], []) if n not in row["pos"]][:config.n_negatives]
+        negatives = [n for n in found.get(row.query, []) if n not in row.pos][:config.n_negatives]
         if not negatives:
             fallback += 1
             while len(negatives) < DEFAULT_FALLBACK:
                 candidate = rng.choice(pool)
-                if candidate not in row["pos"]:
+                if candidate not in row.pos:
                     negatives.append(candidate)
-        out.append({**row, "neg": negatives})
-    write_jsonl(target, out)
+        out.append(replace(row, neg=tuple(negatives), neg_scores=None))
+    write_training_file(target, out)
     report = MiningReport(len(rows), len(rows) - fallback, fallback,
-                          sum(len(r["neg"]) for r in out) / len(out))
+                          sum(len(r.neg) for r in out) / len(out))
     write_json(mining_record(target), {"config": config.to_dict(), "report": report.to_dict()})
     logger.info("mined negatives for %d rows into %s (%d rows fell back to random documents, %.1f negatives a row)",
                 report.rows, target, fallback, report.mean_negatives)

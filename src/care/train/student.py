@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from care.config import Config, ConfigError
-from care.data.io import atomic_write, iter_jsonl, link_tree, write_jsonl
+from care.data.io import atomic_write, link_tree, write_jsonl
+from care.data.training import TrainingExample, load_training_file
 from care.encoders.base import Encoder
 from care.encoders.registry import E5_NAMES, SPEC_FILE_IN_FOLDER
 from care.train.config import (
@@ -249,10 +250,8 @@ def alignment_texts(config: StudentConfig, paths: StudentPaths) -> list[str]:
     """Stage I's query-side texts: every training query, then the document sentences (deterministic per seed)."""
     from care.train.alignment import document_sentences
 
-    rows = [row for _, row in iter_jsonl(paths.train_file)]
-    if config.max_examples is not None:
-        rows = rows[: config.max_examples]
-    queries = [row["query"] for row in rows]
+    rows = load_training_file(paths.train_file, config.max_examples)
+    queries = [row.query for row in rows]
     s1 = config.stage1
     if s1.sentences == 0:
         return queries
@@ -260,15 +259,16 @@ def alignment_texts(config: StudentConfig, paths: StudentPaths) -> list[str]:
     return queries + document_sentences(documents, limit=s1.sentences, seed=config.seed)
 
 
-def _documents(config: StudentConfig, paths: StudentPaths, rows: list[dict[str, Any]]) -> list[str]:
+def _documents(config: StudentConfig, paths: StudentPaths, rows: list[TrainingExample]) -> list[str]:
+    """Stage I's documents: the corpus's (title + text, as the document tower encodes them) or the answers."""
     if config.stage1.sentence_source == "corpus":
         if not paths.corpus:
             raise ConfigError("student: stage1.sentence_source is 'corpus' but no corpus was given "
                               "(--corpus corpus.jsonl, or stage1.sentence_source=answers)")
         from care.data.retrieval import load_corpus
 
-        return [doc.text for doc in load_corpus(paths.corpus).values()]
-    return list(dict.fromkeys(t for row in rows for t in row["pos"]))
+        return [doc.full_text for doc in load_corpus(paths.corpus).values()]
+    return list(dict.fromkeys(t for row in rows for t in row.pos))
 
 
 def _alignment_file(config: StudentConfig, paths: StudentPaths, out: Path) -> Path:
@@ -278,8 +278,7 @@ def _alignment_file(config: StudentConfig, paths: StudentPaths, out: Path) -> Pa
     if not path.is_file():
         documents = []
         if config.stage1.document_rows:
-            rows = [row for _, row in iter_jsonl(paths.train_file)]
-            documents = _documents(config, paths, rows)
+            documents = _documents(config, paths, load_training_file(paths.train_file))
         write_jsonl(path, build_alignment_data(alignment_texts(config, paths), documents, seed=config.seed))
     return path
 
