@@ -12,6 +12,8 @@ Steps (:data:`care.pipeline.config.STEPS`), each a function of the run context:
 6. ``report`` — one table, the ranking, the quality-vs-QPS figure, the ``care serve`` command
    (:mod:`care.pipeline.report`).
 
+Before the first step every input file is read with the reader its step uses
+(:mod:`care.pipeline.preflight`): a bad line fails the run in seconds, naming the file, line and field.
 Everything lands in one run folder with a ``manifest.json``; a rerun skips finished steps and a
 killed or failed run continues where it stopped (:mod:`care.pipeline.manifest`). ``care demo`` is
 this on the config shipped as ``care/pipeline/configs/demo.yaml``.
@@ -42,6 +44,7 @@ from care.pipeline.context import RunContext
 from care.pipeline.data import step_curate, step_label
 from care.pipeline.evaluate import step_evaluate, step_index, step_latency
 from care.pipeline.manifest import DONE, MANIFEST_FILE, RunManifest
+from care.pipeline.preflight import check_inputs
 from care.pipeline.report import serve_command, step_report
 from care.pipeline.train import step_train_baselines, step_train_care, step_train_student
 
@@ -159,6 +162,7 @@ def run_pipeline(config: RunConfig, output: str | Path, *, fresh: bool = False,
             query sides on a quieter machine); later steps that read their outputs are not redone.
     Raises:
         CareError: the output folder holds something else, or a run with other settings.
+        DataFormatError: a bad input file (:func:`care.pipeline.preflight.check_inputs`, before any step).
         StepFailed: a step raised (the step's exception is its ``__cause__``; the traceback is logged to
             ``run.log`` only, :data:`care.pipeline.console.FILE_ONLY`); the manifest marks that step ``failed``
             and a rerun resumes it. An interruption (``KeyboardInterrupt``) marks it too and propagates as is.
@@ -178,6 +182,8 @@ def run_pipeline(config: RunConfig, output: str | Path, *, fresh: bool = False,
     ctx = RunContext(config, root, manifest)
     report = RunReport(root, manifest=manifest.path)
     steps = config.selected_steps
+    if not all(manifest.is_done(name) for name in steps):
+        check_inputs(ctx)  # every input read now: a bad line fails in seconds, never after training
     for number, name in enumerate(steps, 1):
         if manifest.is_done(name):
             logger.info("step %d/%d %s: already done, skipped", number, len(steps), name)

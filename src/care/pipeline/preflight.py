@@ -1,0 +1,84 @@
+"""Check every input of a run before the first step that costs time.
+
+A bad line in a task's qrels or in the corpus to index must not surface after curation, labelling and
+training: :func:`check_inputs` reads every input file with the reader its step will use
+(:mod:`care.data.retrieval`, :mod:`care.data.training`, :mod:`care.data.pairs`), so what passes here
+parses there, and a problem is a :class:`~care.data.errors.DataFormatError` naming the file, line and
+field within seconds of ``care run`` starting. It checks:
+
+- ``inputs.raw_queries`` (a queries file: ``id`` or ``_id``, non-empty ``text``, unique ids) and
+  ``inputs.raw_documents`` (a corpus);
+- ``inputs.train_file``: every row (``query``; ``pos`` or ``positive``, a text or a list);
+- every task: a retrieval folder loads as evaluation loads it (corpus ids unique, texts non-empty, the
+  configured split exists, every qrels row names a known query and document); a rerank or STS file parses;
+- the corpus to index (``inputs.corpus``, else the main task's, already checked with its task).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from care.bench.task import TaskMetadata
+from care.data.pairs import load_rerank, load_sts
+from care.data.retrieval import check_corpus, load_queries, load_retrieval_folder
+from care.data.training import iter_training_file
+from care.errors import CareError
+from care.pipeline.context import RunContext
+from care.pipeline.sources import corpus_file, tasks
+
+logger = logging.getLogger(__name__)
+
+
+def _check_task(task: TaskMetadata) -> dict[str, int]:
+    """Read one task's files as its evaluation will; returns their sizes."""
+    from care.bench.registry import split_files_of
+
+    if task.path is None:  # nothing local to read (fetched when evaluated)
+        return {}
+    if task.type == "retrieval":
+        data = load_retrieval_folder(task.path, task.split)
+        return {"documents": len(data.corpus), "queries": len(data.queries),
+                "judgements": sum(map(len, data.qrels.values()))}
+    path = split_files_of(task)[0]
+    if task.type == "rerank":
+        return {"examples": len(load_rerank(path))}
+    return {"pairs": len(load_sts(path))}
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    return a.resolve() == b.resolve()
+
+
+def check_inputs(ctx: RunContext) -> dict[str, Any]:
+    """Read every input of the run (module docstring); returns what was read, counted.
+
+    Raises:
+        DataFormatError: a bad file, naming the file, line and field.
+        CareError: an input that cannot be found (a task, a split, the corpus to index).
+    """
+    started = time.perf_counter()
+    inputs = ctx.config.inputs
+    summary: dict[str, Any] = {}
+    if inputs.raw_queries:
+        summary["raw_queries"] = len(load_queries(inputs.raw_queries))
+    if inputs.raw_documents:
+        summary["raw_documents"] = check_corpus(inputs.raw_documents)
+    if inputs.train_file:
+        summary["train_rows"] = sum(1 for _ in iter_training_file(inputs.train_file))
+    run_tasks = tasks(ctx)
+    summary["tasks"] = {name: _check_task(task) for name, task in run_tasks.items()}
+    try:
+        corpus = corpus_file(ctx)
+    except CareError:
+        if "index" in ctx.config.selected_steps:
+            raise
+        corpus = None
+    if corpus is not None:
+        checked = [Path(t.path) / "corpus.jsonl" for t in run_tasks.values() if t.type == "retrieval" and t.path]
+        if not any(_same_file(corpus, c) for c in checked if c.is_file()):
+            summary["corpus_documents"] = check_corpus(corpus)
+    logger.info("inputs checked in %.1f s: %s", time.perf_counter() - started, summary)
+    return summary

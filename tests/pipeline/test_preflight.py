@@ -1,0 +1,84 @@
+"""``care run`` reads every input before its first step: a bad line fails in seconds, naming file, line and
+field, and no step starts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from care.data.errors import DataFormatError
+from care.errors import CareError
+from care.pipeline import run as pipeline
+from care.pipeline.config import load_run_config
+from care.pipeline.run import run_pipeline
+
+from ..beir_folder import QRELS_HEADER, write_beir_folder
+
+CONFIG = {"curate": {"encoder": "hashing"}, "models": {"query": "tiny", "document": "tiny", "references": {"BM25": "bm25"}},
+          "show_progress": False}
+
+
+@pytest.fixture
+def no_step_runs(monkeypatch):
+    """Every step replaced by one that records its call (none may be called)."""
+    calls: list[str] = []
+    for name in list(pipeline.STEPS):
+        monkeypatch.setitem(pipeline.STEPS, name, lambda ctx, name=name: calls.append(name) or {})
+    return calls
+
+
+def _config(tmp_path, train_file, task, **inputs):
+    path = tmp_path / "run.yaml"
+    path.write_text(json.dumps({**CONFIG, "inputs": {"train_file": str(train_file), "tasks": [str(task)], **inputs}}),
+                    encoding="utf-8")
+    return load_run_config(path)
+
+
+def _fails_before_any_step(config, folder, calls, message):
+    with pytest.raises((DataFormatError, CareError), match=message):
+        run_pipeline(config, folder)
+    assert calls == []
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["steps"] == {}  # no step started
+
+
+def test_qrels_naming_a_missing_document_fails_before_any_step(tmp_path, no_step_runs):
+    beir = write_beir_folder(tmp_path)
+    qrels = beir.folder / "qrels" / "test.tsv"
+    qrels.write_text(QRELS_HEADER + "q1\td1\t1\nq2\td99\t1\n", encoding="utf-8")
+    _fails_before_any_step(_config(tmp_path, beir.train_pos, beir.folder), tmp_path / "run", no_step_runs,
+                           rf"{qrels}, line 3, field 'corpus-id': unknown corpus id 'd99'")
+
+
+@pytest.mark.parametrize(("broken", "message"), [
+    ("train", r"train_pos.jsonl, line 2, field 'pos': empty list"),
+    ("corpus", r"beir/corpus.jsonl, line 3, field 'text': empty or whitespace-only text"),
+    ("duplicate", r"beir/corpus.jsonl, line 2, field 'id': duplicate id 'd1' \(first seen on line 1\)"),
+    ("split", r"no qrels for split 'train'.*its splits are: dev, test"),
+    ("index corpus", r"other.jsonl, line 1, field 'id': missing field"),
+])
+def test_every_input_is_read_before_any_step(tmp_path, no_step_runs, broken, message):
+    beir = write_beir_folder(tmp_path)
+    inputs = {}
+    if broken == "train":
+        beir.train_pos.write_text('{"query": "头痛", "pos": "多休息"}\n{"query": "咳嗽", "pos": []}\n', encoding="utf-8")
+    elif broken in ("corpus", "duplicate"):
+        lines = beir.corpus.read_text(encoding="utf-8").splitlines()
+        lines[2 if broken == "corpus" else 1] = json.dumps(
+            {"_id": "d3", "title": "", "text": " "} if broken == "corpus" else {"_id": "d1", "text": "重复"})
+        beir.corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    elif broken == "split":
+        inputs["split"] = "train"
+    else:
+        other = tmp_path / "other.jsonl"
+        other.write_text('{"text": "没有编号"}\n', encoding="utf-8")
+        inputs["corpus"] = str(other)
+    _fails_before_any_step(_config(tmp_path, beir.train_pos, beir.folder, **inputs), tmp_path / "run", no_step_runs,
+                           message)
+
+
+def test_good_inputs_pass_and_the_steps_run(tmp_path, no_step_runs):
+    beir = write_beir_folder(tmp_path)
+    report = run_pipeline(_config(tmp_path, beir.train_positive, beir.folder), tmp_path / "run")
+    assert no_step_runs == report.steps_run and "index" in no_step_runs
