@@ -197,3 +197,19 @@ def test_infonce_masks_in_batch_copies_of_the_positive() -> None:
     with_negatives = InfoNCELoss(temperature=0.5, duplicate_threshold=0.99)(q, q, q.unsqueeze(1)).item()
     assert with_negatives == pytest.approx((2 * math.log(1 + 2 * math.exp(-2)) + math.log(1 + 4 * math.exp(-2))) / 3,
                                            rel=1e-6)
+
+
+def test_stage_one_masks_near_copies_of_the_aligned_text() -> None:
+    """Stage I with ``duplicate_threshold``: a text whose frozen vector is a near-copy of x's is no negative.
+
+    τ = 0.5, E_q = E_d = [e1, e1', e2] with cos(e1, e1') = 0.999: unmasked, rows 0 and 1 each count the
+    other's near-copy as a negative; masked, each sees only its own vector and e2, the loss of
+    AsymInfoNCE with the copies masked, which is lower; the MSE term is unchanged (zero here).
+    """
+    near = torch.nn.functional.normalize(torch.tensor([[1.0, 0.0], [1.0, 0.045], [0.0, 1.0]]), dim=-1)
+    masked = StageOneLoss(temperature=0.5, duplicate_threshold=0.99)(near, near)
+    plain = StageOneLoss(temperature=0.5)(near, near)
+    expected = AsymInfoNCELoss(0.5, duplicate_threshold=0.99)(near, near)
+    assert masked.components["contrastive"].item() == pytest.approx(expected.item(), rel=1e-6)
+    assert masked.components["contrastive"].item() < plain.components["contrastive"].item()
+    assert masked.components["mse"].item() == plain.components["mse"].item() == 0.0

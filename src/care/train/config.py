@@ -157,8 +157,9 @@ class OptimConfig:
 class LossConfig:
     """Loss hyperparameters (paper: τ≈0.1 in Stage I, ≈0.02 in Stage II; λ1=λ2=1).
 
-    ``duplicate_threshold`` (InfoNCE stages): in-batch candidates at least this cosine-similar to a
-    query's own positive are masked, not treated as negatives (near-duplicate answers); ``None``: off.
+    ``duplicate_threshold`` (InfoNCE stages and Stage I's contrastive term): in-batch and hard candidates
+    at least this cosine-similar to a query's own positive are masked, not treated as negatives
+    (near-duplicate answers or titles); ``None``: off.
 
     Baseline stages: ``teacher_temperature`` is the teacher's softmax temperature in the KL of
     ``kale_align`` / ``score_distill`` (``None``: ``temperature``); ``lambda_distill`` weighs that KL

@@ -149,7 +149,8 @@ def _asym_infonce(lc: LossSettings):
 def _stage_one(lc: LossSettings):
     from care.train.losses import StageOneLoss
 
-    return StageOneLoss(lc.temperature, lc.lambda_contrastive, lc.lambda_mse, gather_across_devices=lc.gather_across_devices)
+    return StageOneLoss(lc.temperature, lc.lambda_contrastive, lc.lambda_mse, gather_across_devices=lc.gather_across_devices,
+                        duplicate_threshold=lc.duplicate_threshold)
 
 
 def _candidate_kl(lc: LossSettings):

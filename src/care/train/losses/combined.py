@@ -70,7 +70,9 @@ class StageOneLoss(nn.Module):
     with :class:`AsymInfoNCELoss` at ``τ = 0.1`` and :class:`EmbeddingMSELoss` (squared distance
     summed over dims, mean over the batch), ``λ1 = λ2 = 1``. The same loss serves query-side
     ``(q, q, q⁻)`` and document-side ``(d, d, d⁻)`` alignment batches. Setting a λ to 0 drops that
-    term (it is not computed), for ablations.
+    term (it is not computed), for ablations. ``duplicate_threshold`` masks the candidates whose frozen
+    vector ``E_d(c)`` is at least this cosine-similar to ``E_d(x)``: a near-copy of ``x`` (search titles
+    repeat one another) is not a negative, and pushing ``E_q(x)`` away from it fights the MSE term.
 
     Forward:
         query_side ``[B, d]`` = ``E_q(x)``, doc_side ``[B, d]`` = ``E_d(x)``, doc_negatives
@@ -79,10 +81,12 @@ class StageOneLoss(nn.Module):
     """
 
     def __init__(self, temperature: float = STAGE_ONE_TEMPERATURE, lambda_contrastive: float = 1.0,
-                 lambda_mse: float = 1.0, gather_across_devices: bool = False) -> None:
+                 lambda_mse: float = 1.0, gather_across_devices: bool = False,
+                 duplicate_threshold: float | None = None) -> None:
         super().__init__()
+        contrastive = AsymInfoNCELoss(temperature, gather_across_devices, duplicate_threshold=duplicate_threshold)
         self.combined = WeightedSum({
-            "contrastive": (lambda_contrastive, AsymInfoNCELoss(temperature, gather_across_devices)),
+            "contrastive": (lambda_contrastive, contrastive),
             "mse": (lambda_mse, EmbeddingMSELoss()),
         })
 
