@@ -64,6 +64,7 @@ from care.encoders.cache import EmbeddingCache
 from care.encoders.registry import load_model
 from care.train.presets import preset_dir
 from care.train.recipe import RecipeConfig, RecipePaths, run_recipe
+from care.train.validation import ValidationConfig
 from care.train.trainer import read_result, train
 
 logger = logging.getLogger("bench_real_weights")
@@ -254,7 +255,8 @@ def train_care(prep: Prepared, e5: Path, cut: Path, out: Path, seed: int, varian
     paths = RecipePaths(str(cut), document or str(e5), str(prep.train_file), str(out / "recipe"),
                         str(prep.alignment_file), str(prep.corpus_file))
     results = run_recipe(paths, config_dir=CONFIGS, overrides=[f"seed={seed}", "runtime.progress_bar=false",
-                                                                *LENGTH_OVERRIDES, *overrides], recipe=recipe)
+                                                                *LENGTH_OVERRIDES, *overrides], recipe=recipe,
+                         validation=ValidationConfig(enabled=False))  # --validation holds out its own split
     if document is not None:
         return {"symmetric small": results["init_query"].query_model, "CARE": results["stage2"].care_model}
     return {"symmetric small": results["init_query"].query_model,

@@ -165,6 +165,7 @@ class SeedWork:
 
     def _recipe(self, run: Run, out: Path) -> None:
         from care.train.recipe import RecipeConfig, RecipePaths, run_recipe
+        from care.train.validation import ValidationConfig
 
         for stage, source in run.share.items():
             src = self.train(source) / stage
@@ -185,7 +186,8 @@ class SeedWork:
                      f"init_document:loss.matryoshka_dims={list(dims)}",
                      *(f"init_document:{o}" for o in full_ft), *(f"stage2:{o}" for o in full_ft)]
         run_recipe(RecipePaths(str(query), str(document), str(self.ds.train_file), str(out)),
-                   overrides=overrides, recipe=RecipeConfig.from_dict(recipe))
+                   overrides=overrides, recipe=RecipeConfig.from_dict(recipe),
+                   validation=ValidationConfig(enabled=False))  # the table holds out its own validation data
 
     def _baseline(self, run: Run, out: Path) -> None:
         from care.train.baselines import BaselinePaths, run_baseline

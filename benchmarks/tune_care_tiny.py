@@ -52,6 +52,7 @@ from care.train.mining import N_MINED_NEGATIVES, mine_negatives
 from care.encoders.cache import EmbeddingCache
 from care.models.instructions import instruction_for_task
 from care.train.recipe import RecipePaths, run_recipe
+from care.train.validation import ValidationConfig
 from care.train.trainer import read_result, train
 
 logger = logging.getLogger("tune_care_tiny")
@@ -172,7 +173,8 @@ def run_seed(ds: Dataset, work: Path, seed: int, variants: list[str]) -> dict[st
     recipe = work / "recipe"
     run_recipe(RecipePaths(str(base / "tiny-bert"), str(base / "tiny-qwen3"), str(ds.train_file), str(recipe)),
                config_dir=TINY_CONFIGS, overrides=[*common, *(f"init_document:{o}" for o in FULL_FINE_TUNE)],
-               stages=("init_query", "init_document", "stage1"))
+               stages=("init_query", "init_document", "stage1"),
+               validation=ValidationConfig(enabled=False))  # tuned on its own validation split
     specs = {"symmetric large": str(recipe / "init_document" / "document"),
              "after Stage I (no Stage II)": str(recipe / "stage1" / "model")}
     document = f"model.document_model={recipe / 'init_document' / 'document'}"

@@ -143,7 +143,7 @@ def test_care_recipe_mines_stage2_negatives_from_the_runs_corpus(tmp_path, monke
 
     calls = []
     monkeypatch.setattr("care.train.recipe.run_recipe",
-                        lambda paths, *, config_dir=None, overrides=(), recipe=None: calls.append((paths, recipe))
+                        lambda paths, *, config_dir=None, overrides=(), recipe=None, validation=None: calls.append((paths, recipe))
                         or {s: SimpleNamespace(query_model="q", document_model="d", care_model="m", global_step=1,
                                                final_loss=0.0, output_dir=str(tmp_path / s))
                             for s in ("init_query", "init_document", "stage1", "stage2")})
@@ -157,7 +157,8 @@ def test_care_recipe_mines_stage2_negatives_from_the_runs_corpus(tmp_path, monke
                                       "CARE w/o Stage I": {"skip_stage1": True},
                                       "CARE, 3 negatives": {"mine_negatives": {"n_negatives": 3}}}}}})
     ctx = SimpleNamespace(config=config, train_file=tmp_path / "train.jsonl", require=lambda value, step: value,
-                          model_dir=lambda *parts: tmp_path.joinpath("models", *parts))
+                          model_dir=lambda *parts: tmp_path.joinpath("models", *parts), validation_task=None,
+                          cache_dir=lambda *parts: tmp_path.joinpath("cache", *parts))
     pipeline_train.step_train_care(ctx)
     (paths, recipe), (_, without_stage1), (_, three) = calls
     assert recipe.mine_negatives == mining and paths.corpus_file == str(tmp_path / "corpus.jsonl")

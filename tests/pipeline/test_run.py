@@ -117,7 +117,9 @@ def test_run_folder_manifest_and_table(runs):
     label = manifest["steps"]["label"]["outputs"]
     rows = [json.loads(line) for line in (folder / "label" / "train.jsonl").read_text(encoding="utf-8").splitlines()]
     assert label["labelled_rows_added"] > 0 and label["ready_rows"] == 378
-    assert len(rows) == label["train_rows"] == label["ready_rows"] + label["labelled_rows_added"]
+    held_out = label["validation"]["held_out_rows"] if label["validation"] else 0  # the safety net's split
+    assert len(rows) == label["train_rows"] and held_out > 0
+    assert label["train_rows"] + held_out == label["ready_rows"] + label["labelled_rows_added"]
     assert all(len(r["neg"]) == 7 and not set(r["neg"]) & set(r["pos"]) for r in rows)
     # every model on every task, with latency for the dense ones
     table, notes = report.table.strip().split("\n\n", 1)  # the table, then the latency self-check and notes
@@ -128,15 +130,16 @@ def test_run_folder_manifest_and_table(runs):
     assert models == ["BM25", *TRAINED]
     results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
     for row in results["rows"]:
-        assert set(row["scores"]) == {"CMedTEB-Demo-Retrieval", "CMedTEB-Demo-STS"}
+        assert set(row["scores"]) == {"CMedTEB-Demo-Retrieval", "CMedTEB-Demo-STS", "validation"}
         assert (row["query_latency_ms"] is None) == (row["model"] == "BM25")
     assert 0.2 < results["rows"][0]["scores"]["CMedTEB-Demo-Retrieval"] < 0.9  # BM25 as measured by the demo stats
     assert Path(report.figure).is_file() and Path(report.figure).stat().st_size > 0
 
 
 def test_the_best_trained_model_is_ranked_first_and_indexed(runs):
+    """Ranked and chosen on the validation split the label step held out, never on the test data."""
     folder, report, manifest = runs["folder"], runs["resumed"], runs["resumed_manifest"]
-    scores = {r["model"]: r["scores"]["CMedTEB-Demo-Retrieval"]
+    scores = {r["model"]: r["scores"]["validation"]
               for r in json.loads((folder / "results.json").read_text(encoding="utf-8"))["rows"]}
     assert [r["model"] for r in report.ranking] == sorted(TRAINED, key=lambda m: -scores[m])
     best = report.ranking[0]["model"]

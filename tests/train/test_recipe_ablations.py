@@ -147,8 +147,8 @@ def test_cli_recipe_passes_the_switches(tiny_dir, tmp_path, monkeypatch):
 
     captured = {}
 
-    def fake_run(paths, *, config_dir=None, overrides=(), recipe=None):
-        captured.update(paths=paths, recipe=recipe, overrides=list(overrides))
+    def fake_run(paths, *, config_dir=None, overrides=(), recipe=None, validation=None):
+        captured.update(paths=paths, recipe=recipe, overrides=list(overrides), validation=validation)
         return {}
 
     monkeypatch.setattr("care.train.recipe.run_recipe", fake_run)
@@ -160,6 +160,10 @@ def test_cli_recipe_passes_the_switches(tiny_dir, tmp_path, monkeypatch):
     assert captured["recipe"] == RecipeConfig(skip_document_init=True, skip_stage1=True, stage1_data="finetune",
                                               pretrained_query_model="rmae", skip_stage1_rank=True)
     assert captured["overrides"] == ["stage1:loss.lambda_mse=0"]
+    assert captured["validation"].enabled and captured["validation"].share == 0.05  # the safety net by default
+    assert CliRunner().invoke(app, ["train", "recipe", "--query-model", "q", "--document-model", "d", "--train", "t.jsonl",
+                                    "-o", str(tmp_path), "--no-validation"]).exit_code == 0
+    assert not captured["validation"].enabled
 
 
 @pytest.mark.parametrize("path", sorted(ABLATIONS.glob("*.yaml")), ids=lambda p: p.stem)
@@ -196,7 +200,7 @@ def test_cli_ablation_file_combines_with_flags(tmp_path, monkeypatch):
 
     captured = {}
     monkeypatch.setattr("care.train.recipe.run_recipe",
-                        lambda paths, *, config_dir=None, overrides=(), recipe=None: captured.update(recipe=recipe) or {})
+                        lambda paths, *, config_dir=None, overrides=(), recipe=None, validation=None: captured.update(recipe=recipe) or {})
     result = CliRunner().invoke(app, ["train", "recipe", "--query-model", "q", "--document-model", "d", "--train",
                                       "t.jsonl", "-o", str(tmp_path), "--ablation", str(ABLATIONS / "stage1_no_mse.yaml"),
                                       "--skip-stage2"])
@@ -333,7 +337,7 @@ def test_cli_mining_flags_fill_the_recipe(tmp_path, monkeypatch):
 
     captured = {}
     monkeypatch.setattr("care.train.recipe.run_recipe",
-                        lambda paths, *, config_dir=None, overrides=(), recipe=None: captured.update(recipe=recipe) or {})
+                        lambda paths, *, config_dir=None, overrides=(), recipe=None, validation=None: captured.update(recipe=recipe) or {})
     base = ["train", "recipe", "--query-model", "q", "--document-model", "d", "--train", "t.jsonl", "-o", str(tmp_path),
             "--corpus", "c.jsonl"]
     result = CliRunner().invoke(app, [*base, "--mine-negatives", "2", "--mine-margin", "0.02", "--mine-depth", "300"])

@@ -276,10 +276,14 @@ def write_retrieval_folder(
     corpus: Iterable[Document],
     queries: Mapping[str, str],
     qrels: Mapping[str, Mapping[str, int]],
+    *,
+    write_corpus: bool = True,
 ) -> None:
-    """Write a retrieval folder atomically file by file (the inverse of :func:`load_retrieval_folder`)."""
+    """Write a retrieval folder atomically file by file (the inverse of :func:`load_retrieval_folder`);
+    ``write_corpus=False`` writes the queries and qrels only (the caller provides ``corpus.jsonl``)."""
     folder = Path(folder)
-    write_jsonl(folder / "corpus.jsonl", (document_row(d) for d in corpus))
+    if write_corpus:
+        write_jsonl(folder / "corpus.jsonl", (document_row(d) for d in corpus))
     write_jsonl(folder / "queries.jsonl", ({"id": qid, "text": t} for qid, t in queries.items()))
     with atomic_write(folder / "qrels.tsv") as fh:
         fh.write("\t".join(QRELS_HEADER) + "\n")

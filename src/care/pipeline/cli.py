@@ -103,7 +103,9 @@ def _run(ctx: typer.Context, config_path: Path, output: Path, overrides: list[st
         typer.echo("\n" + report.table)
     if report.ranking:
         best = report.ranking[0]
-        typer.echo(f"best trained model on {report.main_task}: {best['model']} ({best['score']:.4f})")
+        typer.echo(f"best trained model on {report.ranked_on}: {best['model']} ({best['score']:.4f})")
+    for warning in report.warnings:
+        typer.echo(f"warning: {warning}")
     if report.figure:
         typer.echo(f"quality vs QPS figure: {report.figure}")
     typer.echo(f"run folder: {report.output} (manifest: {report.manifest}, log: {log_file}); "

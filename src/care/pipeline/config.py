@@ -17,6 +17,10 @@ Sections:
   ``student`` (:class:`care.train.student.StudentConfig`), ``symmetric`` (the student's cut fine-tuned on
   both sides), ``baselines`` (the paper's: kale, wang_lyu, scalingnote, score_distill);
 - ``evaluate`` / ``index``: latency measurement, which models get ONNX rows, the index type;
+- ``validation``: the safety net (:class:`care.train.validation.ValidationConfig`): a share of the training
+  rows held out by the label step; every model is scored on it, every CARE stage is checked against the
+  stage it started from, and the index step serves the best model on it (warning when that model scores
+  below the reference models or the symmetric small model);
 - ``steps`` and the run-wide ``seed``, ``threads``, ``show_progress``, ``cache_dir`` (the encoders' memos,
   the evaluation's embedding cache and the teacher's vectors; runs that share models may share it).
 """
@@ -32,6 +36,7 @@ from care.config import Config, ConfigError, apply_overrides, read_config_file
 from care.errors import CareError
 from care.train.recipe import RecipeConfig
 from care.train.student import StudentConfig
+from care.train.validation import ValidationConfig
 
 #: The pipeline's steps, in order. Each writes its outputs atomically and is recorded in the manifest.
 STEPS: tuple[str, ...] = ("curate", "label", "train_care", "train_student", "train_baselines", "evaluate", "latency",
@@ -143,7 +148,14 @@ class CareRecipeConfig(Config):
         enabled: train it.
         config_dir: ``<stage>.yaml`` per stage (e.g. ``configs/care_tiny``) or ``preset:e5``; ``null``: the ``e5`` preset for
             an e5 document model (care.train.presets), else the stages' declared defaults.
-        epochs / batch_size / lr / query_max_length / document_max_length / max_train_examples /
+        max_train_examples: at most this many training pairs (the first rows of the training file) in the stages
+            that train on them: init_query, init_document and Stage II. Stage I's alignment rows and the ranking
+            part have their own caps, below. ``null``: every row.
+        max_alignment_rows: at most this many rows of Stage I's alignment data (``stage1``; also the ranking
+            part's queries, ``stage1_rank``). ``null``: all of them.
+        rank_bank_size: at most this many documents in the ranking part's bank (``stage1_rank``'s
+            ``loss.bank_size``). ``null``: the stage file's own (the e5 preset: every answer of the training file).
+        epochs / batch_size / lr / query_max_length / document_max_length /
             checkpoint_every / checkpoint_minutes: settings of every stage (they win over ``config_dir``'s files;
             ``checkpoint_minutes`` is ``checkpoint.every_minutes``, a wall-clock cadence); ``null`` (the
             default): each stage file's own — the ``e5`` preset's for e5 towers, as ``care train recipe``
@@ -156,6 +168,9 @@ class CareRecipeConfig(Config):
             positives) also gets this many sentences of the run's corpus as query-side texts, which the
             ranking part (``stage1_rank``, e5 preset) ranks for too; the real-weight runs use 10,000
             (``benchmarks/bench_real_weights.py``). ``null``: none.
+        alignment_documents: with ``alignment_sentences``, also align on the training file's positives as
+            document-side rows (the paper's ``(d, d, d⁻)``); ``false``: query-side rows only, as the real-weight
+            runs (a passage costs the small query tower several times a short text).
         mine_negatives: Stage II's hard negatives mined by the initialised document tower over the run's
             corpus, likely false negatives skipped (:class:`care.train.negatives.MiningConfig` as a mapping,
             e.g. ``{n_negatives: 1, relative_margin: 0.02, range_max: 300}``); ``null`` (the default): what
@@ -180,12 +195,15 @@ class CareRecipeConfig(Config):
     query_max_length: int | None = None
     document_max_length: int | None = None
     max_train_examples: int | None = None
+    max_alignment_rows: int | None = None
+    rank_bank_size: int | None = None
     checkpoint_every: int | None = None
     checkpoint_minutes: float | None = None
     query_prompt: str | None = None
     init_negatives: int | None = None
     stage2_negatives: int | None = None
     alignment_sentences: int | None = None
+    alignment_documents: bool = True
     mine_negatives: dict[str, Any] | None = None
     full_fine_tune_document: bool | None = None
     tiny_document_dims: list[int] | None = field(default_factory=lambda: [32, 64, 128])
@@ -280,6 +298,7 @@ class RunConfig(Config):
     recipes: RecipesConfig = field(default_factory=RecipesConfig)
     evaluate: EvaluateConfig = field(default_factory=EvaluateConfig)
     index: IndexStepConfig = field(default_factory=IndexStepConfig)
+    validation: ValidationConfig = field(default_factory=ValidationConfig)
     steps: list[str] = field(default_factory=lambda: list(STEPS))
     seed: int = 0
     threads: int = 0

@@ -98,8 +98,26 @@ class RunContext:
 
     @property
     def train_file(self) -> Path:
-        """The training file written by the label step."""
+        """The training file written by the label step: every labelled row but the validation split's."""
         return self.root / "label" / "train.jsonl"
+
+    @property
+    def labelled_file(self) -> Path:
+        """Every labelled row, before the validation split is held out."""
+        return self.root / "label" / "all.jsonl"
+
+    @property
+    def validation_dir(self) -> Path:
+        """The validation split of the label step (:mod:`care.train.validation`)."""
+        return self.root / "label" / "validation"
+
+    @property
+    def validation_task(self) -> Path | None:
+        """The validation task folder, when the label step carved one."""
+        from care.train.validation import TASK_FOLDER
+
+        task = self.validation_dir / TASK_FOLDER
+        return task if (task / "qrels.tsv").is_file() else None
 
     def model_dir(self, *parts: str) -> Path:
         return self.root.joinpath("models", *parts)

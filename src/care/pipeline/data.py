@@ -11,7 +11,9 @@ document is never a negative) — by the offline embedding judge, or by the LLM 
 is already there is dropped) and shuffled (seeded), so a cap on training rows draws from both. Rows
 with fewer than ``curate.n_negatives`` hard negatives are topped up with BM25 negatives
 (:func:`care.train.mining.mine_negatives`) from the curated documents, or from the corpus when nothing
-was curated. The result is ``label/train.jsonl``.
+was curated (``label/all.jsonl``). Then the validation split is held out (``validation.share``, whole
+query–answer components, :func:`care.train.validation.carve_validation`, ``label/validation/``); the rest is
+``label/train.jsonl``, what every recipe trains on.
 """
 
 from __future__ import annotations
@@ -163,10 +165,29 @@ def step_label(ctx: RunContext) -> dict[str, Any]:
     if added and ready:
         random.Random(ctx.config.seed).shuffle(merged)  # a cap on training rows then draws from both
     merged, topped_up = _top_up(ctx, merged)
-    rows = write_training_file(ctx.train_file, merged)
+    write_training_file(ctx.labelled_file, merged)
+    validation = _carve_validation(ctx)
+    rows = write_training_file(ctx.train_file, load_training_file(validation.train_file) if validation else merged)
     summary.update({"labelled_rows_added": len(added), "ready_rows": len(ready), "rows_topped_up_with_bm25_negatives":
-                    topped_up, "train_rows": rows, "train_file": str(ctx.train_file)})
+                    topped_up, "train_rows": rows, "train_file": str(ctx.train_file),
+                    "validation": {"task": str(validation.task_dir), "held_out_rows": validation.held_out}
+                    if validation else None})
     write_json(out / "label_report.json", summary)
     logger.info("label: %d labelled rows added to %d ready rows (%d topped up with BM25 negatives) -> %s",
                 len(added), len(ready), topped_up, ctx.train_file)
+    if validation:
+        logger.info("label: %d rows held out as the validation split (%s): every model is scored on them, and the "
+                    "index step serves the best", validation.held_out, validation.task_dir)
     return summary
+
+
+def _carve_validation(ctx: RunContext):
+    """The run's validation split of ``label/all.jsonl`` (:func:`care.train.validation.carve_validation`), searched
+    against the run's corpus; ``None`` when validation is off or the file is too small."""
+    from care.train.validation import carve_validation
+
+    try:
+        corpus: Path | None = corpus_file(ctx)
+    except CareError:  # no corpus: the held-out queries search the training file's own texts
+        corpus = None
+    return carve_validation(ctx.labelled_file, corpus, ctx.validation_dir, ctx.config.validation, seed=ctx.config.seed)

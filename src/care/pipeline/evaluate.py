@@ -1,6 +1,7 @@
 """Steps 4-6 of a run: evaluate every model on every task, time their query sides, build the index.
 
-``evaluate``: the reference models (``models.references``) and every trained model on each task with
+``evaluate``: the reference models (``models.references``) and every trained model on each task (and on the
+validation split, as the task ``validation``) with
 the harness (:func:`care.bench.runner.evaluate`); one ``TaskResult`` JSON per (model, task) under
 ``eval/results``, read back on a rerun (a killed evaluation resumes at the next unfinished pair).
 Rows named in ``evaluate.onnx`` are also exported with ``care export-onnx`` and evaluated as
@@ -10,8 +11,9 @@ Rows named in ``evaluate.onnx`` are also exported with ``care export-onnx`` and 
 routine (model order randomised per query, p50 with p10 / p90, a self-check of two copies of one
 trained tower, overhead-dominated towers flagged).
 
-``index``: ``care index build`` over the corpus with the best trained model on the main task (or
-``index.model``): for a student, documents through its teacher and queries through the student.
+``index``: ``care index build`` over the corpus with the best trained model on the validation split the label
+step held out, else on the main task (or ``index.model``), warning when it scores below a dense reference or
+the symmetric small model there; for a student, documents through its teacher and queries through the student.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from care.data.io import write_json
 from care.encoders.base import Encoder
 from care.errors import CareError
 from care.pipeline.context import RunContext
-from care.pipeline.sources import corpus_file, main_queries, tasks
+from care.pipeline.sources import VALIDATION_TASK, corpus_file, evaluated_tasks, main_queries, tasks
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +120,7 @@ def load_results(ctx: RunContext) -> list[TaskResult]:
     """The evaluation results found in the run folder, in table order."""
     found = []
     for label in model_labels(ctx):
-        for name in ctx.config.inputs.tasks:
+        for name in evaluated_tasks(ctx):
             path = _result_path(ctx, label, name)
             if path.is_file():
                 found.append(TaskResult.load(path))
@@ -132,7 +134,7 @@ def step_evaluate(ctx: RunContext) -> dict[str, Any]:
     from care.encoders.cache import EmbeddingCache
 
     options = RunOptions(cache=EmbeddingCache(ctx.cache_dir("embeddings")), show_progress=ctx.config.show_progress)
-    run_tasks = tasks(ctx)
+    run_tasks = evaluated_tasks(ctx)
     scores: dict[str, dict[str, float]] = {}
     for label in model_labels(ctx):
         todo = [name for name in run_tasks if not _result_path(ctx, label, name).is_file()]
@@ -179,9 +181,15 @@ def step_latency(ctx: RunContext) -> dict[str, Any]:
     return {"median_ms": report.medians(), "self_check_passed": report.trusted}
 
 
+def selection_task(ctx: RunContext) -> str:
+    """The task models are chosen on: the validation split when the label step carved one (never the test
+    data), else the main task."""
+    return VALIDATION_TASK if ctx.validation_task is not None else tasks(ctx)[ctx.config.main_task].name
+
+
 def best_model(ctx: RunContext) -> tuple[str, str]:
     """``(row label, model spec)`` of the model the index is built with: ``index.model``, else the trained
-    model (not a reference, not an ONNX row) with the best main score on the main task."""
+    model (not a reference, not an ONNX row) with the best main score on :func:`selection_task`."""
     trained = ctx.trained_models()
     chosen = ctx.config.index.model
     if chosen is not None:
@@ -190,12 +198,30 @@ def best_model(ctx: RunContext) -> tuple[str, str]:
         return chosen, trained[chosen]
     if not trained:
         raise CareError("no trained model to index: enable a recipe (recipes.care / recipes.student / recipes.baselines)")
-    main = tasks(ctx)[ctx.config.main_task].name
-    scores = {r.model: r.main_value for r in load_results(ctx) if r.task == main and r.model in trained}
+    on = selection_task(ctx)
+    scores = {r.model: r.main_value for r in load_results(ctx) if r.task == on and r.model in trained}
     if not scores:
-        raise CareError("no evaluation of the trained models on the main task: run the 'evaluate' step first")
+        raise CareError(f"no evaluation of the trained models on {on}: run the 'evaluate' step first")
     label = max(scores, key=lambda k: scores[k])
     return label, trained[label]
+
+
+def serving_warnings(ctx: RunContext, label: str) -> list[str]:
+    """Why the model ``label`` should not be served as it is: each dense reference model (e5 zero-shot) and
+    the symmetric small model it scores below on the selection task (validation), as sentences."""
+    from care.encoders.registry import BM25_TOKENIZERS
+
+    on = selection_task(ctx)
+    scores = {r.model: r.main_value for r in load_results(ctx) if r.task == on}
+    if label not in scores:
+        return []
+    lexical = {ref for ref, spec in ctx.config.models.references.items() if spec.split("?", 1)[0].lower() in BM25_TOKENIZERS}
+    symmetric_small = ctx.config.recipes.care.labels.get("init_query")
+    rivals = [ref for ref in ctx.config.models.references if ref not in lexical and ref != label]
+    if symmetric_small and symmetric_small != label and symmetric_small in ctx.trained_models():
+        rivals.append(symmetric_small)
+    return [f"{label} scores below {rival} on {on} ({scores[label]:.4f} < {scores[rival]:.4f})"
+            for rival in rivals if rival in scores and scores[label] < scores[rival]]
 
 
 def step_index(ctx: RunContext) -> dict[str, Any]:
@@ -210,6 +236,10 @@ def step_index(ctx: RunContext) -> dict[str, Any]:
     manifest = build(options)
     if manifest is None:
         raise CareError(f"index build in {options.output} did not merge; rerun the same command to finish it")
-    logger.info("index: %d documents with %s (%s)", manifest.n_docs, label, model)
+    how = "index.model" if ctx.config.index.model else f"the best trained model on {selection_task(ctx)}"
+    logger.info("index: %d documents with %s (%s; %s)", manifest.n_docs, label, how, model)
+    warnings = serving_warnings(ctx, label)
+    for warning in warnings:
+        logger.warning("index: %s — serving it anyway; choose another with index.model, or improve the recipe", warning)
     return {"index": str(options.output), "label": label, "model": model, "documents": manifest.n_docs,
-            "dim": manifest.dim, "type": manifest.index.get("type")}
+            "dim": manifest.dim, "type": manifest.index.get("type"), "chosen_by": how, "warnings": warnings}

@@ -14,8 +14,8 @@ from care.bench.latency import LatencyReport, ModelLatency, format_latency, late
 from care.bench.result import TaskResult
 from care.data.io import atomic_write, write_json
 from care.pipeline.context import RunContext
-from care.pipeline.evaluate import INDEX_FOLDER, LATENCY_FILE, load_results, model_labels
-from care.pipeline.sources import tasks
+from care.pipeline.evaluate import INDEX_FOLDER, LATENCY_FILE, load_results, model_labels, selection_task
+from care.pipeline.sources import evaluated_tasks
 
 logger = logging.getLogger(__name__)
 
@@ -29,8 +29,9 @@ def serve_command(ctx: RunContext) -> str:
 
 
 def task_names(ctx: RunContext) -> list[str]:
-    """The evaluated tasks' names (as results record them), in config order."""
-    return [task.name for task in tasks(ctx).values()]
+    """The evaluated tasks' names (as results record them), in config order, then ``validation`` when the
+    label step carved a validation split."""
+    return [task.name for task in evaluated_tasks(ctx).values()]
 
 
 def results_rows(ctx: RunContext, results: list[TaskResult], report: LatencyReport | None) -> list[dict[str, Any]]:
@@ -49,8 +50,9 @@ def results_rows(ctx: RunContext, results: list[TaskResult], report: LatencyRepo
 
 
 def ranking(ctx: RunContext, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The trained models, best first on the main task (``{"model", "score"}``)."""
-    main = task_names(ctx)[0]
+    """The trained models, best first on the task the index step chooses on (validation when there is a
+    validation split, else the main task): ``{"model", "score"}``."""
+    main = selection_task(ctx)
     trained = ctx.trained_models()
     scored = [{"model": r["model"], "score": r["scores"][main]} for r in rows if r["model"] in trained and main in r["scores"]]
     return sorted(scored, key=lambda r: -r["score"])
@@ -103,15 +105,26 @@ def step_report(ctx: RunContext) -> dict[str, Any]:
     command = serve_command(ctx)
     lines = [f"# care run results ({ctx.root})", "", table]
     if ranked:
-        main = task_names(ctx)[0]
-        lines += [f"Trained models on {main}, best first: "
+        lines += [f"Trained models on {selection_task(ctx)}, best first: "
                   + ", ".join(f"{r['model']} ({r['score']:.{SCORE_DIGITS}f})" for r in ranked) + ".", ""]
+    checks = ctx.step_outputs("train_care").get("validation")
+    if checks:
+        lines += ["CARE's stages on validation (each against the stage it started from):", ""]
+        lines += [f"- {label}: {row['ndcg_at_10']:.{SCORE_DIGITS}f}"
+                  + (f" ({row['delta']:+.{SCORE_DIGITS}f} vs {row['started_from']})" if row["delta"] is not None else "")
+                  + (f", alignment fidelity {row['fidelity']:.3f}" if row["fidelity"] is not None else "")
+                  + (" — **worse than the stage it started from**" if row["flagged"] else "")
+                  for label, row in checks.items()]
+        lines.append("")
     if index:
-        lines += [f"Index: {index['documents']} documents with {index['label']} ({index['model']}). "
+        chosen = f" ({index['chosen_by']})" if index.get("chosen_by") else ""
+        lines += [f"Index: {index['documents']} documents with {index['label']}{chosen} ({index['model']}). "
                   f"Serve it: `{command}`", ""]
+        lines += [f"**Warning:** {w}." for w in index.get("warnings", [])] + ([""] if index.get("warnings") else [])
     with atomic_write(ctx.root / RESULTS_MD) as fh:
         fh.write("\n".join(lines))
     summary = {"table": table, "rows": rows, "main_task": task_names(ctx)[0], "ranking": ranked,
+               "ranked_on": selection_task(ctx), "warnings": (index or {}).get("warnings", []),
                "figure": _figure(ctx, rows, results),
                "index": index, "serve_command": command}
     write_json(ctx.root / RESULTS_JSON, summary)

@@ -4,11 +4,11 @@ Steps (:data:`care.pipeline.config.STEPS`), each a function of the run context:
 
 1. ``curate`` — anonymise + diversify the raw questions and documents (:mod:`care.pipeline.data`);
 2. ``label`` — judge candidates (offline embedding judge, or LLM judges), add the rows to the ready
-   training file, top up hard negatives;
+   training file, top up hard negatives, hold out the validation split (:mod:`care.train.validation`);
 3. ``train_care`` / ``train_student`` / ``train_baselines`` — the configured recipes (:mod:`care.pipeline.train`);
 4. ``evaluate`` / ``latency`` — every model on every task, median single-query latency side by side
    (:mod:`care.pipeline.evaluate`);
-5. ``index`` — ``care index build`` with the best trained model on the main task;
+5. ``index`` — ``care index build`` with the best trained model on the validation split (else the main task);
 6. ``report`` — one table, the ranking, the quality-vs-QPS figure, the ``care serve`` command
    (:mod:`care.pipeline.report`).
 
@@ -86,7 +86,10 @@ class RunReport:
     Attributes:
         output: the run folder.
         table: the markdown results table (empty when the report step did not run).
-        ranking: the trained models, best first on the main task (``main_task``: its name).
+        ranking: the trained models, best first on ``ranked_on`` (the validation split when the run has one,
+            else the main task, ``main_task``).
+        warnings: why the indexed model should not be served as it is (it scores below e5 zero-shot or the
+            symmetric small model on validation), as sentences.
         serve_command: the command that serves the index built by the run.
         figure: the quality-vs-QPS PNG, when written.
         steps_run / steps_skipped: steps executed now / found finished by an earlier run.
@@ -98,6 +101,8 @@ class RunReport:
     table: str = ""
     ranking: list[dict[str, Any]] = field(default_factory=list)
     main_task: str = ""
+    ranked_on: str = ""
+    warnings: list[str] = field(default_factory=list)
     serve_command: str = ""
     figure: str | None = None
     steps_run: list[str] = field(default_factory=list)
@@ -214,6 +219,8 @@ def run_pipeline(config: RunConfig, output: str | Path, *, fresh: bool = False,
         report.figure = record.outputs.get("figure")
         report.ranking = record.outputs.get("ranking", [])
         report.main_task = record.outputs.get("main_task", "")
+        report.ranked_on = record.outputs.get("ranked_on", report.main_task)
+        report.warnings = record.outputs.get("warnings", [])
     report.serve_command = serve_command(ctx)
     report.seconds = time.perf_counter() - started
     return report

@@ -28,6 +28,23 @@ def tasks(ctx: RunContext) -> dict[str, TaskMetadata]:
     return out
 
 
+#: The name of the validation split's task in the run's results (carved by the label step).
+VALIDATION_TASK = "validation"
+
+
+def evaluated_tasks(ctx: RunContext) -> dict[str, TaskMetadata]:
+    """:func:`tasks`, then the validation split's task (``validation``) when the label step carved one: the
+    held-out training queries against the run's corpus, with the main task's instruction."""
+    from care.bench.registry import infer_task
+
+    out = tasks(ctx)
+    folder = ctx.validation_task
+    if folder is not None:
+        instruction = out[ctx.config.main_task].instruction
+        out[VALIDATION_TASK] = replace(infer_task(folder), name=VALIDATION_TASK, instruction=instruction)
+    return out
+
+
 def main_task(ctx: RunContext) -> TaskMetadata:
     return tasks(ctx)[ctx.config.main_task]
 

@@ -37,6 +37,10 @@ CARE_FOLDER, STUDENT_FOLDER, BASELINES_FOLDER, ABLATIONS_FOLDER = "care", "stude
 TINY_FOLDER = "base"
 #: The run cache's folder of towers exported from a spec (``e5``, ``e5?layers=6``).
 TOWERS_CACHE = "towers"
+#: Recipe stages that train on the training file's pairs (``recipes.care.max_train_examples`` caps them).
+PAIR_STAGES: tuple[str, ...] = ("init_query", "init_document", "stage2")
+#: Recipe stages that train on Stage I's alignment data (``recipes.care.max_alignment_rows`` caps them).
+ALIGNMENT_STAGES: tuple[str, ...] = ("stage1", "stage1_rank")
 #: Stages whose output a recipe ablation shares with the full recipe when it keeps both initialisations.
 SHARED_INIT_STAGES: tuple[str, ...] = ("init_query", "init_document")
 
@@ -72,7 +76,9 @@ def care_overrides(ctx: RunContext) -> list[str]:
     typed = {"optim.epochs": recipe.epochs, "optim.batch_size": recipe.batch_size, "optim.lr": recipe.lr,
              "model.query_max_seq_length": recipe.query_max_length,
              "model.document_max_seq_length": recipe.document_max_length,
-             "data.max_examples": recipe.max_train_examples, "checkpoint.every_steps": recipe.checkpoint_every,
+             **{f"{stage}:data.max_examples": recipe.max_train_examples for stage in PAIR_STAGES},
+             **{f"{stage}:data.max_examples": recipe.max_alignment_rows for stage in ALIGNMENT_STAGES},
+             "stage1_rank:loss.bank_size": recipe.rank_bank_size, "checkpoint.every_steps": recipe.checkpoint_every,
              "checkpoint.every_minutes": recipe.checkpoint_minutes}
     out = [f"seed={config.seed}", "runtime.log_with=null", f"runtime.progress_bar={str(config.show_progress).lower()}",
            "optim.grad_cache_chunk_size=null", *(f"{k}={v}" for k, v in typed.items() if v is not None)]
@@ -120,7 +126,8 @@ def care_alignment_file(ctx: RunContext, train_file: str, out: Path) -> str | No
         sentences = document_sentences((d.full_text for d in load_corpus(corpus_file(ctx)).values()), limit=limit,
                                        seed=ctx.config.seed)
         out.mkdir(parents=True, exist_ok=True)
-        build_alignment(train_file, target, extra_queries=sentences, seed=ctx.config.seed)
+        build_alignment(train_file, target, extra_queries=sentences, seed=ctx.config.seed,
+                        documents=ctx.config.recipes.care.alignment_documents)
     return str(target)
 
 
@@ -134,22 +141,11 @@ def _mining_corpus(ctx: RunContext) -> str | None:
 
 
 def evaluation_spec(model: str, stage_dir: str | Path) -> str:
-    """The model spec a folder written by a recipe stage is evaluated with: as it was trained. A stage that put
-    prefixes on both sides (``model.query_prompt`` / ``model.document_prompt`` in its saved config: the ``e5``
-    preset's ``query: `` / ``passage: ``) gives ``FOLDER?query_prefix=..&document_prefix=..&instructions=false``
-    (an absolute folder: the index and ``care serve`` read it from anywhere); any other stage, the folder."""
-    from urllib.parse import urlencode
+    """The model spec a folder written by a recipe stage is evaluated, timed and indexed with: as it was
+    trained (:func:`care.train.recipe.stage_model_spec`)."""
+    from care.train.recipe import stage_model_spec
 
-    from care.config import read_config_file
-    from care.train.trainer import CONFIG_FILE
-
-    saved = Path(stage_dir) / CONFIG_FILE
-    model_config = (read_config_file(saved, "stage config").get("model") or {}) if saved.is_file() else {}
-    query, document = model_config.get("query_prompt"), model_config.get("document_prompt")
-    if not (query and document):
-        return model
-    options = urlencode({"query_prefix": query, "document_prefix": document, "instructions": "false"})
-    return f"{Path(model).resolve()}?{options}"
+    return stage_model_spec(model, stage_dir)
 
 
 def step_train_care(ctx: RunContext) -> dict[str, Any]:
@@ -164,9 +160,14 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
     overrides = care_overrides(ctx)
     alignment = care_alignment_file(ctx, train_file, out)
     corpus = _mining_corpus(ctx)
-    results = run_recipe(RecipePaths(query, document, train_file, str(out), alignment_file=alignment, corpus_file=corpus),
+    validation = ctx.validation_task  # carved by the label step: the recipe scores its stages on it
+    checked = {"validation_task": str(validation) if validation else None,
+               "cache_dir": str(ctx.cache_dir("embeddings"))}
+    no_carving = replace(ctx.config.validation, enabled=validation is not None)  # the label step held out the rows
+    results = run_recipe(RecipePaths(query, document, train_file, str(out), alignment_file=alignment, corpus_file=corpus,
+                                     **checked),
                          config_dir=recipe.config_dir, overrides=overrides,
-                         recipe=RecipeConfig(mine_negatives=recipe.mine_negatives))
+                         recipe=RecipeConfig(mine_negatives=recipe.mine_negatives), validation=no_carving)
     # Stage I ends with its ranking part where the stage configs ship one (the e5 preset)
     stage1 = results.get("stage1_rank") or results["stage1"]
     folders = {"init_query": (results["init_query"].query_model, results["init_query"]),
@@ -183,12 +184,36 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
         if switches.mine_negatives is None:  # an ablation differs only in its switches: it mines as the recipe does
             switches = replace(switches, mine_negatives=recipe.mine_negatives)
         ablated = run_recipe(RecipePaths(query, document, train_file, str(target), alignment_file=alignment,
-                                         corpus_file=corpus),
-                             config_dir=recipe.config_dir, overrides=overrides, recipe=switches)
+                                         corpus_file=corpus, **checked),
+                             config_dir=recipe.config_dir, overrides=overrides, recipe=switches, validation=no_carving)
         last = ablated[list(ablated)[-1]]
         models[label] = evaluation_spec(final_care_model(ablated) or last.query_model, last.output_dir)
+    checks = _validation_summary(out, recipe.labels)
     return {"models": models, "stages": {stage: {"steps": r.global_step, "final_loss": r.final_loss}
-                                         for stage, r in results.items()}}
+                                         for stage, r in results.items()}, **checks}
+
+
+def _validation_summary(out: Path, labels: dict[str, str]) -> dict[str, Any]:
+    """The recipe's validation record as step outputs (each stage's score, fidelity and change from its start),
+    logged on the terminal: ``{}`` when the recipe ran without validation."""
+    from care.train.recipe import read_validation
+
+    record = read_validation(out)
+    if not record:
+        return {}
+    stages = {}
+    for stage, row in record["models"].items():
+        stages[labels.get(stage, stage)] = {"ndcg_at_10": row["scores"].get("ndcg_at_10"), "fidelity": row["fidelity"],
+                                            "started_from": labels.get(row["started_from"], row["started_from"]),
+                                            "delta": row["delta"], "flagged": row["flagged"]}
+        fidelity = f", fidelity {row['fidelity']:.3f}" if row["fidelity"] is not None else ""
+        change = (f" ({row['delta']:+.4f} vs {stages[labels.get(stage, stage)]['started_from']})"
+                  if row["delta"] is not None else "")
+        log = logger.warning if row["flagged"] else logger.info
+        log("train_care: validation nDCG@10 of %s: %.4f%s%s%s", labels.get(stage, stage),
+            row["scores"].get("ndcg_at_10"), change, fidelity, " — WORSE than the stage it started from" if
+            row["flagged"] else "")
+    return {"validation": stages}
 
 
 def student_config(ctx: RunContext):

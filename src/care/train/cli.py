@@ -19,6 +19,7 @@ from pathlib import Path
 import typer
 
 from care.train.negatives import DEFAULT_RANGE_MAX, DEFAULT_RELATIVE_MARGIN
+from care.train.validation import DEFAULT_VALIDATION_SHARE
 
 #: Where ``care train recipe`` / ``care train baseline`` keep the towers a spec names (``e5?layers=6``), in --output.
 TOWERS_FOLDER = "base"
@@ -93,11 +94,25 @@ def recipe_command(
     mine_depth: int = typer.Option(
         None, "--mine-depth",
         help=f"With --mine-negatives: deepest rank searched for negatives (default {DEFAULT_RANGE_MAX})."),
+    validation_share: float = typer.Option(
+        DEFAULT_VALIDATION_SHARE, "--validation-share",
+        help="Hold out this share of --train (whole query-answer components) as a validation split; every stage "
+             "is scored on it, and a stage worse than the one it started from is flagged (OUTPUT/validation/)."),
+    no_validation: bool = typer.Option(False, "--no-validation", help="Train on every row; no stage is checked."),
 ) -> None:
     """Run init (query, document) -> Stage I (+ stage1_rank where the configs ship it) -> Stage II, skipping
-    finished stages on rerun (see docs: Ablations)."""
+    finished stages on rerun, each stage scored on a held-out validation split (see docs: Ablations, the
+    safety net)."""
     from care.models.tower_spec import resolve_tower_spec
-    from care.train.recipe import RecipeConfig, RecipePaths, load_recipe_config, run_recipe
+    from care.train.recipe import (
+        VALIDATION_FOLDER,
+        VALIDATION_REPORT,
+        RecipeConfig,
+        RecipePaths,
+        load_recipe_config,
+        run_recipe,
+    )
+    from care.train.validation import ValidationConfig
 
     base = load_recipe_config(ablation) if ablation is not None else RecipeConfig()
     towers = Path(output) / TOWERS_FOLDER
@@ -113,9 +128,13 @@ def recipe_command(
                           mine_negatives=_mining(mine_negatives, mine_margin, mine_depth, base.mine_negatives))
     results = run_recipe(RecipePaths(resolve_tower_spec(query_model, towers), resolve_tower_spec(document_model, towers),
                                      train_file, output, alignment, corpus),
-                         config_dir=config_dir, overrides=set_, recipe=recipe)
+                         config_dir=config_dir, overrides=set_, recipe=recipe,
+                         validation=ValidationConfig(enabled=not no_validation, share=validation_share))
     for result in results.values():
         _print_result(result)
+    report = Path(output) / VALIDATION_FOLDER / VALIDATION_REPORT
+    if report.is_file():
+        typer.echo(report.read_text(encoding="utf-8"))
 
 
 def _mining(n_negatives: int | None, margin: float | None, depth: int | None,

@@ -44,6 +44,13 @@ from care.config import Config, ConfigError, apply_overrides, read_config_file
 from care.errors import CareError
 from care.train.config import TrainConfig
 from care.train.trainer import TrainResult, read_result, train
+from care.train.validation import (
+    SCORES_FILE,
+    StageValidator,
+    ValidationConfig,
+    carve_validation,
+    without_held_out,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +160,11 @@ class RecipePaths:
     output_dir: str
     alignment_file: str | None = None
     corpus_file: str | None = None
+    #: a validation task already carved from ``train_file`` (``care run``'s label step does): every stage is
+    #: scored on it and nothing more is held out; ``None``: the recipe carves one itself (ValidationConfig)
+    validation_task: str | None = None
+    #: embedding cache of the validation scoring (``None``: ``<output>/validation/cache``)
+    cache_dir: str | None = None
 
 
 def override_stage(override: str) -> str | None:
@@ -392,8 +404,15 @@ def _rank_queries_file(alignment: str, out: Path) -> str:
 
 
 def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, overrides: Sequence[str] = (),
-               stages: Sequence[str] = RECIPE_STAGES, recipe: RecipeConfig | None = None) -> dict[str, TrainResult]:
+               stages: Sequence[str] = RECIPE_STAGES, recipe: RecipeConfig | None = None,
+               validation: ValidationConfig | None = None) -> dict[str, TrainResult]:
     """Run (or finish) the recipe; returns each stage's :class:`TrainResult`.
+
+    The safety net (:mod:`care.train.validation`): unless ``validation`` turns it off, a validation split is
+    carved from the training file (or ``paths.validation_task`` is used), the stages train on the rest, and
+    the base models and every stage are scored on it as they finish; a stage that scores below the one it
+    started from, and a final model below the base document model or the symmetric small model, are warned
+    about and recorded in ``<output>/validation/`` (:func:`read_validation`).
 
     Args:
         paths: base models, training file, output folder, optional Stage I alignment file.
@@ -427,6 +446,7 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
     out = Path(paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     _record_settings(out, paths, recipe, given)
+    paths, validator = _safety_net(paths, out, validation or ValidationConfig(), overrides)
     results: dict[str, TrainResult] = {}
     dirs = {s: out / s for s in RECIPE_STAGES}
     query_start = recipe.pretrained_query_model or paths.query_model
@@ -447,11 +467,14 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
         }[stage]
         query_model, document_model, train_file = wiring
         trained_as = training_stage(stage, config_dir, overrides)
+        if validator is not None and not validator.scores:
+            _score_base_models(validator, stages, config_dir, overrides, query_start, paths.document_model)
         done = read_result(dirs[stage])
         if done is not None and done.completed:
             _check_finished_inputs(dirs[stage], stage, query_model, document_model, trained_as)
             logger.info("recipe: %s already finished (%s), skipping", stage, dirs[stage])
             results[stage] = done
+            _score_stage(validator, stage, done)
             continue
         extra: dict[str, object] = {}
         if stage == "stage2" and recipe.mining is not None:
@@ -473,4 +496,120 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
         config = _stage_config(stage, config_dir, overrides, settings)
         logger.info("recipe: running %s -> %s", stage, dirs[stage])
         results[stage] = train(config, resume=True)
+        _score_stage(validator, stage, results[stage])
+    if validator is not None:
+        _report_validation(validator, results, out)
     return results
+
+
+# ------------------------------------------------------------------------------------- the safety net
+#: Labels of the base models in the validation record.
+BASE_QUERY, BASE_DOCUMENT = "base query model", "base document model"
+#: Where each stage starts from, by preference (the first one scored is its start).
+STARTS: dict[str, tuple[str, ...]] = {
+    "init_query": (BASE_QUERY,), "init_document": (BASE_DOCUMENT,), "stage1": ("init_query", BASE_QUERY),
+    "stage1_rank": ("stage1", "init_query", BASE_QUERY),
+    "stage2": ("stage1_rank", "stage1", "init_query", BASE_QUERY)}
+#: The model each stage produces for scoring: its symmetric tower or its CARE (asymmetric) folder.
+SCORED_MODEL: dict[str, str] = {"init_query": "query_model", "init_document": "document_model"}
+VALIDATION_FOLDER = "validation"
+VALIDATION_REPORT = "report.md"
+
+
+def _seed(overrides: Sequence[str]) -> int:
+    """The run's seed from a ``seed=N`` override (0 without one)."""
+    values = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0].strip() == "seed"]
+    return int(values[-1]) if values else 0
+
+
+def _safety_net(paths: RecipePaths, out: Path, config: ValidationConfig,
+                overrides: Sequence[str]) -> tuple[RecipePaths, StageValidator | None]:
+    """``paths`` with the training file minus the validation split (when the recipe carves one), and the
+    validator of every stage (``None`` when validation is off or the file is too small)."""
+    folder = out / VALIDATION_FOLDER
+    if not config.enabled:
+        return paths, None
+    task = paths.validation_task
+    if task is None:
+        split = carve_validation(paths.train_file, paths.corpus_file, folder, config, seed=_seed(overrides))
+        if split is None:
+            return paths, None
+        task = str(split.task_dir)
+        alignment = paths.alignment_file
+        if alignment is not None:
+            alignment = str(without_held_out(alignment, split, folder / ALIGNMENT_FILE))
+        paths = replace(paths, train_file=str(split.train_file), alignment_file=alignment)
+    cache = Path(paths.cache_dir) if paths.cache_dir else folder / "cache"
+    return paths, StageValidator(Path(task), folder, config, cache_dir=cache)
+
+
+def prompted_spec(model: str, query_prompt: str | None, document_prompt: str | None) -> str:
+    """The spec that encodes ``model`` as a stage trained it: a stage that put prefixes on both sides (the ``e5``
+    preset's ``query: `` / ``passage: ``) gives ``FOLDER?query_prefix=..&document_prefix=..&instructions=false``
+    (an existing folder made absolute, so an index or a service reads it from anywhere); otherwise ``model``
+    as it is (its task instructions apply)."""
+    from urllib.parse import urlencode
+
+    if not (query_prompt and document_prompt):
+        return model
+    options = urlencode({"query_prefix": query_prompt, "document_prefix": document_prompt, "instructions": "false"})
+    return f"{Path(model).resolve() if Path(model).exists() else model}?{options}"
+
+
+def stage_model_spec(model: str, stage_dir: str | Path) -> str:
+    """:func:`prompted_spec` of a folder written by a recipe stage, with the prompts of the stage's saved
+    config (``train_config.yaml``; a folder without one is returned as it is)."""
+    from care.train.trainer import CONFIG_FILE
+
+    saved = Path(stage_dir) / CONFIG_FILE
+    model_config = (read_config_file(saved, "stage config").get("model") or {}) if saved.is_file() else {}
+    return prompted_spec(model, model_config.get("query_prompt"), model_config.get("document_prompt"))
+
+
+def _base_spec(model: str, stage: str, config_dir: str | Path | None, overrides: Sequence[str]) -> str:
+    """:func:`prompted_spec` of a base tower with the prompts ``stage`` trains it with."""
+    placeholders = {"model.query_model": "-", "model.document_model": "-", "data.train_file": "-"}  # only prompts are read
+    config = _stage_config(stage, config_dir, overrides, placeholders).model
+    return prompted_spec(model, config.query_prompt, config.document_prompt)
+
+
+def _score_base_models(validator: StageValidator, stages: Sequence[str], config_dir: str | Path | None,
+                       overrides: Sequence[str], query_model: str, document_model: str) -> None:
+    """The towers the recipe starts from, used as they are: what the first stages must beat."""
+    if "init_query" in stages:
+        validator.score(BASE_QUERY, _base_spec(query_model, "init_query", config_dir, overrides))
+    if "init_document" in stages:
+        validator.score(BASE_DOCUMENT, _base_spec(document_model, "init_document", config_dir, overrides))
+
+
+def _score_stage(validator: StageValidator | None, stage: str, result: TrainResult) -> None:
+    """Score a finished stage's model on validation, against the stage it started from."""
+    if validator is None:
+        return
+    folder = getattr(result, SCORED_MODEL.get(stage, "care_model"))
+    if not folder:
+        return
+    start = next((s for s in STARTS[stage] if s in validator.scores), None)
+    validator.score(stage, stage_model_spec(folder, result.output_dir), started_from=start,
+                    asymmetric=stage not in SCORED_MODEL)
+
+
+def _report_validation(validator: StageValidator, results: dict[str, TrainResult], out: Path) -> None:
+    """Log the validation table and the warnings about the final model; write ``validation/report.md``."""
+    from care.data.io import atomic_write
+
+    final = next((s for s in reversed(RECIPE_STAGES) if s in validator.scores and s not in SCORED_MODEL), None)
+    warnings = validator.warnings(final, (BASE_DOCUMENT, "init_query")) if final else []
+    table = validator.table()
+    logger.info("recipe: validation scores (%s)\n%s", validator.task_dir, table)
+    for warning in warnings:
+        logger.warning("recipe: %s", warning)
+    with atomic_write(out / VALIDATION_FOLDER / VALIDATION_REPORT) as fh:
+        fh.write(f"# Validation of {out}\n\n{table}\n" + "".join(f"- warning: {w}\n" for w in warnings))
+
+
+def read_validation(output_dir: str | Path) -> dict[str, Any]:
+    """The validation record of a recipe folder: ``{"task", "metric", "models": {label: scores...}}`` (``{}``
+    when the recipe ran without validation)."""
+    path = Path(output_dir) / VALIDATION_FOLDER / SCORES_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
