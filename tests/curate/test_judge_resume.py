@@ -16,7 +16,7 @@ from care.curate.judges.cache import JudgmentCache
 from care.curate.judges.config import JudgesConfig
 from care.curate.judges.factory import build_judges
 from care.curate.judges.testing import FakeChatServer
-from care.curate.labelling import judge_file
+from care.curate.judges.labelling import judge_file
 
 N_QUERIES, N_DOCS = 8, 9
 STALL_AFTER_CALLS = 6

@@ -55,8 +55,8 @@ def anonymise_cmd(
     no_progress: bool = typer.Option(False, "--no-progress"),
 ) -> None:
     """Replace phone numbers, IDs, emails, URLs, bank cards, record numbers, passports, WeChat / QQ ids, plates, birth dates, names and addresses by typed placeholders."""
-    from care.curate.anonymise import DEFAULT_FIELDS, AnonymiserConfig, anonymise_file
-    from care.curate.pii_rules import PII_TYPES
+    from care.curate.pii.anonymiser import DEFAULT_FIELDS, AnonymiserConfig, anonymise_file
+    from care.curate.pii.rules import PII_TYPES
 
     config = AnonymiserConfig(types=tuple(types) if types else PII_TYPES, old_ids=not no_old_ids, tagger=tagger,
                               clinical_terms=not no_clinical_terms)
@@ -116,7 +116,7 @@ def judge_cmd(
     no_progress: bool = typer.Option(False, "--no-progress"),
 ) -> None:
     """Grade pairs with every configured judge (cached, resumable) and apply the unanimous rule."""
-    from care.curate.labelling import judge_file
+    from care.curate.judges.labelling import judge_file
 
     config, judge_list, cache = _load_judges(judges)
     with cache:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from care.curate.calibration import (
+from care.curate.diversify_threshold import (
     CALIBRATION_MODES,
     MIN_PROFILE_TEXTS,
     calibrated_threshold,
@@ -45,7 +45,7 @@ MAX_EXAMPLES = 20
 FLOAT_BYTES = 4
 
 
-#: The paper's similarity thresholds, set for the paper's encoder (see :mod:`care.curate.calibration`).
+#: The paper's similarity thresholds, set for the paper's encoder (see :mod:`care.curate.diversify_threshold`).
 PAPER_THRESHOLDS = {"query": 0.85, "document": 0.78}
 
 
@@ -53,7 +53,7 @@ PAPER_THRESHOLDS = {"query": 0.85, "document": 0.78}
 class DiversifyConfig:
     """Filter settings (see the module docstring); ``role`` picks the encoder role.
 
-    ``calibration`` says how ``threshold`` meets the encoder (:mod:`care.curate.calibration`):
+    ``calibration`` says how ``threshold`` meets the encoder (:mod:`care.curate.diversify_threshold`):
     ``"off"`` uses it as given; ``"check"`` (what :meth:`for_role` sets, i.e. the paper's defaults)
     refuses, before anything is written, a threshold that random pairs of the first texts already
     exceed, printing their similarity distribution and a calibrated threshold; ``"auto"`` replaces

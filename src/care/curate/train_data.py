@@ -21,9 +21,9 @@ from typing import Any
 from care.curate.checkpoint import StreamCheckpoint
 from care.curate.judges.base import Judge, JudgePair
 from care.curate.judges.cache import JudgmentCache
-from care.curate.labelling import label_pairs
+from care.curate.judges.labelling import label_pairs
 from care.curate.pooling import load_or_run, load_texts
-from care.curate.voting import NEGATIVE, POSITIVE, VotingConfig
+from care.curate.judges.voting import NEGATIVE, POSITIVE, VotingConfig
 from care.data.io import write_json, write_jsonl
 from care.data.retrieval import check_corpus, load_queries
 from care.encoders.base import Encoder, LexicalRetriever

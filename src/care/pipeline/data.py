@@ -47,7 +47,7 @@ def _training_answers(path: str | Path) -> list[Document]:
 
 def step_curate(ctx: RunContext) -> dict[str, Any]:
     """Anonymise and diversify the raw questions and the documents; returns kept / dropped counts."""
-    from care.curate.anonymise import anonymise_file
+    from care.curate.pii.anonymiser import anonymise_file
     from care.curate.diversify import DiversifyConfig, diversify_file
 
     cfg, inputs = ctx.config.curate, ctx.config.inputs
@@ -83,7 +83,7 @@ def step_curate(ctx: RunContext) -> dict[str, Any]:
 def _judges(ctx: RunContext):
     """``(judges, cache, voting, description)``: the configured LLM judges or the offline embedding judge."""
     from care.curate.judges.cache import JudgmentCache
-    from care.curate.voting import VotingConfig
+    from care.curate.judges.voting import VotingConfig
 
     if ctx.config.curate.judges:
         from care.curate.judges.config import JudgesConfig

@@ -2,7 +2,7 @@
 
 Grades, best first: ``S`` (fully relevant), ``A`` (highly), ``B`` (partly), ``C`` (weakly),
 ``D`` (irrelevant). How grades become labels is the voting step's business
-(:mod:`care.curate.voting`).
+(:mod:`care.curate.judges.voting`).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ import yaml
 
 from care.curate.judges.base import GRADES
 from care.curate.judges.prompt import DEFAULT_PROMPT
-from care.curate.voting import VotingConfig
+from care.curate.judges.voting import VotingConfig
 from care.config import check_field_types
 from care.errors import CareError
 

@@ -1,37 +1,45 @@
-"""A labelled evaluation set for the anonymiser, written the way patients and clinicians write.
+"""The anonymiser's labelled evaluation set: one generator, two styles of line.
 
-:func:`generate_eval_set` builds ``n`` single-line texts (online consultations, chat messages, ward
+:func:`generate_eval_set` builds ``n`` labelled lines (:class:`~care.curate.pii.eval_line.EvalLine`:
+text, gold PII spans, keep spans with their category) from a seed, in one of :data:`EVAL_STYLES`:
+
+- ``"written"`` (the default; ``benchmarks/bench_pii.py``), below;
+- ``"dense"``: clinical notes holding one to four valid, standard-labelled identifiers among
+  look-alike values, URLs included (:mod:`care.curate.pii.eval_dense`; ``benchmarks/bench_curate.py``).
+
+The ``written`` style, the way patients and clinicians write, builds ``n`` single-line texts (online consultations, chat messages, ward
 notes, discharge summaries, forms) from a seed. Each line holds one to three pieces of personal
 information with their exact gold spans, and one or two things that must be *kept*: clinical values
 (lab results, doses, visit dates, order and batch numbers, barcodes that fail every checksum) and
 trap words (clinical words that start with a surname character, 王老吉, 及时看医生 ...).
 
-The phrasing is deliberately not the shape of the rules in :mod:`care.curate.pii_rules`: labels come
+The phrasing is deliberately not the shape of the rules in :mod:`care.curate.pii.rules`: labels come
 with and without colons, in full-width and half-width forms, with stray spaces; numbers are grouped
 by spaces or hyphens, written in full-width digits, or carry wrong check digits; names and addresses
 appear in many sentence positions. Every PII kind of :data:`EVAL_KINDS` appears in every 14 lines.
 
-Inputs: ``n`` (lines) and ``seed``. Output: a list of :class:`EvalLine` (text, gold PII spans, keep
-spans with their category). The same ``(n, seed)`` gives the same lines.
+Inputs: ``n`` (lines), ``seed`` and ``style``. Output: a list of :class:`EvalLine`. The same
+``(n, seed, style)`` gives the same lines.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from care.curate.pii_rules import Span, id_checksum_char, luhn_valid
+from care.curate.pii.eval_dense import generate_dense_lines
+from care.curate.pii.eval_line import KEEP_CLINICAL, KEEP_TRAP, EvalLine, LineBuilder, digits
+from care.curate.pii.rules import id_checksum_char, luhn_valid
+from care.errors import CareError
 
 DEFAULT_EVAL_SEED = 17
 DEFAULT_EVAL_LINES = 420
+#: Styles of line (see the module docstring); the first is the default.
+EVAL_STYLES: tuple[str, ...] = ("written", "dense")
 #: Each line is built around one of these kinds (in turn), so every kind appears n/14 times at least
 #: (names and addresses, the hardest kinds, twice as often).
 EVAL_KINDS: tuple[str, ...] = ("ID", "BANK_CARD", "PHONE", "MRN", "PASSPORT", "WECHAT", "QQ", "BIRTH_DATE",
                                "PLATE", "EMAIL", "NAME", "ADDRESS", "NAME", "ADDRESS")
-#: Keep categories: a clinical value (number with a unit, a visit date, an order number) or a trap word.
-KEEP_CLINICAL = "clinical"
-KEEP_TRAP = "trap"
 #: Share of values written in full-width digits / letters (how some input methods type them).
 FULL_WIDTH_SHARE = 0.12
 
@@ -100,49 +108,6 @@ TRAP_SENTENCES: tuple[str, ...] = (
 CLAUSE_JOINERS = ("，", "。", "；", "，", " ", "! ", "，", "？", ",", "。")
 
 
-@dataclass(frozen=True)
-class EvalLine:
-    """One labelled line: gold PII spans (to remove) and keep spans (``type`` = keep category)."""
-
-    text: str
-    pii: tuple[Span, ...]
-    keep: tuple[Span, ...]
-
-
-class _Line:
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.pii: list[Span] = []
-        self.keep: list[Span] = []
-        self.length = 0
-
-    def add(self, text: str, pii_type: str | None = None, keep: str | None = None) -> None:
-        span = Span(self.length, self.length + len(text), pii_type or keep or "", text)
-        if pii_type:
-            self.pii.append(span)
-        elif keep:
-            self.keep.append(span)
-        self.parts.append(text)
-        self.length += len(text)
-
-    def add_marked(self, sentence: str, keep: str) -> None:
-        """Add a sentence whose ``<bracketed>`` words are keep spans."""
-        rest = sentence
-        while "<" in rest:
-            head, tail = rest.split("<", 1)
-            word, rest = tail.split(">", 1)
-            self.add(head)
-            self.add(word, keep=keep)
-        self.add(rest)
-
-    def build(self) -> EvalLine:
-        return EvalLine("".join(self.parts), tuple(self.pii), tuple(self.keep))
-
-
-def _digits(r: random.Random, n: int) -> str:
-    return "".join(r.choice("0123456789") for _ in range(n))
-
-
 def _full_width(r: random.Random, value: str) -> str:
     return "".join(_FULL_WIDTH.get(c, c) for c in value) if r.random() < FULL_WIDTH_SHARE else value
 
@@ -154,7 +119,7 @@ def _colon(r: random.Random) -> str:
 def _invalid_barcode(r: random.Random) -> str:
     """18 digits that fail the resident-ID check and Luhn (a lab barcode)."""
     while True:
-        first17 = f"{r.choice(AREA_CODES)}{r.randint(1950, 2015)}{r.randint(1, 12):02d}{r.randint(1, 28):02d}{_digits(r, 3)}"
+        first17 = f"{r.choice(AREA_CODES)}{r.randint(1950, 2015)}{r.randint(1, 12):02d}{r.randint(1, 28):02d}{digits(r, 3)}"
         check = r.choice("0123456789")
         if check != id_checksum_char(first17) and not luhn_valid(first17 + check):
             return first17 + check
@@ -163,7 +128,7 @@ def _invalid_barcode(r: random.Random) -> str:
 # --- values ------------------------------------------------------------------------------------
 
 def resident_id(r: random.Random) -> str:
-    first17 = f"{r.choice(AREA_CODES)}{r.randint(1940, 2016)}{r.randint(1, 12):02d}{r.randint(1, 28):02d}{_digits(r, 3)}"
+    first17 = f"{r.choice(AREA_CODES)}{r.randint(1940, 2016)}{r.randint(1, 12):02d}{r.randint(1, 28):02d}{digits(r, 3)}"
     check = id_checksum_char(first17)
     if r.random() < 0.45:  # a typo in the check digit: still somebody's ID
         check = r.choice([c for c in "0123456789X" if c != check])
@@ -178,7 +143,7 @@ def resident_id(r: random.Random) -> str:
 
 def bank_card(r: random.Random) -> str:
     length = r.choice((16, 16, 19))
-    body = r.choice(("6222", "6217", "6228", "6230", "6214", "4392", "5201")) + _digits(r, length - 5)
+    body = r.choice(("6222", "6217", "6228", "6230", "6214", "4392", "5201")) + digits(r, length - 5)
     valid = next(body + d for d in "0123456789" if luhn_valid(body + d))
     number = valid if r.random() < 0.5 else next(body + d for d in "0123456789" if not luhn_valid(body + d))
     style = r.random()
@@ -190,7 +155,7 @@ def bank_card(r: random.Random) -> str:
 
 
 def mobile(r: random.Random) -> str:
-    number = r.choice(("130", "133", "135", "137", "139", "150", "152", "158", "166", "176", "181", "188", "199")) + _digits(r, 8)
+    number = r.choice(("130", "133", "135", "137", "139", "150", "152", "158", "166", "176", "181", "188", "199")) + digits(r, 8)
     style = r.random()
     if style < 0.25:
         return f"{number[:3]} {number[3:7]} {number[7:]}"
@@ -203,35 +168,35 @@ def mobile(r: random.Random) -> str:
 
 def landline(r: random.Random) -> str:
     if r.random() < 0.55:
-        area, local = r.choice(LANDLINE_AREAS_3), str(r.randint(2, 8)) + _digits(r, 7)
+        area, local = r.choice(LANDLINE_AREAS_3), str(r.randint(2, 8)) + digits(r, 7)
         return r.choice((f"{area} {local[:4]} {local[4:]}", f"{area}-{local[:4]}-{local[4:]}", f"{area}-{local}",
                          f"({area}){local}", f"{area}{local}"))
-    area, local = r.choice(LANDLINE_AREAS_4), str(r.randint(2, 8)) + _digits(r, 6)
+    area, local = r.choice(LANDLINE_AREAS_4), str(r.randint(2, 8)) + digits(r, 6)
     return r.choice((f"{area} {local[:3]} {local[3:]}", f"{area}-{local}", f"（{area}）{local}", f"{area}-{local}转{r.randint(100, 899)}"))
 
 
 def record_number(r: random.Random) -> str:
     year = r.randint(2015, 2025)
     return r.choice((
-        f"BA-{year}-{_digits(r, 5)}", f"ZY-{year}-{_digits(r, 6)}", f"MZ{year}{_digits(r, 4)}", f"{year}-{_digits(r, 4)}-{_digits(r, 2)}",
-        f"H{_digits(r, 7)}", _digits(r, 8), f"ZYH{year}A{_digits(r, 4)}", f"{r.choice('ABCDK')}{_digits(r, 9)}",
-        f"{_digits(r, 4)} {_digits(r, 4)} {_digits(r, 2)}", f"zy{year}{_digits(r, 5)}",
+        f"BA-{year}-{digits(r, 5)}", f"ZY-{year}-{digits(r, 6)}", f"MZ{year}{digits(r, 4)}", f"{year}-{digits(r, 4)}-{digits(r, 2)}",
+        f"H{digits(r, 7)}", digits(r, 8), f"ZYH{year}A{digits(r, 4)}", f"{r.choice('ABCDK')}{digits(r, 9)}",
+        f"{digits(r, 4)} {digits(r, 4)} {digits(r, 2)}", f"zy{year}{digits(r, 5)}",
     ))
 
 
 def passport(r: random.Random) -> str:
-    return r.choice((f"E{_digits(r, 8)}", f"E{r.choice('ABCDEFGH')}{_digits(r, 7)}", f"G{_digits(r, 8)}",
-                     f"K{_digits(r, 8)}", f"C{r.choice('ABCDEFGH')}{_digits(r, 7)}"))
+    return r.choice((f"E{digits(r, 8)}", f"E{r.choice('ABCDEFGH')}{digits(r, 7)}", f"G{digits(r, 8)}",
+                     f"K{digits(r, 8)}", f"C{r.choice('ABCDEFGH')}{digits(r, 7)}"))
 
 
 def wechat_id(r: random.Random) -> str:
     word = r.choice(("zhangwei", "lily", "xiaomei", "tom", "dr_li", "happy", "sunny", "mama", "chen", "yy"))
-    return r.choice((f"{word}{_digits(r, r.randint(2, 6))}", f"wxid_{''.join(r.choice('abcdefghijkmnpqrstuvwxyz0123456789') for _ in range(12))}",
-                     f"{word.capitalize()}_{r.randint(1970, 2010)}", f"{word}-{_digits(r, 3)}", f"{word}{r.choice('xyz')}{_digits(r, 4)}"))
+    return r.choice((f"{word}{digits(r, r.randint(2, 6))}", f"wxid_{''.join(r.choice('abcdefghijkmnpqrstuvwxyz0123456789') for _ in range(12))}",
+                     f"{word.capitalize()}_{r.randint(1970, 2010)}", f"{word}-{digits(r, 3)}", f"{word}{r.choice('xyz')}{digits(r, 4)}"))
 
 
 def qq_number(r: random.Random) -> str:
-    return str(r.randint(1, 9)) + _digits(r, r.randint(5, 10))
+    return str(r.randint(1, 9)) + digits(r, r.randint(5, 10))
 
 
 _CN_DIGITS = "〇一二三四五六七八九"
@@ -268,7 +233,7 @@ def plate(r: random.Random) -> str:
     head = r.choice(PLATE_PROVINCES) + r.choice(PLATE_LETTERS)
     dot = r.choice(("·", "", " ", "•", "·"))
     if r.random() < 0.35:  # new-energy: 8 characters
-        tail = r.choice(("D", "F")) + _digits(r, 5) if r.random() < 0.6 else _digits(r, 5) + r.choice(("D", "F"))
+        tail = r.choice(("D", "F")) + digits(r, 5) if r.random() < 0.6 else digits(r, 5) + r.choice(("D", "F"))
     else:
         chars = [r.choice("0123456789") for _ in range(5)]
         for i in r.sample(range(5), r.randint(0, 2)):  # at most two letters in a regular plate
@@ -285,8 +250,8 @@ def name(r: random.Random) -> str:
 # --- sentences: each adds one piece of PII with its context -----------------------------------
 
 def _labelled(labels: tuple[str, ...], value: Callable[[random.Random], str], pii_type: str,
-              after: tuple[str, ...] = ("", "，", "。", " ", "（本人）", "，麻烦核对一下")) -> Callable[[random.Random, _Line], None]:
-    def add(r: random.Random, line: _Line) -> None:
+              after: tuple[str, ...] = ("", "，", "。", " ", "（本人）", "，麻烦核对一下")) -> Callable[[random.Random, LineBuilder], None]:
+    def add(r: random.Random, line: LineBuilder) -> None:
         label = r.choice(labels)
         line.add(label + _colon(r))
         line.add(_full_width(r, value(r)), pii_type)
@@ -294,45 +259,45 @@ def _labelled(labels: tuple[str, ...], value: Callable[[random.Random], str], pi
     return add
 
 
-def _id_sentence(r: random.Random, line: _Line) -> None:
+def _id_sentence(r: random.Random, line: LineBuilder) -> None:
     _labelled(("身份证", "身份证号", "身份证号码", "公民身份号码", "证件号码", "患者身份证", "身份证号码是", "ID card"),
               resident_id, "ID")(r, line)
 
 
-def _card_sentence(r: random.Random, line: _Line) -> None:
+def _card_sentence(r: random.Random, line: LineBuilder) -> None:
     line.add(r.choice(("退款请打到", "报销款转", "我的", "请核对", "", "医保报销绑定的")))
     _labelled(("卡号", "银行卡号", "银行卡", "储蓄卡", "工行卡号", "账号", "借记卡"), bank_card, "BANK_CARD")(r, line)
 
 
-def _phone_sentence(r: random.Random, line: _Line) -> None:
+def _phone_sentence(r: random.Random, line: LineBuilder) -> None:
     number = mobile if r.random() < 0.55 else landline
     pre = r.choice(("有问题打我", "家属", "回电", "科室", "联系", "方便的话打", "值班", ""))
     line.add(pre)
     _labelled(("电话", "手机", "手机号", "座机", "联系电话", "电话号码", "tel", "Tel:", "联系方式"), number, "PHONE")(r, line)
 
 
-def _mrn_sentence(r: random.Random, line: _Line) -> None:
+def _mrn_sentence(r: random.Random, line: LineBuilder) -> None:
     _labelled(("病案号", "住院号", "门诊号", "就诊卡号", "就诊卡", "医保卡号", "医保卡", "社保卡号", "社保卡", "病历号",
                "ID号", "登记号", "医保号", "诊疗卡号"), record_number, "MRN")(r, line)
 
 
-def _passport_sentence(r: random.Random, line: _Line) -> None:
+def _passport_sentence(r: random.Random, line: LineBuilder) -> None:
     line.add(r.choice(("出国看病用", "外籍患者", "", "境外就医，", "陪同家属")))
     _labelled(("护照", "护照号", "护照号码", "Passport No.", "港澳通行证", "通行证号码"), passport, "PASSPORT")(r, line)
 
 
-def _wechat_sentence(r: random.Random, line: _Line) -> None:
+def _wechat_sentence(r: random.Random, line: LineBuilder) -> None:
     line.add(r.choice(("报告发我", "方便加个", "可以加", "", "有事联系", "医生您好，我")))
     _labelled(("微信", "微信号", "VX", "vx", "wx", "WeChat", "V信", "加V"), wechat_id, "WECHAT",
               after=("", "，谢谢", "。", " 发我", "（备注看病）"))(r, line)
 
 
-def _qq_sentence(r: random.Random, line: _Line) -> None:
+def _qq_sentence(r: random.Random, line: LineBuilder) -> None:
     line.add(r.choice(("片子发我", "请加", "", "可以联系我", "我的")))
     _labelled(("QQ", "qq", "QQ号", "扣扣", "Q号", "QQ号码"), qq_number, "QQ", after=("", "，谢谢", "。", " 在线"))(r, line)
 
 
-def _birth_sentence(r: random.Random, line: _Line) -> None:
+def _birth_sentence(r: random.Random, line: LineBuilder) -> None:
     if r.random() < 0.25:
         line.add(r.choice(("孩子", "我", "患者", "老人家")))
         line.add(birth_date(r), "BIRTH_DATE")
@@ -341,7 +306,7 @@ def _birth_sentence(r: random.Random, line: _Line) -> None:
     _labelled(("出生日期", "生日", "出生年月", "DOB", "出生于", "生于", "出生年月日", "出生日期为"), birth_date, "BIRTH_DATE")(r, line)
 
 
-def _plate_sentence(r: random.Random, line: _Line) -> None:
+def _plate_sentence(r: random.Random, line: LineBuilder) -> None:
     if r.random() < 0.5:
         _labelled(("车牌", "车牌号", "车号", "车牌号码"), plate, "PLATE", after=("", "，停在地下车库", "。"))(r, line)
         return
@@ -350,14 +315,14 @@ def _plate_sentence(r: random.Random, line: _Line) -> None:
     line.add(r.choice(("，能免费停吗", "挡住了", " 已登记", "")))
 
 
-def _email_sentence(r: random.Random, line: _Line) -> None:
-    user = r.choice(("zhangli", "wang.fang", "liu_88", "mama2020", "chen.jing")) + _digits(r, r.randint(0, 3))
+def _email_sentence(r: random.Random, line: LineBuilder) -> None:
+    user = r.choice(("zhangli", "wang.fang", "liu_88", "mama2020", "chen.jing")) + digits(r, r.randint(0, 3))
     line.add(r.choice(("报告发到", "邮箱", "Email:", "结果请发", "")))
     line.add(f"{user}@{r.choice(EMAIL_DOMAINS)}", "EMAIL")
     line.add(r.choice(("", "，谢谢", "。")))
 
 
-def _name_sentence(r: random.Random, line: _Line) -> None:
+def _name_sentence(r: random.Random, line: LineBuilder) -> None:
     who = name(r)
     style = r.randrange(20)
     if style == 0:
@@ -426,14 +391,14 @@ def address(r: random.Random) -> str:
     return f"{road}{r.randint(1, 300)}号{r.randint(1, 12)}幢{r.randint(1, 4)}单元{r.randint(2, 18)}0{r.randint(1, 4)}"
 
 
-def _address_sentence(r: random.Random, line: _Line) -> None:
+def _address_sentence(r: random.Random, line: LineBuilder) -> None:
     line.add(r.choice(("住址：", "家住", "现住", "家庭住址 ", "地址:", "我住在", "住", "快递寄到", "户籍地址：",
                        "现居", "", "老人一个人住在", "家在")))
     line.add(_full_width(r, address(r)) if r.random() < 0.3 else address(r), "ADDRESS")
     line.add(r.choice(("，", "。", "，离医院远吗", " ", "，出门不方便")))
 
 
-SENTENCES: dict[str, Callable[[random.Random, _Line], None]] = {
+SENTENCES: dict[str, Callable[[random.Random, LineBuilder], None]] = {
     "ID": _id_sentence, "BANK_CARD": _card_sentence, "PHONE": _phone_sentence, "MRN": _mrn_sentence,
     "PASSPORT": _passport_sentence, "WECHAT": _wechat_sentence, "QQ": _qq_sentence, "BIRTH_DATE": _birth_sentence,
     "PLATE": _plate_sentence, "EMAIL": _email_sentence, "NAME": _name_sentence, "ADDRESS": _address_sentence,
@@ -441,21 +406,27 @@ SENTENCES: dict[str, Callable[[random.Random, _Line], None]] = {
 OPENINGS = ("医生你好，", "【门诊病历】", "主诉：", "您好 ", "出院小结：", "急！", "", "", "护理记录：", "咨询一下，", "入院记录 ")
 
 
-def _keep_clause(r: random.Random, line: _Line) -> None:
+def _keep_clause(r: random.Random, line: LineBuilder) -> None:
     if r.random() < 0.5:
         line.add(r.choice(CLINICAL_VALUES)(r), keep=KEEP_CLINICAL)
     else:
         line.add_marked(r.choice(TRAP_SENTENCES), KEEP_TRAP)
 
 
-def generate_eval_set(n: int = DEFAULT_EVAL_LINES, *, seed: int = DEFAULT_EVAL_SEED) -> list[EvalLine]:
-    """``n`` labelled lines; line ``i`` is built around ``EVAL_KINDS[i % 14]`` plus random extras."""
+def generate_eval_set(n: int = DEFAULT_EVAL_LINES, *, seed: int = DEFAULT_EVAL_SEED,
+                      style: str = EVAL_STYLES[0]) -> list[EvalLine]:
+    """``n`` labelled lines of ``style``; a ``written`` line ``i`` is built around ``EVAL_KINDS[i % 14]``
+    plus random extras, a ``dense`` one is a note (:func:`~care.curate.pii.eval_dense.generate_dense_lines`)."""
+    if style not in EVAL_STYLES:
+        raise CareError(f"unknown evaluation-set style {style!r}; use one of {', '.join(EVAL_STYLES)}")
+    if style == "dense":
+        return generate_dense_lines(n, seed=seed)
     r = random.Random(seed)
     lines = []
     for i in range(n):
-        line = _Line()
+        line = LineBuilder()
         line.add(r.choice(OPENINGS))
-        clauses: list[Callable[[random.Random, _Line], None]] = [SENTENCES[EVAL_KINDS[i % len(EVAL_KINDS)]]]
+        clauses: list[Callable[[random.Random, LineBuilder], None]] = [SENTENCES[EVAL_KINDS[i % len(EVAL_KINDS)]]]
         clauses += [SENTENCES[r.choice(EVAL_KINDS)] for _ in range(r.choice((0, 0, 1, 2)))]
         clauses += [_keep_clause for _ in range(r.choice((1, 1, 2)))]
         r.shuffle(clauses)

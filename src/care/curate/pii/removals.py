@@ -5,7 +5,7 @@ changes the medical text. :func:`judge_removals` gives each removed span of one 
 
 - a person's judgement when one was recorded for ``(document id, span)`` (``judged``): spurious when
   the span is not personal data;
-- else the reason :meth:`~care.curate.pii_clinical.NameGuard.why_not` finds against a name in Chinese
+- else the reason :meth:`~care.curate.pii.clinical.NameGuard.why_not` finds against a name in Chinese
   characters (a clinical term, part of one, a cut word, a symptom character): spurious;
 - else ``unjudged``: it looks like personal data and needs a person to read it in its text.
 
@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from care.curate.pii_clinical import NameGuard, segment
-from care.curate.pii_rules import CJK, Span
+from care.curate.pii.clinical import NameGuard, segment
+from care.curate.pii.rules import CJK, Span
 
 #: Spurious removals per 1,000 real answers the anonymiser may make (issue 40).
 SPURIOUS_TARGET_PER_1000 = 1.0

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from care.curate.pii_rules import Span
+from care.curate.pii.rules import Span
 
 #: Label words by the type of identifier they announce. Longer labels win over their prefixes
 #: (``就诊卡号`` is a record number, not a bank ``卡号``).

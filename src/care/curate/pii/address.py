@@ -14,8 +14,8 @@ import functools
 import re
 from collections.abc import Sequence
 
-from care.curate.pii_lexical import PLACE, Token
-from care.curate.pii_rules import CJK, Span, provinces
+from care.curate.pii.lexical import PLACE, Token
+from care.curate.pii.rules import CJK, Span, provinces
 
 ADDRESS_ANCHORS = ("家庭住址", "现住址", "户籍地址", "通讯地址", "收货地址", "联系地址", "住址", "地址", "家住", "住在", "现住",
                    "现居", "居住于", "居住在", "居住地", "户籍地", "家在", "寄到", "寄往", "送到", "搬到")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from care.curate.pii_clinical import ClinicalLexicon, NameGuard
-from care.curate.pii_removals import UNJUDGED, Removal, judge_removals, summarise
-from care.curate.pii_rules import Span
+from care.curate.pii.clinical import ClinicalLexicon, NameGuard
+from care.curate.pii.removals import UNJUDGED, Removal, judge_removals, summarise
+from care.curate.pii.rules import Span
 
 GUARD = NameGuard(ClinicalLexicon(frozenset({"罗布麻"})), symptom_chars=frozenset())
 

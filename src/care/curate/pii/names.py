@@ -2,7 +2,7 @@
 by context.
 
 Sources of a ``NAME`` span (``find_names(text, tokens)``, ``tokens`` from a
-:class:`~care.curate.pii_lexical.LexicalTagger`):
+:class:`~care.curate.pii.lexical.LexicalTagger`):
 
 1. the tagger's person tokens (adjacent ones merged: jieba's ``徐|志强``), kept when they start with
    a surname, are 2-4 Chinese characters, are not a common word (``resources/name_stopwords.txt``,
@@ -28,8 +28,8 @@ import logging
 import re
 from collections.abc import Sequence
 
-from care.curate.pii_lexical import PERSON, Token
-from care.curate.pii_rules import CJK, Span, resource_words, surnames
+from care.curate.pii.lexical import PERSON, Token
+from care.curate.pii.rules import CJK, Span, resource_words, surnames
 
 logger = logging.getLogger(__name__)
 

@@ -7,12 +7,12 @@ from collections import Counter
 
 import pytest
 
-from care.curate.anonymise import Anonymiser, AnonymiserConfig
-from care.curate.pii_eval_set import (DEFAULT_EVAL_LINES, EVAL_KINDS, KEEP_CLINICAL, KEEP_TRAP, generate_eval_set,
-                                      resident_id)
-from care.curate.pii_lexical import PERSON, PLACE, JiebaTagger, load_tagger
-from care.curate.pii_rules import Span, id_checksum_char
-from care.curate.pii_scoring import covered, score_eval_set
+from care.curate.pii.anonymiser import Anonymiser, AnonymiserConfig
+from care.curate.pii.eval_line import KEEP_CLINICAL, KEEP_TRAP, EvalLine
+from care.curate.pii.eval_set import DEFAULT_EVAL_LINES, EVAL_KINDS, generate_eval_set, resident_id
+from care.curate.pii.lexical import PERSON, PLACE, JiebaTagger, load_tagger
+from care.curate.pii.rules import Span, id_checksum_char
+from care.curate.pii.scoring import covered, score_eval_set
 from care.errors import CareError
 
 
@@ -50,8 +50,6 @@ def test_resident_ids_include_wrong_check_digits():
 
 
 def test_scoring_by_hand():
-    from care.curate.pii_eval_set import EvalLine
-
     text = "住址：文三路45号9幢，张三说血糖7.8"
     address = Span(3, 11, "ADDRESS", "文三路45号9幢")
     name = Span(12, 14, "NAME", "张三")
@@ -64,6 +62,10 @@ def test_scoring_by_hand():
     assert scores.removed["NAME_ADDRESS"].share == 0.5
     assert scores.kept["ALL"].share == 0.0 and scores.spurious == 1
     assert covered(Span(0, 3, "X", "a b"), [Span(0, 1, "X", "a"), Span(2, 3, "X", "b")])  # spaces need no cover
+    both = scores.merged(score_eval_set([line], [[address, name]]))
+    assert (both.removed["ADDRESS"].hits, both.removed["ADDRESS"].total, both.removed["ADDRESS"].exact) == (1, 2, 1)
+    assert (both.predicted["NAME"].hits, both.predicted["NAME"].total) == (1, 2)  # "." on the value, 张三 right
+    assert both.kept["ALL"].share == 0.5 and both.spurious == 1 and len(both.lost) == 1
 
 
 def test_anonymiser_meets_the_targets_on_a_slice_of_the_set():

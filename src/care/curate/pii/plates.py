@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from care.curate.pii_rules import Span
+from care.curate.pii.rules import Span
 
 PLATE_PROVINCES = "京津沪渝冀豫云辽黑湘皖鲁新苏浙赣鄂桂甘晋蒙陕吉闽贵粤青藏川宁琼"
 _LETTER = "A-HJ-NP-Z"

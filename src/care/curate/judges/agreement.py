@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from care.curate.voting import GRADE_LETTERS, VotingConfig
+from care.curate.judges.voting import GRADE_LETTERS, VotingConfig
 
 
 def fleiss_kappa(ratings: Sequence[Sequence[str]], categories: Sequence[str] = GRADE_LETTERS) -> float:

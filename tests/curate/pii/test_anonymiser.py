@@ -7,9 +7,12 @@ import json
 
 import pytest
 
-from care.curate.anonymise import Anonymiser, AnonymiserConfig, anonymise_file
-from care.curate.pii_examples import generate_labelled_texts, evaluate_anonymiser, make_resident_id, score_spans
-from care.curate.pii_rules import Span, id_checksum_char, is_valid_resident_id, luhn_valid
+from care.curate.pii.anonymiser import Anonymiser, AnonymiserConfig, anonymise_file
+from care.curate.pii.eval_dense import valid_resident_id
+from care.curate.pii.eval_line import EvalLine
+from care.curate.pii.eval_set import generate_eval_set
+from care.curate.pii.rules import Span, id_checksum_char, is_valid_resident_id, luhn_valid
+from care.curate.pii.scoring import score_eval_set
 from care.errors import CareError
 
 
@@ -49,30 +52,40 @@ def test_selected_types_and_custom_placeholder():
         AnonymiserConfig(types=("SSN",))
 
 
-def test_labelled_set_meets_the_recall_target():
-    examples = generate_labelled_texts(300, seed=7)
-    assert examples == generate_labelled_texts(300, seed=7)  # deterministic
-    ids = [s.text for e in examples for s in e.spans if s.type == "ID"]
+def test_dense_set_meets_the_recall_target():
+    lines = generate_eval_set(300, seed=7, style="dense")
+    assert lines == generate_eval_set(300, seed=7, style="dense")  # deterministic
+    ids = [s.text for line in lines for s in line.pii if s.type == "ID"]
     assert ids and all(is_valid_resident_id(i) for i in ids)
-    scores = evaluate_anonymiser(Anonymiser(), examples)
-    assert scores["STRUCTURED"].recall >= 0.99 and scores["STRUCTURED"].precision >= 0.99
-    assert scores["NAME"].recall >= 0.9 and scores["ADDRESS"].recall >= 0.9
+    assert {s.type for line in lines for s in line.pii} >= {"URL", "NAME", "ADDRESS", "MRN"}
+    anonymiser = Anonymiser()
+    scores = score_eval_set(lines, [anonymiser.find(line.text) for line in lines])
+    assert scores.removed["STRUCTURED"].typed_share >= 0.99 and scores.predicted["STRUCTURED"].share >= 0.99
+    assert scores.removed["NAME"].typed_share >= 0.9 and scores.removed["ADDRESS"].typed_share >= 0.9
+    assert scores.kept["ALL"].total >= 300 and scores.kept["ALL"].share >= 0.99  # the look-alike sentences
 
 
 def test_span_scoring_by_hand():
-    gold = [[Span(0, 3, "NAME", "张三丰"), Span(5, 16, "PHONE", "13812345678")]]
-    pred = [[Span(0, 2, "NAME", "张三"), Span(20, 24, "PHONE", "1234")]]
-    s = score_spans(gold, pred)
-    assert s["NAME"].recall == 1.0 and s["NAME"].exact == 0
-    assert s["PHONE"].recall == 0.0 and s["PHONE"].precision == 0.0
-    assert s["ALL"].recall == 0.5 and s["ALL"].precision == 0.5
+    line = EvalLine("张三丰，13812345678，血糖7.8", (Span(0, 3, "NAME", "张三丰"), Span(4, 15, "PHONE", "13812345678")),
+                    (Span(18, 21, "clinical", "7.8"),))
+    pred = [Span(0, 2, "NAME", "张三"), Span(19, 21, "PHONE", ".8")]
+    s = score_eval_set([line], [pred])
+    assert s.removed["NAME"].typed_share == 1.0 and s.removed["NAME"].exact == 0 and s.removed["NAME"].share == 0.0
+    assert s.removed["PHONE"].typed_share == 0.0 and s.predicted["PHONE"].share == 0.0
+    assert s.removed["ALL"].typed_share == 0.5 and s.predicted["ALL"].share == 0.5
+    assert s.kept["ALL"].share == 0.0 and s.spurious == 1
+
+
+def test_unknown_style_is_refused():
+    with pytest.raises(CareError, match="unknown evaluation-set style 'tidy'; use one of written, dense"):
+        generate_eval_set(5, style="tidy")
 
 
 def test_anonymise_file_resumes_and_reports(tmp_path):
     import random
 
     rng = random.Random(0)
-    rows = [{"id": i, "text": f"第{i}位患者，身份证{make_resident_id(rng)}", "pos": [f"电话1380000{i:04d}"]} for i in range(25)]
+    rows = [{"id": i, "text": f"第{i}位患者，身份证{valid_resident_id(rng)}", "pos": [f"电话1380000{i:04d}"]} for i in range(25)]
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     ref = anonymise_file(src, tmp_path / "ref.jsonl", chunk_size=10, show_progress=False)

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from care.curate.agreement import agreement_report
+from care.curate.judges.agreement import agreement_report
 from care.curate.judges.base import Judge, JudgePair, Usage
 from care.curate.judges.cache import JudgmentCache
 from care.curate.judges.runner import judge_pairs
-from care.curate.voting import NEGATIVE, POSITIVE, VotingConfig, unanimous_label
+from care.curate.judges.voting import NEGATIVE, POSITIVE, VotingConfig, unanimous_label
 
 logger = logging.getLogger(__name__)
 

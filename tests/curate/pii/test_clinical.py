@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from care.cli import app
-from care.curate.anonymise import Anonymiser, AnonymiserConfig
-from care.curate.pii_clinical import (
+from care.curate.pii.anonymiser import Anonymiser, AnonymiserConfig
+from care.curate.pii.clinical import (
     ClinicalLexicon,
     NameGuard,
     inner_offsets,
@@ -23,8 +23,8 @@ from care.curate.pii_clinical import (
     load_clinical_lexicon,
     read_lexicon,
 )
-from care.curate.pii_names import has_name_context
-from care.curate.pii_rules import Span
+from care.curate.pii.names import has_name_context
+from care.curate.pii.rules import Span
 from care.data.errors import DataFormatError
 
 

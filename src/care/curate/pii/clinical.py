@@ -42,8 +42,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from care.curate.pii_names import has_name_context, in_dictionary, jieba_word_tags, surname_length
-from care.curate.pii_rules import CJK, Span
+from care.curate.pii.names import has_name_context, in_dictionary, jieba_word_tags, surname_length
+from care.curate.pii.rules import CJK, Span
 from care.data.errors import DataFormatError
 from care.errors import CareError
 

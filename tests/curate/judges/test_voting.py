@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from care.curate.agreement import agreement_report, cohen_kappa, fleiss_kappa
-from care.curate.voting import NEGATIVE, POSITIVE, VotingConfig, unanimous_label
+from care.curate.judges.agreement import agreement_report, cohen_kappa, fleiss_kappa
+from care.curate.judges.voting import NEGATIVE, POSITIVE, VotingConfig, unanimous_label
 from care.errors import CareError
 
 

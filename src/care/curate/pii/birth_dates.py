@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from care.curate.pii_rules import Span
+from care.curate.pii.rules import Span
 
 BIRTH_LABELS = ("出生日期", "出生年月日", "出生年月", "出生于", "出生在", "出生", "生于", "生日", "出生时间", "DOB", "D.O.B.",
                 "Date of birth", "Birthday", "birth date")

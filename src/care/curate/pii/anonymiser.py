@@ -4,13 +4,13 @@
 :func:`anonymise_file` streams a JSONL file chunk by chunk, resumably, and returns a report of how
 many items of each type were removed.
 
-Recognisers: structured identifiers by shape and checksum (:mod:`~care.curate.pii_rules`) or after
-a label (:mod:`~care.curate.pii_labels`), birth dates (:mod:`~care.curate.pii_birth_dates`), licence
-plates (:mod:`~care.curate.pii_plates`); names (:mod:`~care.curate.pii_names`) and addresses
-(:mod:`~care.curate.pii_address`) from a Chinese lexical tagger (:mod:`~care.curate.pii_lexical`,
+Recognisers: structured identifiers by shape and checksum (:mod:`~care.curate.pii.rules`) or after
+a label (:mod:`~care.curate.pii.labels`), birth dates (:mod:`~care.curate.pii.birth_dates`), licence
+plates (:mod:`~care.curate.pii.plates`); names (:mod:`~care.curate.pii.names`) and addresses
+(:mod:`~care.curate.pii.address`) from a Chinese lexical tagger (:mod:`~care.curate.pii.lexical`,
 LAC by default) plus context rules. A bare name candidate that is a clinical term, cuts a word or
-holds a symptom character is dropped (:mod:`~care.curate.pii_clinical`). Everything runs on
-:func:`~care.curate.pii_rules.normalise_width` of the text (full-width digits and letters read as half-width).
+holds a symptom character is dropped (:mod:`~care.curate.pii.clinical`). Everything runs on
+:func:`~care.curate.pii.rules.normalise_width` of the text (full-width digits and letters read as half-width).
 """
 
 from __future__ import annotations
@@ -24,16 +24,16 @@ from typing import Any
 
 from tqdm import tqdm
 
-from care.curate import pii_rules
 from care.curate.checkpoint import StreamCheckpoint
-from care.curate.pii_clinical import NameGuard, load_clinical_lexicon
-from care.curate.pii_address import find_addresses
-from care.curate.pii_birth_dates import find_birth_dates
-from care.curate.pii_labels import find_labelled
-from care.curate.pii_lexical import DEFAULT_TAGGER, TAGGERS, LexicalTagger, Token, load_tagger
-from care.curate.pii_names import find_names
-from care.curate.pii_plates import find_plates
-from care.curate.pii_rules import PII_TYPES, TYPE_PRIORITY, Span, normalise_width
+from care.curate.pii.clinical import NameGuard, load_clinical_lexicon
+from care.curate.pii.address import find_addresses
+from care.curate.pii.birth_dates import find_birth_dates
+from care.curate.pii.labels import find_labelled
+from care.curate.pii.lexical import DEFAULT_TAGGER, TAGGERS, LexicalTagger, Token, load_tagger
+from care.curate.pii.names import find_names
+from care.curate.pii.plates import find_plates
+from care.curate.pii.rules import (PII_TYPES, TYPE_PRIORITY, Span, find_bank_cards, find_emails, find_phones,
+                                   find_resident_ids, find_urls, normalise_width)
 from care.data.errors import DataFormatError
 from care.data.io import iter_jsonl, write_json
 
@@ -48,13 +48,13 @@ class AnonymiserConfig:
     """Which types to remove and how.
 
     Attributes:
-        types: PII types to detect (subset of :data:`~care.curate.pii_rules.PII_TYPES`).
+        types: PII types to detect (subset of :data:`~care.curate.pii.rules.PII_TYPES`).
         placeholder: format of the replacement; ``{type}`` is the type name (``[PHONE]``).
         old_ids: also remove 15-digit pre-1999 resident IDs (validated by birth date only).
         tagger: the lexical tagger that marks names and places (``lac``, ``jieba`` or ``thulac``,
-            see :mod:`care.curate.pii_lexical`); ``lac`` measured best (``benchmarks/bench_pii.py``).
+            see :mod:`care.curate.pii.lexical`); ``lac`` measured best (``benchmarks/bench_pii.py``).
         clinical_terms: drop bare name candidates that are clinical terms, cut a word or hold a symptom
-            character (:mod:`care.curate.pii_clinical`; needs the package PyCMeKG).
+            character (:mod:`care.curate.pii.clinical`; needs the package PyCMeKG).
     """
 
     types: tuple[str, ...] = PII_TYPES
@@ -102,8 +102,8 @@ class Anonymiser:
         if self.config.clinical_terms and "NAME" in self._types:
             self._guard = NameGuard(load_clinical_lexicon())
         self._rules: list[Callable[[str], list[Span]]] = [
-            pii_rules.find_emails, pii_rules.find_urls, pii_rules.find_phones, pii_rules.find_bank_cards,
-            lambda t: pii_rules.find_resident_ids(t, old_ids=self.config.old_ids),
+            find_emails, find_urls, find_phones, find_bank_cards,
+            lambda t: find_resident_ids(t, old_ids=self.config.old_ids),
             find_labelled, find_birth_dates, find_plates,
         ]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from care.curate.anonymise import Anonymiser
-from care.curate.pii_rules import id_checksum_char, luhn_valid
+from care.curate.pii.anonymiser import Anonymiser
+from care.curate.pii.rules import id_checksum_char, luhn_valid
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,8 @@ Each recogniser is a function ``text -> list[Span]``. Identifiers found *without
 by shape and then *validated* (resident-ID checksum ISO 7064 MOD 11-2 and birth date, bank-card
 Luhn checksum), so that lab values, dates and order numbers are left alone; identifiers *with* a
 label (``身份证``, ``卡号``, ``住院号`` ...) are removed whatever their checksum
-(:mod:`care.curate.pii_labels`). Names, addresses, birth dates and licence plates have their own
-modules (``pii_names``, ``pii_address``, ``pii_birth_dates``, ``pii_plates``).
+(:mod:`care.curate.pii.labels`). Names, addresses, birth dates and licence plates have their own
+modules (:mod:`.names`, :mod:`.address`, :mod:`.birth_dates`, :mod:`.plates`).
 
 Text is matched after :func:`normalise_width` (full-width digits and letters read as half-width,
 one character for one, so offsets do not move).
@@ -113,8 +113,8 @@ def normalise_width(text: str) -> str:
 
 @functools.cache
 def resource_words(name: str) -> tuple[str, ...]:
-    """The whitespace-separated words of ``care/curate/resources/<name>`` (``#`` lines are comments)."""
-    text = resources.files("care.curate.resources").joinpath(name).read_text(encoding="utf-8")
+    """The whitespace-separated words of ``care/curate/pii/resources/<name>`` (``#`` lines are comments)."""
+    text = resources.files("care.curate.pii.resources").joinpath(name).read_text(encoding="utf-8")
     words = []
     for line in text.splitlines():
         if line.startswith("#"):
