@@ -42,7 +42,7 @@ from care.bench.rerank import candidate_texts
 from care.bench.result import TaskResult
 from care.bench.runner import evaluate
 from care.data.io import atomic_write, write_json
-from care.data.pairs import load_rerank
+from care.data.rerank import load_rerank
 from care.data.retrieval import Document, load_corpus, load_queries, write_retrieval_folder
 from care.encoders.cache import EmbeddingCache
 from care.encoders.registry import load_model

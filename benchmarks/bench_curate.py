@@ -148,7 +148,7 @@ def bench_diversify(tmp: Path, quick: bool) -> dict:
 
 
 def _serve(queue, delay_s: float) -> None:
-    from care.curate.judges.testing import FakeChatServer
+    from care.testing.chat_server import FakeChatServer
 
     with FakeChatServer(delay_s=delay_s) as server:
         queue.put(server.base_url)

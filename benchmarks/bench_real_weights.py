@@ -457,7 +457,7 @@ def _spec_folders(spec: str) -> list[Path]:
 def spec_identity(spec: str) -> str:
     """The spec plus a fingerprint of every model folder it names (file names, sizes, mtimes): a model
     retrained into the same folder gets a new identity, so its kept score is not reused."""
-    from care.train.teacher import folder_fingerprint
+    from care.encoders.fingerprint import folder_fingerprint
 
     return f"{spec}#{'/'.join(folder_fingerprint(f) for f in _spec_folders(spec))}"  # a hub name: by name
 

@@ -1,6 +1,6 @@
 """The search service under normal clients with 10 % hostile requests among them: no valid request may fail.
 
-A tiny random-init CARE model (``care.serve.testing``) is indexed and served by ``care serve`` in its
+A tiny random-init CARE model (``care.testing.tiny_model``) is indexed and served by ``care serve`` in its
 own process, with an API key. Two runs of ``--clients`` concurrent clients for ``--seconds`` each:
 
 1. ``clean``: every request valid (``/search`` and ``/embed``), the reference for speed;
@@ -34,7 +34,7 @@ import httpx
 from care.bench.record import BenchmarkRecord, write_record
 from care.serve.loadgen import run_mixed_load
 from care.serve.server import free_port
-from care.serve.testing import SAMPLE_QUERIES, make_tiny_care_model, write_corpus
+from care.testing.tiny_model import SAMPLE_QUERIES, make_tiny_care_model, write_corpus
 
 logger = logging.getLogger("bench_service_hostile")
 
@@ -119,7 +119,7 @@ def main() -> None:
                  for name, r in runs.items()}
     record = BenchmarkRecord(
         experiment="service_hostile", name="tiny_care",
-        config={"model": "care.serve.testing tiny CARE (random init)", "clients": args.clients, "seconds": args.seconds,
+        config={"model": "care.testing.tiny_model tiny CARE (random init)", "clients": args.clients, "seconds": args.seconds,
                 "hostile_share": args.hostile_share, "api_key": True, "server": "care serve --threads 1 (own process)"},
         seeds=[SEED], scores=scores, latencies=latencies,
         extra={"server_memory_mib": {k: {m: round(v / KIB, 1) for m, v in mem.items()} for k, mem in memory.items()},

@@ -34,7 +34,7 @@ from care.bench.latency import measure_latency
 from care.bench.options import RunOptions
 from care.bench.record import BenchmarkRecord, read_records, write_record
 from care.bench.runner import evaluate
-from care.encoders.asymmetric import AsymmetricEncoder
+from care.encoders.pair import AsymmetricEncoder
 from care.encoders.cache import EmbeddingCache
 from care.encoders.fingerprint import digest
 from care.encoders.registry import load_model

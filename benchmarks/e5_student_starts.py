@@ -24,7 +24,7 @@ from bench_results import save
 
 from care.bench.options import RunOptions
 from care.bench.runner import evaluate
-from care.encoders.asymmetric import AsymmetricEncoder
+from care.encoders.pair import AsymmetricEncoder
 from care.encoders.cache import EmbeddingCache
 from care.encoders.registry import load_model
 

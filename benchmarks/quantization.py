@@ -41,7 +41,7 @@ from care.bench.options import RunOptions
 from care.bench.record import BenchmarkRecord, write_record
 from care.bench.runner import evaluate
 from care.data.io import atomic_write
-from care.encoders.asymmetric import AsymmetricEncoder
+from care.encoders.pair import AsymmetricEncoder
 from care.encoders.cache import EmbeddingCache
 from care.encoders.registry import load_model
 from care.encoders.int8_portability import MAX_PORTABLE_INT8, emulate_avx2_u8s8, int8_weight_violations, session_for

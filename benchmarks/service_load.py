@@ -117,7 +117,7 @@ def query_encoder(work: Path) -> Path:
 def index_folder(work: Path, index_type: str, options: dict[str, Any]) -> Path:
     """A servable index folder over the first N_DOCS vectors of search_1m's 384-d set."""
     from care.data.io import iter_jsonl
-    from care.index.build import file_sha256
+    from care.encoders.fingerprint import file_sha256
     from care.index.config import IndexConfig
     from care.index.docstore import build_docstore
     from care.index.faiss_index import build_index

@@ -49,6 +49,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "care.models.cli",
     "care.train.cli",
     "care.pretrain.cli",
+    "care.index.cli",
     "care.serve.cli",
     "care.doctor.cli",
     "care.pipeline.cli",

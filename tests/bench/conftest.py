@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from care.data.pairs import RerankExample, STSPair, write_rerank, write_sts
+from care.data.rerank import RerankExample, write_rerank
+
+from care.data.sts import STSPair, write_sts
 from care.data.retrieval import Document, write_retrieval_folder
 
 

@@ -13,7 +13,7 @@ from care.bench.mteb_tasks import to_mteb_task  # noqa: E402
 from care.bench.options import RunOptions  # noqa: E402
 from care.bench.registry import get_task  # noqa: E402
 from care.bench.runner import evaluate  # noqa: E402
-from care.data.pairs import load_rerank  # noqa: E402
+from care.data.rerank import load_rerank  # noqa: E402
 from care.data.retrieval import Document, load_retrieval_folder, write_retrieval_folder  # noqa: E402
 from care.errors import CareError  # noqa: E402
 

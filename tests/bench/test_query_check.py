@@ -15,7 +15,8 @@ import care.bench.cli as bench_cli
 from care.bench.query_check import check_queries
 from care.bench.registry import get_task
 from care.bench.runner import evaluate
-from care.data.pairs import RerankExample, STSPair, write_rerank, write_sts
+from care.data.rerank import RerankExample, write_rerank
+from care.data.sts import STSPair, write_sts
 from care.data.retrieval import Document, write_retrieval_folder
 from care.errors import CareError
 
@@ -77,7 +78,7 @@ def test_bm25_scores_every_visible_query_and_refuses_the_invisible_one(bench_app
 
 
 def test_a_tiny_dense_model_scores_and_counts_the_long_query(bench_app, hostile_task, tmp_path, caplog):
-    from care.serve.testing import make_tiny_care_model
+    from care.testing.tiny_model import make_tiny_care_model
 
     model = make_tiny_care_model(tmp_path / "tiny", max_seq_length=TINY_MAX_TOKENS)
     with caplog.at_level(logging.INFO, logger="care.bench.query_check"):

@@ -39,7 +39,7 @@ def test_retrieval_scores_timings_and_cache(retrieval_folder, tmp_path):
 
 
 def test_asymmetric_pair_reuses_its_document_towers_cached_embeddings(retrieval_folder, tmp_path):
-    from care.encoders.asymmetric import AsymmetricEncoder
+    from care.encoders.pair import AsymmetricEncoder
 
     task = get_task(retrieval_folder)
     documents = HashEncoder(name="doc-tower")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from care.curate.judges.testing import FakeChatServer
+from care.testing.chat_server import FakeChatServer
 
 DIM = 64
 

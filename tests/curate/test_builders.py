@@ -14,10 +14,10 @@ from care.curate.benchmark import BenchmarkConfig, build_benchmark
 from care.curate.judges.cache import JudgmentCache
 from care.curate.judges.config import JudgeConfig
 from care.curate.judges.openai_judge import OpenAIChatJudge
-from care.curate.judges.testing import FakeChatServer
+from care.testing.chat_server import FakeChatServer
 from care.curate.train_data import TrainDataConfig, build_alignment, build_train
 from care.data.errors import DataFormatError
-from care.data.pairs import load_rerank
+from care.data.rerank import load_rerank
 from care.data.retrieval import load_retrieval_folder
 from care.data.training import iter_training_file
 

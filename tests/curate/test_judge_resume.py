@@ -15,7 +15,7 @@ from pathlib import Path
 from care.curate.judges.cache import JudgmentCache
 from care.curate.judges.config import JudgesConfig
 from care.curate.judges.factory import build_judges
-from care.curate.judges.testing import FakeChatServer
+from care.testing.chat_server import FakeChatServer
 from care.curate.judges.labelling import judge_file
 
 N_QUERIES, N_DOCS = 8, 9

@@ -13,7 +13,7 @@ from care.curate.judges.openai_judge import OpenAIChatJudge
 from care.curate.judges.parse import normalise_grade, parse_grades
 from care.curate.judges.prompt import JudgePrompt
 from care.curate.judges.runner import judge_pairs
-from care.curate.judges.testing import hash_grade
+from care.testing.chat_server import hash_grade
 from care.errors import CareError
 
 QUERY = "头痛三天怎么办"

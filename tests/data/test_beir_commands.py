@@ -40,7 +40,7 @@ def beir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tiny_care(tmp_path_factory):
     """A random-init tiny CARE folder; its tiny-bert / tiny-qwen3 towers sit next to it."""
-    from care.serve.testing import make_tiny_care_model
+    from care.testing.tiny_model import make_tiny_care_model
 
     torch.set_num_threads(1)
     texts = [t for _, title, text in DOCS for t in (title, text) if t] + [q for _, q, _ in QUERIES]

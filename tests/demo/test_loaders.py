@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from care.data.io import iter_jsonl
-from care.data.pairs import load_rerank, load_sts
+from care.data.rerank import load_rerank
+from care.data.sts import load_sts
 from care.data.retrieval import load_retrieval_folder
 from care.demo import demo_tasks_root, demo_train_file
 from care.demo.tasks import (

@@ -8,7 +8,7 @@ from collections import Counter
 from care.demo.build import DemoBundle
 from care.demo.config import DemoConfig
 from care.demo.content.schema import SynonymGroup
-from care.demo.sts import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, build_sts, passes_checks
+from care.demo.sts import EASY_NEGATIVE, HARD_NEGATIVE, POSITIVE, compose_sts_pairs, passes_checks
 
 
 def test_passes_checks_hand_cases() -> None:
@@ -46,6 +46,6 @@ def test_each_seed_gives_one_pair_of_each_kind(bundle: DemoBundle) -> None:
 
 def test_groups_whose_terms_differ_too_much_in_length_are_skipped() -> None:
     group = SynonymGroup(("冠心病", "冠状动脉粥样硬化性心脏病"), "disease")
-    assert build_sts([group], random.Random(0), DemoConfig()) == []
+    assert compose_sts_pairs([group], random.Random(0), DemoConfig()) == []
     ok = SynonymGroup(("心梗", "心肌梗死"), "disease")
-    assert len(build_sts([ok], random.Random(0), DemoConfig())) == 3
+    assert len(compose_sts_pairs([ok], random.Random(0), DemoConfig())) == 3

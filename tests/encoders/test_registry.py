@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from care.encoders.asymmetric import AsymmetricEncoder
+from care.encoders.pair import AsymmetricEncoder
 from care.encoders.bm25 import BM25Retriever
 from care.encoders.hf import HFEncoder
 from care.encoders.registry import load_model, split_options

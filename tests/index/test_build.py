@@ -15,7 +15,7 @@ from care.index.build import BuildOptions, build, parse_shard, shard_ranges
 from care.index.bundle import open_index_folder
 from care.index.config import IndexConfig
 from care.encoders.sides import load_side
-from care.serve.testing import SAMPLE_DOCS, make_tiny_care_model, write_corpus
+from care.testing.tiny_model import SAMPLE_DOCS, make_tiny_care_model, write_corpus
 
 
 @pytest.fixture(scope="module")

@@ -56,7 +56,7 @@ def test_index_build_with_the_milvus_backend(tmp_path):
     from care.index.build import BuildOptions, build
     from care.index.bundle import open_index_folder
     from care.encoders.sides import load_side
-    from care.serve.testing import SAMPLE_DOCS, make_tiny_care_model, write_corpus
+    from care.testing.tiny_model import SAMPLE_DOCS, make_tiny_care_model, write_corpus
 
     torch.set_num_threads(1)
     model = make_tiny_care_model(tmp_path / "tiny")

@@ -13,14 +13,14 @@ def _one_thread():
 
 @pytest.fixture(scope="session")
 def tiny_care(tmp_path_factory):
-    from care.serve.testing import make_tiny_care_model
+    from care.testing.tiny_model import make_tiny_care_model
 
     return make_tiny_care_model(tmp_path_factory.mktemp("tiny"))
 
 
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory):
-    from care.serve.testing import write_corpus
+    from care.testing.tiny_model import write_corpus
 
     return write_corpus(tmp_path_factory.mktemp("corpus") / "corpus.jsonl")
 

@@ -15,7 +15,9 @@ from care.serve.app import create_app
 from care.serve.config import ServeConfig
 from care.serve.engine import load_engine
 from care.serve.server import serve_in_thread
-from care.serve.testing import SAMPLE_DOCS, SAMPLE_QUERIES, with_config
+from care.testing.tiny_model import SAMPLE_DOCS, SAMPLE_QUERIES
+
+from .engine_config import with_config
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,10 @@ from care.errors import CareError
 from care.serve.app import create_app
 from care.serve.config import ServeConfig
 from care.serve.server import serve_in_thread
-from care.serve.testing import SAMPLE_QUERIES, with_config
 from care.serve.validation import MAX_FILTER_VALUES, MAX_INSTRUCTION_CHARS
+from care.testing.tiny_model import SAMPLE_QUERIES
+
+from .engine_config import with_config
 
 #: Seconds within which a refusal must arrive although the client has not sent its (huge) body.
 PROMPT_S = 5.0

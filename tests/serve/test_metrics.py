@@ -8,7 +8,8 @@ import pytest
 from care.serve.app import create_app
 from care.serve.metrics import APP_TIMING, SEARCH_TIMING, parse_server_timing
 from care.serve.server import serve_in_thread
-from care.serve.testing import with_config
+
+from .engine_config import with_config
 
 
 def _timings(app, path: str = "/search", body: dict | None = None) -> tuple[int, dict[str, float]]:

@@ -8,7 +8,8 @@ import pytest
 from care.serve.app import create_app
 from care.serve.search_path import NOT_AN_OBJECT, SearchFastPath, validation_detail
 from care.serve.server import serve_in_thread
-from care.serve.testing import with_config
+
+from .engine_config import with_config
 
 #: Bodies every path must answer the same way: good ones, and each kind of refusal.
 BODIES = [

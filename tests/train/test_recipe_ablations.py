@@ -366,7 +366,7 @@ def _e5_stage2_folder(folder: Path) -> Path:
 
 def _corpus_of(tiny_dir: Path, path: Path) -> Path:
     """A corpus.jsonl of every positive and negative text of the tiny training file."""
-    from care.serve.testing import write_corpus
+    from care.testing.tiny_model import write_corpus
 
     rows = [json.loads(line) for line in (tiny_dir / "train.jsonl").read_text(encoding="utf-8").splitlines()]
     texts = dict.fromkeys(p for r in rows for p in (*r["pos"], *r.get("neg", [])))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from care.config import ConfigError
-from care.encoders.asymmetric import AsymmetricEncoder
+from care.encoders.pair import AsymmetricEncoder
 from care.encoders.registry import SPEC_FILE_IN_FOLDER, load_model
 from care.encoders.sides import load_side
 from care.errors import CareError

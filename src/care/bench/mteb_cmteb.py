@@ -22,7 +22,7 @@ from typing import Any
 
 from care.bench.cmedteb import CMEDTEB_TASKS
 from care.bench.task import RERANK_FILE, RETRIEVAL_FILES, TaskMetadata
-from care.data.pairs import RerankExample, write_rerank
+from care.data.rerank import RerankExample, write_rerank
 from care.data.retrieval import Document, write_retrieval_folder
 from care.encoders.cache import default_cache_dir
 from care.errors import CareError

@@ -18,7 +18,8 @@ from mteb.abstasks.task_metadata import TaskMetadata as MTEBTaskMetadata
 from care.bench.rerank import rerank_file
 from care.bench.sts import sts_file
 from care.bench.task import TaskMetadata
-from care.data.pairs import load_rerank, load_sts
+from care.data.rerank import load_rerank
+from care.data.sts import load_sts
 from care.data.retrieval import load_retrieval_folder
 from care.errors import CareError
 

@@ -17,7 +17,7 @@ from care.bench.query_check import check_queries, report_long_queries
 from care.bench.registry import split_files_of
 from care.bench.task import TaskMetadata
 from care.bench.timing import PhaseTimer
-from care.data.pairs import RerankExample, load_rerank
+from care.data.rerank import RerankExample, load_rerank
 from care.encoders.base import Encoder, LexicalRetriever
 from care.encoders.cache import EmbeddingCache
 

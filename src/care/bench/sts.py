@@ -18,7 +18,7 @@ from care.bench.query_check import check_queries, report_long_queries
 from care.bench.registry import split_files_of
 from care.bench.task import TaskMetadata
 from care.bench.timing import PhaseTimer
-from care.data.pairs import STSPair, load_sts
+from care.data.sts import STSPair, load_sts
 from care.encoders.base import Encoder, LexicalRetriever
 from care.encoders.cache import EmbeddingCache
 

@@ -14,12 +14,12 @@ def task_queries(task: TaskMetadata, limit: int) -> list[str]:
         texts = list(load_data(task).queries.values())
     elif task.type == "rerank":
         from care.bench.rerank import rerank_file
-        from care.data.pairs import load_rerank
+        from care.data.rerank import load_rerank
 
         texts = [example.query for example in load_rerank(rerank_file(task))]
     elif task.type == "sts":
         from care.bench.sts import sts_file
-        from care.data.pairs import load_sts
+        from care.data.sts import load_sts
 
         texts = [pair.sentence1 for pair in load_sts(sts_file(task))]
     else:

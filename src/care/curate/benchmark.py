@@ -27,7 +27,7 @@ from care.curate.judges.labelling import label_pairs
 from care.curate.pooling import load_texts, pool_candidates, write_pool
 from care.curate.judges.voting import NEGATIVE, POSITIVE, VotingConfig
 from care.data.io import write_json
-from care.data.pairs import RerankExample, write_rerank
+from care.data.rerank import RerankExample, write_rerank
 from care.data.retrieval import check_corpus, iter_documents, load_queries, write_retrieval_folder
 from care.encoders.base import Encoder, LexicalRetriever
 from care.errors import CareError

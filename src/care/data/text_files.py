@@ -6,8 +6,8 @@ queries file, a training file, a rerank or STS file, a raw-text file, or a plain
 row is recognised by its keys and parsed by the reader of that format (so ``_id``, title-only
 documents and ``"pos": "one answer"`` read here exactly as everywhere else):
 
-- ``sentence1``: STS (:func:`~care.data.pairs.parse_sts_row`): both sentences;
-- ``query`` and ``negative``: rerank (:func:`~care.data.pairs.parse_rerank_row`): query and candidates;
+- ``sentence1``: STS (:func:`~care.data.sts.parse_sts_row`): both sentences;
+- ``query`` and ``negative``: rerank (:func:`~care.data.rerank.parse_rerank_row`): query and candidates;
 - ``query``: training (:func:`~care.data.training.parse_training_row`): prompt, query, positives, negatives;
 - ``id`` or ``_id``: corpus or queries (:func:`~care.data.retrieval.parse_document`): ``full_text``;
 - ``text`` alone: raw texts (``care run``'s ``raw_queries``): the text.
@@ -24,7 +24,8 @@ from typing import Any
 from care.data.errors import DataFormatError
 from care.data.fields import require_text
 from care.data.io import iter_jsonl, iter_text_lines
-from care.data.pairs import parse_rerank_row, parse_sts_row
+from care.data.rerank import parse_rerank_row
+from care.data.sts import parse_sts_row
 from care.data.retrieval import BEIR_ID, parse_document
 from care.data.training import parse_training_row
 

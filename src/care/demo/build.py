@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from care.data.io import write_json, write_jsonl
-from care.data.pairs import RerankExample, STSPair, write_rerank, write_sts
+from care.data.rerank import RerankExample, write_rerank
+from care.data.sts import STSPair, write_sts
 from care.data.retrieval import Document, write_retrieval_folder
 from care.demo import tasks
 from care.demo.cells import Cell, RelevanceScheme, all_cells, validate_content
@@ -25,8 +26,8 @@ from care.demo.corpus import DemoDocument, build_documents
 from care.demo.lexicon import SynonymLexicon
 from care.demo.questions import DemoQuery, build_questions
 from care.demo.rerank import build_rerank
-from care.demo.sts import DemoSTSPair, build_sts
-from care.demo.training import TrainExample, build_raw_queries, build_train
+from care.demo.sts import DemoSTSPair, compose_sts_pairs
+from care.demo.training import TrainExample, build_raw_queries, compose_train_examples
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +96,7 @@ def build_demo(config: DemoConfig | None = None) -> DemoBundle:
                               per_cell=config.bench_queries_per_cell, id_prefix="q")
     bench_texts = frozenset(q.text for q in queries)
     rerank = build_rerank(queries, documents, scheme, rng("rerank"), config)
-    sts = build_sts(lexicon.groups, rng("sts"), config)
+    sts = compose_sts_pairs(lexicon.groups, rng("sts"), config)
     benchmark_sentences = bench_texts | {s for p in sts for s in (p.sentence1, p.sentence2)}
     train_documents = build_documents(
         cells, rng("train-corpus"), lexicon, config,
@@ -105,7 +106,7 @@ def build_demo(config: DemoConfig | None = None) -> DemoBundle:
     train_queries = build_questions(cells, rng("train-queries"), lexicon, config, split="train",
                                     per_cell=config.train_queries_per_cell, id_prefix="tq",
                                     exclude=benchmark_sentences)
-    train = build_train(train_queries, train_documents, scheme, rng("train"), config)
+    train = compose_train_examples(train_queries, train_documents, scheme, rng("train"), config)
     raw = build_raw_queries(cells, rng("raw"), lexicon, config, exclude=benchmark_sentences)
     return DemoBundle(
         config=config, cells=cells, scheme=scheme, lexicon=lexicon, documents=documents, queries=queries,

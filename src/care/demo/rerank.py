@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from care.data.pairs import RerankExample
+from care.data.rerank import RerankExample
 from care.demo.cells import GRADE_ANSWERS, GRADE_NONE, RelevanceScheme
 from care.demo.config import DemoConfig
 from care.demo.corpus import DemoDocument

@@ -14,7 +14,9 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
-from care.data.pairs import load_rerank, load_sts
+from care.data.rerank import load_rerank
+
+from care.data.sts import load_sts
 from care.data.retrieval import RetrievalData, load_retrieval_folder
 from care.demo import demo_tasks_root
 from care.demo.tasks import RELEVANCE_THRESHOLD, RERANK_TASK, RETRIEVAL_TASK, STS_TASK

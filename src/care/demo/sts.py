@@ -69,7 +69,7 @@ def _pairs_for_seed(
     ]
 
 
-def build_sts(groups: Sequence[SynonymGroup], rng: random.Random, config: DemoConfig) -> list[DemoSTSPair]:
+def compose_sts_pairs(groups: Sequence[SynonymGroup], rng: random.Random, config: DemoConfig) -> list[DemoSTSPair]:
     """Up to ``config.sts_seeds_per_group`` seeds per group, three pairs each.
 
     A group whose terms differ too much in length for every template (e.g. 冠心病 /

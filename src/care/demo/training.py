@@ -45,7 +45,7 @@ class TrainExample:
         return {"query": self.query.text, "pos": [d.text for d in self.pos], "neg": [d.text for d in self.neg]}
 
 
-def build_train(
+def compose_train_examples(
     queries: Sequence[DemoQuery],
     documents: Sequence[DemoDocument],
     scheme: RelevanceScheme,

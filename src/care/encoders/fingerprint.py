@@ -44,6 +44,18 @@ def folder_identity(folder: str | Path) -> dict[str, Any]:
     return {"path": str(root), "files": files}
 
 
+def folder_fingerprint(path: str | Path, **settings: object) -> str:
+    """A short hex fingerprint of a model folder (:func:`folder_identity`: file names, sizes and
+    modification times, never the weights' bytes) plus ``settings``; a path that is no folder (a hub
+    name, a single file) is fingerprinted by its name (resolved when it exists)."""
+    folder = Path(path)
+    if folder.is_dir():
+        identity = folder_identity(folder)
+    else:
+        identity = {"name": str(folder.resolve()) if folder.exists() else str(path)}
+    return digest({**identity, "settings": settings})
+
+
 def file_identity(path: str | Path) -> dict[str, Any]:
     """Identify one weights file (e.g. a bundled quantised model) by resolved path, size and mtime."""
     resolved = Path(path).expanduser().resolve()

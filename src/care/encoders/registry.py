@@ -216,7 +216,7 @@ def _build_asymmetric(
     leftover: Mapping[str, Any],
     source: str,
 ) -> Encoder:
-    from care.encoders.asymmetric import AsymmetricEncoder
+    from care.encoders.pair import AsymmetricEncoder
 
     if leftover:
         raise CareError(f"{source}: unknown option(s) {', '.join(sorted(leftover))} for an asymmetric pair; valid: dim, name")

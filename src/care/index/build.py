@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import logging
 import os
 import time
@@ -35,6 +34,7 @@ import numpy as np
 
 from care.data.io import write_json
 from care.data.retrieval import check_corpus, iter_documents, iter_numbered_documents
+from care.encoders.fingerprint import file_sha256
 from care.errors import CareError, DimensionMismatchError
 from care.index.config import IndexConfig
 from care.index.manifest import (
@@ -59,7 +59,6 @@ DEFAULT_BATCH_SIZE = 32
 MERGE_BLOCK_ROWS = 65_536
 BACKENDS = ("faiss", "milvus")
 LOCK_FILE = "merge.lock"
-READ_BLOCK_BYTES = 1 << 20
 
 
 @dataclass
@@ -104,14 +103,6 @@ class BuildOptions:
 
 
 # ------------------------------------------------------------------------------------------ corpus
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(READ_BLOCK_BYTES), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def shard_ranges(n_docs: int, num_shards: int) -> list[list[int]]:
     """Contiguous ``[start, end)`` ranges; shard sizes differ by at most one row."""
     if num_shards > n_docs:

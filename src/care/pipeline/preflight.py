@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from care.bench.task import TaskMetadata
-from care.data.pairs import load_rerank, load_sts
+from care.data.rerank import load_rerank
+from care.data.sts import load_sts
 from care.data.retrieval import check_corpus, load_queries, load_retrieval_folder
 from care.data.training import iter_training_file
 from care.errors import CareError

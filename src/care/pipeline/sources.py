@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from care.bench.task import TaskMetadata
-from care.data.pairs import load_rerank
+from care.data.rerank import load_rerank
 from care.data.retrieval import load_queries
 from care.errors import CareError
 from care.pipeline.context import RunContext

@@ -34,7 +34,7 @@ class TowerEncoder:
     Args:
         model: the tower (ends with Normalize, so outputs are unit vectors).
         name: short name for logs and cache manifests.
-        fingerprint: identifies the weights and settings; see :func:`folder_fingerprint`.
+        fingerprint: identifies the weights and settings; see :func:`care.encoders.fingerprint.folder_fingerprint`.
         query_prompt: prefix for ``encode_queries``.
         document_prompt: prefix for ``encode_documents`` (e5's ``"passage: "``; ``None``: none).
     """
@@ -76,23 +76,6 @@ class TowerEncoder:
     def encode_texts(self, texts: Sequence[str], *, batch_size: int = 32, show_progress: bool = False) -> np.ndarray:
         """The tower's vectors of ``texts`` exactly as given (no prefix: the caller formatted them)."""
         return self._encode(texts, None, batch_size, show_progress)
-
-
-def folder_fingerprint(path: str | Path, **settings: object) -> str:
-    """A cheap fingerprint of a model folder: file names, sizes and modification times, plus settings.
-
-    Hashing the weights themselves would read gigabytes for a 4B model; a changed checkpoint has a
-    new size or mtime. Hub names (not folders) are fingerprinted by name.
-    """
-    h = hashlib.sha256()
-    path = Path(path)
-    h.update(str(path.resolve() if path.exists() else path).encode())
-    if path.is_dir():
-        for f in sorted(p for p in path.rglob("*") if p.is_file()):
-            st = f.stat()
-            h.update(f"{f.relative_to(path)}:{st.st_size}:{st.st_mtime_ns}".encode())
-    h.update(repr(sorted(settings.items())).encode())
-    return h.hexdigest()[:16]
 
 
 def load_factory(spec: str) -> Encoder:

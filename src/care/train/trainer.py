@@ -139,7 +139,8 @@ class Trainer:
     def _build_teacher(self) -> Encoder:
         if self.teacher is not None:
             return self.teacher
-        from care.train.teacher import TowerEncoder, folder_fingerprint, load_factory
+        from care.encoders.fingerprint import folder_fingerprint
+        from care.train.teacher import TowerEncoder, load_factory
         from care.train.towers import load_document_tower
 
         tc, mc = self.config.model.teacher, self.config.model

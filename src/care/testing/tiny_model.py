@@ -5,7 +5,7 @@ Qwen3 document route, Matryoshka-cut to the same width) in a few seconds on a CP
 meaningless, but every code path — index build, serve, ONNX export — runs exactly as with a trained
 model::
 
-    python -c "from care.serve.testing import *; make_tiny_care_model('tiny'); write_corpus('corpus.jsonl')"
+    python -c "from care.testing.tiny_model import *; make_tiny_care_model('tiny'); write_corpus('corpus.jsonl')"
     care index build --model tiny/care --corpus corpus.jsonl --output idx
     care serve --index idx
 """
@@ -29,16 +29,6 @@ SAMPLE_DOCS: tuple[dict[str, Any], ...] = (
     {"id": "d8", "title": "失眠", "text": "长期失眠可以尝试规律作息，必要时在医生指导下用药。", "department": "neurology"},
 )
 SAMPLE_QUERIES: tuple[str, ...] = ("头痛怎么办", "高血压吃什么药", "血糖高要注意什么", "反酸烧心", "肺部结节要复查吗")
-
-
-def with_config(engine: Any, **changes: Any) -> Any:
-    """A :class:`~care.serve.engine.SearchEngine` over ``engine``'s index and encoder with ``changes`` made
-    to its :class:`~care.serve.config.ServeConfig` (e.g. ``max_wait_ms=50.0``); nothing is loaded again."""
-    import dataclasses
-
-    from care.serve.engine import SearchEngine
-
-    return SearchEngine(engine.bundle, engine.query_encoder, dataclasses.replace(engine.config, **changes))
 
 
 def write_corpus(path: str | Path, docs: Sequence[dict[str, Any]] = SAMPLE_DOCS) -> Path:

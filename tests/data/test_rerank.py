@@ -1,9 +1,9 @@
-"""care.data.pairs: rerank and STS files."""
+"""care.data.rerank: rerank files."""
 
 import pytest
 
 from care.data.errors import DataFormatError
-from care.data.pairs import RerankExample, STSPair, load_rerank, load_sts, write_rerank, write_sts
+from care.data.rerank import RerankExample, load_rerank, write_rerank
 
 
 def test_rerank_round_trip_and_single_string_positive(tmp_path):
@@ -25,15 +25,3 @@ def test_bad_rerank_rows(tmp_path, row, message):
     path.write_text('{"query": "ok", "positive": ["a"]}\n' + row + "\n", encoding="utf-8")
     with pytest.raises(DataFormatError, match=f"line 2, {message}"):
         load_rerank(path)
-
-
-def test_sts_round_trip_and_errors(tmp_path):
-    path = tmp_path / "sts.jsonl"
-    write_sts(path, [STSPair("a", "b", 1.0), STSPair("c", "d", 0)])
-    assert [p.score for p in load_sts(path)] == [1.0, 0.0]
-    path.write_text('{"sentence1": "a", "sentence2": "b", "score": "high"}\n', encoding="utf-8")
-    with pytest.raises(DataFormatError, match="line 1, field 'score': expected a number, got 'high'"):
-        load_sts(path)
-    path.write_text('{"sentence1": "a", "sentence2": "b", "score": 1}\n', encoding="utf-8")
-    with pytest.raises(DataFormatError, match="at least two"):
-        load_sts(path)

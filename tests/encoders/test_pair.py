@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from care.encoders.asymmetric import AsymmetricEncoder
+from care.encoders.pair import AsymmetricEncoder
 from care.encoders.registry import load_model
 from care.errors import DimensionMismatchError
 
