@@ -6,7 +6,7 @@ from pathlib import Path
 
 import httpx
 
-from care.data.retrieval import load_qrels, load_queries
+from care.data.retrieval import load_qrels, load_queries, split_files
 from care.serve.app import create_app
 from care.serve.engine import load_engine
 from care.serve.server import serve_in_thread
@@ -16,8 +16,9 @@ TOP_K = 5
 
 def relevant_documents(task_folder: Path, threshold: int) -> tuple[dict[str, str], dict[str, set[str]]]:
     """The task's questions and, per question, the documents judged relevant at ``threshold`` or above."""
-    queries = load_queries(task_folder / "queries.jsonl")
-    qrels = load_qrels(task_folder / "qrels.tsv", query_ids=queries)
+    queries_file, qrels_file = split_files(task_folder, None)  # ours (qrels.tsv) or BEIR's (qrels/test.tsv)
+    queries = load_queries(queries_file)
+    qrels = load_qrels(qrels_file, query_ids=queries)
     relevant = {q: {d for d, score in docs.items() if score >= threshold} for q, docs in qrels.items()}
     return {q: t for q, t in queries.items() if relevant.get(q)}, relevant
 

@@ -1,7 +1,7 @@
 """Steps 1-2 of a run: curate the raw texts, then label them into the run's training file.
 
 ``curate``: the raw questions (``inputs.raw_queries``) and the documents (``inputs.raw_documents``, or
-the positives of ``inputs.train_file``) are anonymised (:func:`care.curate.anonymise.anonymise_file`)
+the positives of ``inputs.train_file``) are anonymised (:func:`care.curate.pii.anonymiser.anonymise_file`)
 and diversified with the paper's dynamic-index filter (:func:`care.curate.diversify.diversify_file`).
 
 ``label``: each curated question's top-``label_depth`` curated documents are judged

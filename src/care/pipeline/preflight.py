@@ -2,7 +2,7 @@
 
 A bad line in a task's qrels or in the corpus to index must not surface after curation, labelling and
 training: :func:`check_inputs` reads every input file with the reader its step will use
-(:mod:`care.data.retrieval`, :mod:`care.data.training`, :mod:`care.data.pairs`), so what passes here
+(:mod:`care.data.retrieval`, :mod:`care.data.training`, :mod:`care.data.rerank`, :mod:`care.data.sts`), so what passes here
 parses there, and a problem is a :class:`~care.data.errors.DataFormatError` naming the file, line and
 field within seconds of ``care run`` starting. It checks:
 

@@ -575,11 +575,15 @@ def _base_spec(model: str, stage: str, config_dir: str | Path | None, overrides:
 
 def _score_base_models(validator: StageValidator, stages: Sequence[str], config_dir: str | Path | None,
                        overrides: Sequence[str], query_model: str, document_model: str) -> None:
-    """The towers the recipe starts from, used as they are: what the first stages must beat."""
-    if "init_query" in stages:
-        validator.score(BASE_QUERY, _base_spec(query_model, "init_query", config_dir, overrides))
-    if "init_document" in stages:
-        validator.score(BASE_DOCUMENT, _base_spec(document_model, "init_document", config_dir, overrides))
+    """The towers the recipe starts from, used as they are (with the prompts of the first stage that trains
+    each): what the first stages must beat; the base document model is also what the final model must beat
+    (e5 zero-shot for e5 towers)."""
+    query_stage = next((s for s in ("init_query", "stage1", "stage1_rank", "stage2") if s in stages), None)
+    document_stage = next((s for s in ("init_document", "stage1", "stage2") if s in stages), None)
+    if query_stage is not None:
+        validator.score(BASE_QUERY, _base_spec(query_model, query_stage, config_dir, overrides))
+    if document_stage is not None:
+        validator.score(BASE_DOCUMENT, _base_spec(document_model, document_stage, config_dir, overrides))
 
 
 def _score_stage(validator: StageValidator | None, stage: str, result: TrainResult) -> None:
