@@ -187,3 +187,17 @@ def test_a_corpus_with_a_repeated_id_is_refused_before_any_work(world, builder):
             build_train(corpus, queries, CharEncoder(), judges, tmp / "train.jsonl", show_progress=False)
     assert not server.requests  # nothing was judged (or paid) before the refusal
     assert not (tmp / "bench" / "work").exists() and not (tmp / "train.jsonl.work").exists()
+
+
+def test_build_alignment_without_document_rows(tmp_path):
+    """``include_documents=False`` (care run's ``alignment_documents: false``): query-side rows only."""
+    from care.curate.train_data import build_alignment
+
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps({"query": q, "pos": [p]}, ensure_ascii=False) + "\n" for q, p in
+                             [("胃痛怎么办", "胃痛要休息"), ("头痛怎么办", "头痛多喝水"), ("失眠怎么办", "失眠少看手机")]),
+                     encoding="utf-8")
+    both = build_alignment(train, tmp_path / "both.jsonl", extra_queries=["咳嗽怎么办"])
+    only = build_alignment(train, tmp_path / "queries.jsonl", extra_queries=["咳嗽怎么办"], include_documents=False)
+    kinds = [json.loads(line)["type"] for line in (tmp_path / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert (both, only) == (7, 4) and set(kinds) == {"query_align"}

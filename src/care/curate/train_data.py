@@ -119,11 +119,11 @@ def build_alignment(
     seed: int = 0,
     max_texts: int | None = None,
     extra_queries: list[str] | None = None,
-    documents: bool = True,
+    include_documents: bool = True,
 ) -> int:
     """Stage I alignment rows from a training file's queries and positives (``type`` query_align /
     doc_align), via :func:`care.train.alignment.build_alignment_data`; ``extra_queries`` (e.g. corpus
-    sentences, :func:`care.train.alignment.document_sentences`) join the query side; ``documents=False``
+    sentences, :func:`care.train.alignment.document_sentences`) join the query side; ``include_documents=False``
     writes query-side rows only (the real-weight runs: a passage costs the small tower several short texts).
     Returns rows written."""
     from care.train.alignment import build_alignment_data
@@ -141,6 +141,6 @@ def build_alignment(
         queries = rng.sample(queries, min(max_texts, len(queries)))
         documents = rng.sample(documents, min(max_texts, len(documents)))
     queries += extra_queries or []
-    rows = build_alignment_data(queries, documents if documents else [], negative_miner=negative_miner,
+    rows = build_alignment_data(queries, documents if include_documents else [], negative_miner=negative_miner,
                                 n_negatives=n_negatives, seed=seed)
     return write_jsonl(out_path, rows)

@@ -127,7 +127,7 @@ def care_alignment_file(ctx: RunContext, train_file: str, out: Path) -> str | No
                                        seed=ctx.config.seed)
         out.mkdir(parents=True, exist_ok=True)
         build_alignment(train_file, target, extra_queries=sentences, seed=ctx.config.seed,
-                        documents=ctx.config.recipes.care.alignment_documents)
+                        include_documents=ctx.config.recipes.care.alignment_documents)
     return str(target)
 
 
