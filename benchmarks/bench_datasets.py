@@ -13,13 +13,13 @@ Public helpers only, so no script imports another script's private names:
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks._common import RUNS, dev_set
 from care.bench.registry import infer_task
 from care.bench.task import TaskMetadata
 from care.data.retrieval import load_corpus, load_queries
@@ -30,14 +30,6 @@ from care.train.mining import N_MINED_NEGATIVES, mine_negatives
 
 logger = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-#: The dev set (read-only, outside the repository; scripts that need it stop when it is absent):
-#: ``$CARE_DEV_SET``, else ``../shared/data/toyhom_neike_sample`` next to the repository.
-DEV_SET_ENV = "CARE_DEV_SET"
-TOYHOM = Path(os.environ.get(DEV_SET_ENV) or ROOT.parent / "shared" / "data" / "toyhom_neike_sample")
-#: Where the scripts keep their training runs, caches and exports (ignored by git).
-RUNS = ROOT / "runs"
 #: Queries timed for latency, and rounds over them.
 LATENCY_QUERIES = 50
 LATENCY_ROUNDS = 3
@@ -59,21 +51,21 @@ class Dataset:
 
 
 def prepare_toyhom(work: Path) -> Dataset:
-    """The dev set: training rows with BM25-mined negatives; the test split as a task over the full corpus."""
-    if not TOYHOM.is_dir():
-        raise SystemExit(f"dev set not found at {TOYHOM}; set ${DEV_SET_ENV} to its folder")
+    """The dev set (``$CARE_DEV_SET``): training rows with BM25-mined negatives; the test split as a task over
+    the full corpus."""
+    toyhom = dev_set()
     from care.models.instructions import instruction_for_task
 
-    corpus = load_corpus(TOYHOM / "corpus.jsonl")
+    corpus = load_corpus(toyhom / "corpus.jsonl")
     corpus_texts = [d.text for d in corpus.values()]
-    train_rows = load_training_file(TOYHOM / "train.jsonl")
+    train_rows = load_training_file(toyhom / "train.jsonl")
     train_file = work / "train.jsonl"
     if not train_file.is_file():
         write_training_file(train_file, mine_negatives(train_rows, corpus_texts, n=N_MINED_NEGATIVES, seed=0))
-    task = TaskMetadata.from_dict({**infer_task(TOYHOM).to_dict(), "name": "toyhom-test", "split": "test",
-                                   "path": str(TOYHOM), "instruction": instruction_for_task("CMedTEB-Retrieval")})
+    task = TaskMetadata.from_dict({**infer_task(toyhom).to_dict(), "name": "toyhom-test", "split": "test",
+                                   "path": str(toyhom), "instruction": instruction_for_task("CMedTEB-Retrieval")})
     queries = [r.query for r in train_rows]
-    return Dataset("toyhom", train_file, task, corpus_texts + queries, queries, corpus_texts, TOYHOM / "corpus.jsonl")
+    return Dataset("toyhom", train_file, task, corpus_texts + queries, queries, corpus_texts, toyhom / "corpus.jsonl")
 
 
 def prepare_demo(work: Path) -> Dataset:

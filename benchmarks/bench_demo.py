@@ -8,7 +8,7 @@ quality-vs-QPS figure).
 
 Usage::
 
-    python benchmarks/bench_demo.py [--output runs/demo] [-- extra care demo flags]
+    python -m benchmarks.bench_demo [--output runs/demo] [-- extra care demo flags]
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import sys
 import time
 from pathlib import Path
 
-from bench_datasets import RESULTS, ROOT
-from bench_results import save
+from benchmarks._common import RESULTS, RUNS, portable
+from benchmarks.bench_results import save
 
 EXPERIMENT, NAME = "demo_run", "demo"
 KIB = 1024
@@ -32,7 +32,7 @@ KIB = 1024
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--output", type=Path, default=ROOT / "runs" / "demo", help="the demo's run folder (replaced)")
+    parser.add_argument("--output", type=Path, default=RUNS / "demo", help="the demo's run folder (replaced)")
     parser.add_argument("extra", nargs="*", help="more care demo flags, after --")
     args = parser.parse_args()
     command = [sys.executable, "-c", "from care.cli import main; main()", "demo", "--output", str(args.output),
@@ -46,14 +46,14 @@ def main() -> None:
     manifest = json.loads((args.output / "manifest.json").read_text(encoding="utf-8"))
     measured = {"wall_seconds": round(wall, 1), "peak_rss_gib": round(peak_gib, 2),
                 "load_average_1min_before": load_before[0], "load_average_1min_after": load_after[0],
-                "cpu_count": os.cpu_count(), "command": "care " + " ".join(command[3:])}
+                "cpu_count": os.cpu_count(), "command": "care " + " ".join(map(str, portable(command[3:])))}
     figure = RESULTS / EXPERIMENT / f"{NAME}.png"
     if (args.output / "quality_vs_qps.png").is_file():
         figure.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(args.output / "quality_vs_qps.png", figure)
     minutes, seconds = divmod(wall, 60)
     lines = ["# `care demo` — measured end to end", "",
-             f"Command: `python benchmarks/bench_demo.py` (runs `{measured['command']}` with the defaults) on "
+             f"Command: `python -m benchmarks.bench_demo` (runs `{measured['command']}` with the defaults) on "
              f"{measured['cpu_count']} shared CPU cores, no GPU.", "",
              "| wall time | peak memory (max RSS) | 1-min load average before / after |", "|---|---|---|",
              f"| {int(minutes)}:{seconds:04.1f} | {peak_gib:.2f} GiB | {load_before[0]:.1f} / {load_after[0]:.1f} |", "",
@@ -64,11 +64,11 @@ def main() -> None:
               "Latencies were measured on shared cores: compare models within this table only. "
               f"Full manifest: `{NAME}.json`; figure: `{NAME}.png`."]
     results = json.loads((args.output / "results.json").read_text(encoding="utf-8"))
-    save(EXPERIMENT, NAME, config=manifest["config"], seeds=[manifest["config"]["seed"]],
+    save(EXPERIMENT, NAME, config=portable(manifest["config"]), seeds=[manifest["config"]["seed"]],
          scores={row["model"]: row["scores"] for row in results["rows"]},
          latencies={row["model"]: {"median_ms": row["query_latency_ms"]} for row in results["rows"]
                     if row["query_latency_ms"] is not None},
-         extra={"measured": measured, "steps": manifest["steps"], "versions": manifest.get("versions", {}),
+         extra={"measured": measured, "steps": portable(manifest["steps"]), "versions": manifest.get("versions", {}),
                 "ranking": results.get("ranking", [])},
          markdown="\n".join(lines))
     print("\n".join(lines))  # noqa: T201 — the script's report

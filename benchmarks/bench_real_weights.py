@@ -29,9 +29,9 @@ int8, one thread, side by side) and writes the table ``real_weights/<dataset>.md
 
 Usage::
 
-    python benchmarks/bench_real_weights.py --seeds 0 1 2             # train + score (GPU: minutes)
-    python benchmarks/bench_real_weights.py --validation --seeds 0 --variant mined=stage2:mine=7
-    python benchmarks/bench_real_weights.py --summarise --seeds 0 1 2  # latency here + the table
+    python -m benchmarks.bench_real_weights --seeds 0 1 2             # train + score (GPU: minutes); $CARE_DEV_SET
+    python -m benchmarks.bench_real_weights --validation --seeds 0 --variant mined=stage2:mine=7
+    python -m benchmarks.bench_real_weights --summarise --seeds 0 1 2  # latency here + the table
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from benchmarks._common import RESULTS, ROOT, RUNS, dev_set, portable
 from care.bench.options import RunOptions
 from care.bench.record import BenchmarkRecord, read_records, write_record
 from care.bench.registry import infer_task
@@ -69,11 +70,8 @@ from care.train.trainer import read_result, train
 
 logger = logging.getLogger("bench_real_weights")
 
-ROOT = Path(__file__).resolve().parents[1]
-DEV_SET = ROOT.parent / "shared" / "data" / "toyhom_neike_sample"
 CONFIGS = preset_dir("e5")  # care.train.presets: what care train recipe / care run use for e5 document towers
 DEMO_RETRIEVAL = ROOT / "src" / "care" / "demo" / "data" / "CMedTEB-Demo-Retrieval"
-RESULTS = ROOT / "benchmarks" / "results"
 EXPERIMENT = "real_weights"
 #: e5's conventions: the prefixes it was trained with, no task instruction.
 QUERY_PREFIX, PASSAGE_PREFIX = "query: ", "passage: "
@@ -763,10 +761,11 @@ def ensure_e5(args) -> Path:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=DEV_SET, help="the dev set folder (train.jsonl, corpus.jsonl, test_*)")
-    parser.add_argument("--e5", type=Path, default=ROOT / "runs" / "e5" / "L12",
+    parser.add_argument("--data", type=Path, default=None,
+                        help="the dev set folder (train.jsonl, corpus.jsonl, test_*; default: $CARE_DEV_SET)")
+    parser.add_argument("--e5", type=Path, default=RUNS / "e5" / "L12",
                         help="exported multilingual-e5-small (written with care model export-e5 when missing)")
-    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "real_weights")
+    parser.add_argument("--work", type=Path, default=RUNS / "real_weights")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results root (records go to <out>/real_weights/)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--layers", type=int, default=QUERY_LAYERS, help="query tower: e5 cut to this many strided layers")
@@ -835,6 +834,8 @@ def main() -> None:
     parser = build_parser()
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    if args.data is None and (not args.summarise or args.latency):
+        args.data = dev_set()
     if args.summarise:
         summarise(args)
         return
@@ -855,7 +856,7 @@ def main() -> None:
             duplicates = near_duplicate_share(prep, e5, work / "diagnosis" / "teacher_cache", DUPLICATE_THRESHOLD, seed)
             logger.info("near-duplicate answers: %s", duplicates)
             write_record(BenchmarkRecord(EXPERIMENT, f"diagnosis_{prep.name}_seed{seed}",
-                                         config={"e5": str(e5), "length_overrides": LENGTH_OVERRIDES},
+                                         config={"e5": portable(e5), "length_overrides": LENGTH_OVERRIDES},
                                          seeds=[seed], scores=scores, extra={"near_duplicates": duplicates}), args.out)
         return
     cut = e5_cuts(e5, args.layers, args.work)
@@ -868,7 +869,7 @@ def main() -> None:
                                          "soups": dict(args.soup), "max_train": args.max_train,
                                          "care_variant": {"name": args.care_variant[0],
                                                           "settings": args.care_variant[1]},
-                                         "specs": result["specs"], "skipped_rows": args.skip_rows},
+                                         "specs": portable(result["specs"]), "skipped_rows": args.skip_rows},
                                  seeds=[seed], scores=result["scores"],
                                  extra={"timings_s": result["timings_s"], "travel": result["travel"],
                                         "train_seconds_by_stage": result["train_seconds"],

@@ -2,7 +2,7 @@
 
 :func:`save` writes ``benchmarks/results/<experiment>/<name>.json`` through :func:`care.bench.record.write_record`
 (command, commit, date, machine and load filled in) and, when given, ``<name>.md`` for people. The README and
-docs tables are generated from these records (``python benchmarks/tables.py``).
+docs tables are generated from these records (``python -m benchmarks.tables``).
 """
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench_datasets import RESULTS
-
+from benchmarks._common import RESULTS
 from care.bench.record import BenchmarkRecord, write_record
 from care.data.io import atomic_write
 

@@ -14,7 +14,7 @@ client-side p50 / p99 of the valid ones, every hostile kind's status codes, and 
 resident memory before and after (and its peak). Written with ``care.bench.record`` to
 ``benchmarks/results/service_hostile/tiny_care.json``.
 
-Usage: ``python benchmarks/bench_service_hostile.py [--clients 32] [--seconds 30] [--hostile-share 0.1]``.
+Usage: ``python -m benchmarks.bench_service_hostile [--clients 32] [--seconds 30] [--hostile-share 0.1]``.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from pathlib import Path
 
 import httpx
 
+from benchmarks._common import RESULTS
 from care.bench.record import BenchmarkRecord, write_record
 from care.serve.loadgen import run_mixed_load
 from care.serve.server import free_port
@@ -38,7 +39,6 @@ from care.testing.tiny_model import SAMPLE_QUERIES, make_tiny_care_model, write_
 
 logger = logging.getLogger("bench_service_hostile")
 
-RESULTS = Path(__file__).resolve().parent / "results"
 KEY_ENV = "CARE_BENCH_KEY"
 KEY = "bench-secret"
 STARTUP_S = 120.0

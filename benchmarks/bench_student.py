@@ -10,9 +10,9 @@ queries. Each run writes ``benchmarks/results/student/<dataset>_seed<k>.json`` (
 
 Usage::
 
-    python benchmarks/bench_student.py --onnx --threads 1 --seed K          # K = 0, 1, 2
-    python benchmarks/bench_student.py --summarise-seeds 0 1 2
-    python benchmarks/bench_student.py --set layers=4 --set keep=first --seed 0   # another recipe
+    python -m benchmarks.bench_student --onnx --threads 1 --seed K          # K = 0, 1, 2
+    python -m benchmarks.bench_student --summarise-seeds 0 1 2
+    python -m benchmarks.bench_student --set layers=4 --set keep=first --seed 0   # another recipe
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ import logging
 import statistics
 from pathlib import Path
 
-from bench_datasets import RESULTS, ROOT, RUNS, Dataset, e5_teacher, latency_queries, prepare_demo, prepare_toyhom
-
+from benchmarks._common import RESULTS, ROOT, RUNS, portable
+from benchmarks.bench_datasets import Dataset, e5_teacher, latency_queries, prepare_demo, prepare_toyhom
 from care.bench.latency import measure_latency
 from care.bench.options import RunOptions
 from care.bench.record import BenchmarkRecord, read_records, write_record
@@ -98,7 +98,8 @@ def run_seed(args: argparse.Namespace, ds: Dataset, work: Path, seed: int) -> Be
                                      "latency": report.settings.to_dict()},
                              seeds=[seed], scores=scores,
                              latencies={name: timed_.to_dict() for name, timed_ in report.models.items()},
-                             extra={"run_folder": str(run), "model": result.model, "stages": result.summary()["stages"],
+                             extra={"run_folder": portable(run), "model": portable(result.model),
+                                    "stages": result.summary()["stages"],
                                     "latency_self_check": report.self_check.describe(),
                                     "e5_latency_over": {name: report.ratio(E5, name) for name in report.medians()
                                                         if name != E5}})

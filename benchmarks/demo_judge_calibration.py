@@ -10,7 +10,7 @@ the nearest-neighbour similarity quantiles that set the diversify thresholds.
 
 Usage::
 
-    python benchmarks/demo_judge_calibration.py [--skip-e5]
+    python -m benchmarks.demo_judge_calibration [--skip-e5]
 
 Writes ``benchmarks/results/demo_judge/calibration.json``.
 """
@@ -23,11 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks._common import RESULTS
+from benchmarks.bench_results import save
 from care.demo.build import build_demo
 from care.pipeline.config import E5_JUDGE_THRESHOLDS, HASHING_JUDGE_THRESHOLDS
 from care.encoders.hashing import HashingCharEncoder
 
-RESULTS = Path(__file__).resolve().parent / "results"
 DEPTH = 50
 QUANTILES = (5, 50, 95)
 A_SWEEP = {"e5": (0.90, 0.92, 0.93, 0.935, 0.94), "hashing": (0.35, 0.40, 0.45, 0.50, 0.55)}
@@ -83,8 +84,6 @@ def main() -> None:
             "answer_2nd_neighbour_quantiles": dict(zip(map(str, QUANTILES), np.percentile(second_neighbour(d), QUANTILES).round(3).tolist())),
         }
         logging.info("%s: %s", name, out[name]["configured"])
-    from bench_results import save
-
     path = save("demo_judge", "calibration", config={"depth": DEPTH, "encoders": list(encoders)},
                 scores={name: out[name] for name in encoders},
                 extra={k: v for k, v in out.items() if k not in encoders}, results=args.out)

@@ -8,7 +8,7 @@ These are the numbers behind two choices of the student recipe (``configs/studen
 
 Usage::
 
-    python benchmarks/e5_student_starts.py
+    python -m benchmarks.e5_student_starts
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from bench_datasets import ROOT, e5_cut, prepare_toyhom
-from bench_results import save
-
+from benchmarks._common import RUNS
+from benchmarks.bench_datasets import e5_cut, prepare_toyhom
+from benchmarks.bench_results import save
 from care.bench.options import RunOptions
 from care.bench.runner import evaluate
 from care.encoders.pair import AsymmetricEncoder
@@ -53,7 +53,7 @@ class QueriesAsPassages:
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    src = ROOT / "runs" / "bench_care" / "toyhom"
+    src = RUNS / "bench_care" / "toyhom"
     ds = prepare_toyhom(src)
     cache = EmbeddingCache(src / "embedding_cache")
     e5 = load_model("e5")
@@ -72,7 +72,7 @@ def main() -> None:
         logger.info("%s: nDCG@10 %.4f", name, scores[name])
     lines = ["# Where an e5 student starts (toyhom test, documents: e5 passages)", "",
              "| query side | nDCG@10 |", "|---|---|", *(f"| {k} | {v:.4f} |" for k, v in scores.items()), "",
-             "Command: `python benchmarks/e5_student_starts.py`"]
+             "Command: `python -m benchmarks.e5_student_starts`"]
     save("e5_student_starts", "toyhom", config={"dataset": "toyhom", "split": "test", "layers": LAYERS},
          scores={k: {"ndcg_at_10": v} for k, v in scores.items()}, markdown="\n".join(lines))
     print("\n".join(lines))  # noqa: T201 — the script's report

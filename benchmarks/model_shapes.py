@@ -5,7 +5,7 @@ device — no weights, no memory. With ``--texts`` (a .txt or .jsonl sample such
 set's ``train.jsonl``) it also times ``make_tiny_models`` and the tiny CARE model's CPU encoding
 speed (one thread) for queries and documents.
 
-    python benchmarks/model_shapes.py --texts /work/shared/data/toyhom_neike_sample/train.jsonl \
+    python -m benchmarks.model_shapes --texts "$CARE_DEV_SET/train.jsonl" \
         # -> benchmarks/results/model_shapes/presets.json
 """
 
@@ -20,6 +20,8 @@ from pathlib import Path
 
 import torch
 
+from benchmarks._common import RESULTS, portable
+from benchmarks.bench_results import save
 from care.models.presets import PRESETS, count_parameters
 
 logger = logging.getLogger("model_shapes")
@@ -83,7 +85,7 @@ def tiny_run(texts_path: Path, sample: int) -> dict:
             encode(probe, batch_size=BATCH_SIZE, show_progress_bar=False)
             timings[f"{route}_texts_per_second"] = round(len(probe) / (time.perf_counter() - start), 1)
         return {
-            "texts_file": str(texts_path),
+            "texts_file": portable(texts_path),
             "texts_used": len(texts),
             "make_tiny_models_seconds": round(build_seconds, 2),
             "query_vocab": len(query[0].tokenizer),
@@ -104,16 +106,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=Path, help="optional text sample (.txt / .jsonl) for the tiny-model run")
     parser.add_argument("--sample", type=int, default=20000, help="max texts read from --texts")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results"), help="results folder")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results folder")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     torch.set_num_threads(1)
     report: dict = {"presets": preset_rows()}
     if args.texts:
         report["tiny"] = tiny_run(args.texts, args.sample)
-    from bench_results import save
-
-    save("model_shapes", "presets", config={"texts": str(args.texts) if args.texts else None, "sample": args.sample},
+    save("model_shapes", "presets", config={"texts": portable(args.texts) if args.texts else None, "sample": args.sample},
          scores=report, results=args.out)
     print("| preset | kind | hidden | layers | vocab | parameters | LoRA r=32 parameters |")
     print("|---|---|---|---|---|---|---|")

@@ -20,8 +20,8 @@ MAP@10; toyhom: test-split nDCG@10 over the full corpus), and the table is writt
 
 Usage::
 
-    python benchmarks/paper_tables.py --table 5 --dataset demo --seeds 0 1 2
-    python benchmarks/paper_tables.py --table 12 --dataset toyhom --seeds 0 1 2 --rows 512 --pretrain-steps 300
+    python -m benchmarks.paper_tables --table 5 --dataset demo --seeds 0 1 2
+    python -m benchmarks.paper_tables --table 12 --dataset toyhom --seeds 0 1 2 --rows 512 --pretrain-steps 300
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ import logging
 import time
 from pathlib import Path
 
-from table_common import ROOT, Run, SeedWork, Sizes, Variant, load_dataset, summarise, to_markdown
+from benchmarks._common import RUNS as RUNS_FOLDER
+from benchmarks.bench_results import save
+from benchmarks.table_common import Run, SeedWork, Sizes, Variant, load_dataset, summarise, to_markdown
 
 logger = logging.getLogger("paper_tables")
 
@@ -98,7 +100,7 @@ def main() -> None:
     parser.add_argument("--table", required=True, choices=sorted(TABLES, key=int))
     parser.add_argument("--dataset", default="demo", choices=["demo", "toyhom"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "paper_tables")
+    parser.add_argument("--work", type=Path, default=RUNS_FOLDER / "paper_tables")
     defaults = Sizes()
     parser.add_argument("--rows", type=int, default=defaults.rows, help="training rows per stage")
     parser.add_argument("--epochs", type=int, default=defaults.epochs, help="epochs per stage")
@@ -131,8 +133,6 @@ def main() -> None:
     settings = {**dataclasses.asdict(sizes), "threads": args.threads,
                 "seconds_this_invocation": seconds}
     summary = summarise(args.table, title, args.dataset, per_seed, variants, settings)
-    from bench_results import save
-
     markdown = to_markdown(summary)
     save("paper_tables", f"table{args.table}_{args.dataset}", config=summary["settings"], seeds=summary["seeds"],
          scores=summary["rows"], extra={k: v for k, v in summary.items() if k not in ("settings", "seeds", "rows")},

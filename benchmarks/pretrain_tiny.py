@@ -24,7 +24,7 @@ queries against the full corpus, next to the random-init tower. Output:
 
 Usage::
 
-    python benchmarks/pretrain_tiny.py [--work runs/pretrain/toyhom] [--seed 0] \
+    python -m benchmarks.pretrain_tiny [--work runs/pretrain/toyhom] [--seed 0] \
         [--retromae-steps 400] [--contrastive-steps 250]
 """
 
@@ -38,8 +38,8 @@ import platform
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-TOYHOM = ROOT.parent / "shared" / "data" / "toyhom_neike_sample"
+from benchmarks._common import ROOT, RUNS, dev_set, portable
+from benchmarks.bench_results import save
 
 CONFIGS = ROOT / "configs" / "pretrain"
 #: Tokens per text (the init_query length of configs/care_tiny; the dev set's answers average ~155 characters).
@@ -57,8 +57,9 @@ def prepare(work: Path, seed: int) -> dict[str, Path]:
     from care.models.presets import make_tiny_models
     from care.pretrain.pairs import make_pairs
 
-    corpus = [d.text for d in load_corpus(TOYHOM / "corpus.jsonl").values()]
-    queries = [obj["query"] for _, obj in iter_jsonl(TOYHOM / "train.jsonl")]
+    toyhom = dev_set()
+    corpus = [d.text for d in load_corpus(toyhom / "corpus.jsonl").values()]
+    queries = [obj["query"] for _, obj in iter_jsonl(toyhom / "train.jsonl")]
     base = work / "base"
     if not (base / "tiny-bert").is_dir():
         make_tiny_models(corpus + queries, base, seed=seed)  # same call as bench_care.py
@@ -69,7 +70,7 @@ def prepare(work: Path, seed: int) -> dict[str, Path]:
                 fh.write(" ".join(text.split()) + "\n")
     pairs = work / "pairs.jsonl"
     if not pairs.is_file():
-        stats = make_pairs([TOYHOM / "corpus.jsonl"], pairs, mode="split")
+        stats = make_pairs([toyhom / "corpus.jsonl"], pairs, mode="split")
         logger.info("pairs: %s", stats)
     return {"base": base / "tiny-bert", "texts": texts, "pairs": pairs}
 
@@ -103,8 +104,9 @@ def probe(models: dict[str, Path]) -> dict[str, dict[str, float]]:
     from care.bench.task import TaskMetadata
     from care.encoders.registry import load_model
 
-    task = TaskMetadata.from_dict({**infer_task(TOYHOM).to_dict(), "name": "toyhom-test", "split": "test",
-                                   "path": str(TOYHOM), "instruction": None})
+    toyhom = dev_set()
+    task = TaskMetadata.from_dict({**infer_task(toyhom).to_dict(), "name": "toyhom-test", "split": "test",
+                                   "path": str(toyhom), "instruction": None})
     out = {}
     for label, folder in models.items():
         result = evaluate(load_model(f"{folder}?pooling=cls&max_length={MAX_SEQ_LENGTH}"), task,
@@ -133,7 +135,7 @@ def anisotropy(models: dict[str, Path], texts_file: Path, n: int = ANISOTROPY_TE
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "pretrain" / "toyhom")
+    parser.add_argument("--work", type=Path, default=RUNS / "pretrain" / "toyhom")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--retromae-steps", type=int, default=400)
     parser.add_argument("--contrastive-steps", type=int, default=250)
@@ -141,8 +143,7 @@ def main() -> None:
     parser.add_argument("--no-probe", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if not TOYHOM.is_dir():
-        raise SystemExit(f"dev set not found at {TOYHOM}")
+    dev_set()  # stops here, naming $CARE_DEV_SET, when it is unset
     import torch
 
     torch.set_num_threads(args.threads)
@@ -171,11 +172,9 @@ def main() -> None:
     summary["mean_pairwise_cosine"] = anisotropy(towers, paths["texts"])
     if not args.no_probe:
         summary["zero_shot_probe"] = probe(towers)
-    from bench_results import save
-
     kept = ("runs", "mean_pairwise_cosine", "zero_shot_probe")
-    path = save("pretrain", "tiny", config={k: v for k, v in summary.items() if k not in kept}, seeds=[args.seed],
-                scores={k: summary[k] for k in kept if k in summary})
+    path = save("pretrain", "tiny", config=portable({k: v for k, v in summary.items() if k not in kept}), seeds=[args.seed],
+                scores=portable({k: summary[k] for k in kept if k in summary}))
     logger.info("wrote %s", path)
     for name, r in runs.items():
         print(f"{name}: {r['steps']} steps, {r['wall_seconds'] or 0:.0f} s, loss {r['loss_curve'][0]['loss']:.3f} -> "

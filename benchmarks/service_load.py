@@ -33,8 +33,8 @@ Writes ``benchmarks/results/service_load/<name>.json`` (``care.bench.record``) a
 
 Usage::
 
-    nice -n 10 python benchmarks/search_1m.py --dim 384 --step data   # the vectors
-    nice -n 10 python benchmarks/service_load.py
+    nice -n 10 python -m benchmarks.search_1m --dim 384 --step data   # the vectors
+    nice -n 10 python -m benchmarks.service_load                      # the dev set's texts: $CARE_DEV_SET
 """
 
 from __future__ import annotations
@@ -56,10 +56,10 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._common import RESULTS, ROOT, RUNS, dev_set
+
 logger = logging.getLogger("service_load")
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
 EXPERIMENT = "service_load"
 N_DOCS = 100_000
 TOP_K = 10
@@ -106,8 +106,7 @@ def query_encoder(work: Path) -> Path:
 
     out = work / "e5-L6-strided-onnx"
     if not (out / INT8_FILE).is_file():
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from bench_datasets import e5_cut
+        from benchmarks.bench_datasets import e5_cut
 
         base = e5_cut(6, "strided")
         export_query_encoder(f"{base}?pooling=mean&query_prefix=query%3A%20&instructions=false", out, quantize=True)
@@ -127,14 +126,12 @@ def index_folder(work: Path, index_type: str, options: dict[str, Any]) -> Path:
     folder = work / f"index-{index_type}-{N_DOCS}"
     if (folder / "manifest.json").is_file():
         return folder
-    vectors_path = ROOT / "runs" / "search_1m" / "d384" / "vectors.npy"
+    vectors_path = RUNS / "search_1m" / "d384" / "vectors.npy"
     if not vectors_path.is_file():
-        raise SystemExit(f"{vectors_path} is missing: run 'python benchmarks/search_1m.py --dim 384 --step data' first")
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_datasets import TOYHOM
-
+        raise SystemExit(f"{vectors_path} is missing: run 'python -m benchmarks.search_1m --dim 384 --step data' first")
+    toyhom = dev_set()
     vectors = np.load(vectors_path, mmap_mode="r")[:N_DOCS]
-    real = [obj for _, obj in iter_jsonl(TOYHOM / "corpus.jsonl")]
+    real = [obj for _, obj in iter_jsonl(toyhom / "corpus.jsonl")]
     folder.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     index = build_index(config, vectors.shape[1])
@@ -148,7 +145,7 @@ def index_folder(work: Path, index_type: str, options: dict[str, Any]) -> Path:
             yield i + 1, (real[i] if i < len(real) else {"id": f"synthetic-{i}", "text": f"synthetic document {i}"})
 
     build_docstore(folder / DOCSTORE_FILE, rows(), source="search_1m d384 (first 100k rows)")
-    corpus = TOYHOM / "corpus.jsonl"
+    corpus = toyhom / "corpus.jsonl"
     IndexManifest(model="e5", model_identity="e5", encoder_fingerprint="search_1m-d384", corpus=str(corpus),
                   corpus_sha256=file_sha256(corpus), instruction=None, dim=int(vectors.shape[1]), n_docs=N_DOCS,
                   backend="faiss", index={"type": "faiss", **config.to_dict()}).save(folder)
@@ -157,12 +154,9 @@ def index_folder(work: Path, index_type: str, options: dict[str, Any]) -> Path:
 
 
 def load_queries() -> list[str]:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_datasets import TOYHOM
-
     from care.data.retrieval import load_queries as load
 
-    return list(load(TOYHOM / "test_queries.jsonl").values())[:N_QUERIES]
+    return list(load(dev_set() / "test_queries.jsonl").values())[:N_QUERIES]
 
 
 class Service:
@@ -223,7 +217,7 @@ class ReferenceService(Service):
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        command = [sys.executable, "-m", "uvicorn", f"http_floor_app:{app}", "--app-dir", str(Path(__file__).parent),
+        command = [sys.executable, "-m", "uvicorn", f"benchmarks.http_floor_app:{app}", "--app-dir", str(ROOT),
                    "--port", str(self.port), "--loop", "uvloop", "--http", "httptools", "--no-access-log",
                    "--log-level", "warning"]
         self.log = open(work / f"{app}-{self.port}.log", "w", encoding="utf-8")  # noqa: SIM115 — closed in __exit__
@@ -567,7 +561,7 @@ def main() -> None:
     parser.add_argument("--index-type", default="hnsw")
     parser.add_argument("--index-options", default='{"hnsw_m": 32, "ef_construction": 80, "ef_search": 64}')
     parser.add_argument("--name", default="e5_L6_int8_100k")
-    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "service_load")
+    parser.add_argument("--work", type=Path, default=RUNS / "service_load")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     logging.getLogger("httpx").setLevel(logging.WARNING)

@@ -1,4 +1,4 @@
-"""Shared machinery of ``benchmarks/paper_tables.py``: datasets, tiny base models, training runs, evaluation.
+"""Shared machinery of ``python -m benchmarks.paper_tables``: datasets, tiny base models, training runs, evaluation.
 
 A *run* is one training job of the library (:func:`care.train.recipe.run_recipe` with ablation
 switches, :func:`care.train.baselines.run_baseline`, or :func:`care.pretrain.trainer.pretrain`),
@@ -20,19 +20,15 @@ import json
 import logging
 import os
 import statistics
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from bench_datasets import Dataset, prepare_demo, prepare_toyhom  # noqa: E402  (dataset preparation, shared)
+from benchmarks._common import ROOT
+from benchmarks.bench_datasets import Dataset, prepare_demo, prepare_toyhom
 
 logger = logging.getLogger("paper_tables")
 
-RESULTS = ROOT / "benchmarks" / "results"
 #: Width multiplier of the "larger" tiny Qwen3 document encoder of Table 4 (hidden size and depth).
 LARGE_FACTOR = 2
 #: Matryoshka widths of ``init_document`` (must include the tower's full width).

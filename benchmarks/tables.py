@@ -4,23 +4,20 @@ Each table below reads records (``care.bench.record``) and fills the section of 
 ``<!-- results:NAME -->`` ... ``<!-- /results:NAME -->`` (:mod:`care.bench.tables`); the prose around a
 table stays hand-written. Run it after a benchmark writes new records::
 
-    python benchmarks/tables.py            # rewrite README.md and docs/*.md in place
-    python benchmarks/tables.py --check    # exit 1 when a document is out of date (what the tests run)
+    python -m benchmarks.tables            # rewrite README.md and docs/*.md in place
+    python -m benchmarks.tables --check    # exit 1 when a document is out of date (what the tests run)
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-sys.path.insert(0, str(ROOT / "src"))
-
-from care.bench.record import BenchmarkRecord, read_records  # noqa: E402
-from care.bench.tables import markdown_table, mean_std, replace_sections, section_names  # noqa: E402
+from benchmarks._common import RESULTS, ROOT
+from care.bench.record import BenchmarkRecord, read_records
+from care.bench.tables import markdown_table, mean_std, replace_sections, section_names
+from care.data.io import atomic_write
 
 #: The documents whose marked sections are generated.
 DOCUMENTS: tuple[str, ...] = ("README.md", "docs/results.md", "docs/paper-setup.md", "docs/curate.md")
@@ -307,18 +304,28 @@ def render(document: Path, results: Path = RESULTS) -> str:
     return replace_sections(text, {n: TABLES[n](results) for n in names}, source=str(document))
 
 
+def stale_documents(root: Path = ROOT, results: Path = RESULTS,
+                    documents: Sequence[str] = DOCUMENTS) -> dict[str, str]:
+    """``{document: its regenerated text}`` of every document under ``root`` whose generated sections differ
+    from what the records under ``results`` give (a number edited by hand in a table, a record rerun)."""
+    stale = {}
+    for name in documents:
+        path = root / name
+        new = render(path, results)
+        if new != path.read_text(encoding="utf-8"):
+            stale[name] = new
+    return stale
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="only say which documents are out of date (exit 1)")
     args = parser.parse_args(argv)
-    stale = []
-    for name in DOCUMENTS:
-        path = ROOT / name
-        new = render(path)
-        if new != path.read_text(encoding="utf-8"):
-            stale.append(name)
-            if not args.check:
-                path.write_text(new, encoding="utf-8")
+    stale = stale_documents()
+    if not args.check:
+        for name, text in stale.items():
+            with atomic_write(ROOT / name) as fh:
+                fh.write(text)
     verb = "out of date" if args.check else "rewritten"
     print(f"{verb}: {', '.join(stale)}" if stale else "up to date")  # noqa: T201 — the script's report
     return 1 if args.check and stale else 0

@@ -16,7 +16,7 @@ resumable (kept under ``--work``). Outputs ``benchmarks/results/care_validation/
 
 Usage::
 
-    python benchmarks/tune_care_tiny.py --seeds 0 --threads 2 \\
+    python -m benchmarks.tune_care_tiny --seeds 0 --threads 2 \\
         --variant recipe=stage2 --variant doclr=stage2:optim.document_lr=1e-4 \
         --variant s1rich=stage1:alignment=rich --variant s1rich_s2=stage2@s1rich
 """
@@ -36,8 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_datasets import TOYHOM, Dataset
-
+from benchmarks._common import ROOT, RUNS, dev_set
+from benchmarks.bench_datasets import Dataset
+from benchmarks.bench_results import save
 from care.bench.options import RunOptions
 from care.bench.runner import evaluate
 from care.encoders.registry import load_model
@@ -57,8 +58,6 @@ from care.train.trainer import read_result, train
 
 logger = logging.getLogger("tune_care_tiny")
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
 #: Share of the training queries held out for validation (whole answer groups).
 VALIDATION_SHARE = 0.1
 #: Seed of the hold-out draw (fixed: every run of this script sees the same split).
@@ -123,23 +122,22 @@ def evaluate_variants(ds: Dataset, specs: dict[str, str], work: Path, cache: Emb
 
 def carve_validation(work: Path) -> Dataset:
     """Split ``train.jsonl`` into training rows and a validation task over the full corpus."""
-    if not TOYHOM.is_dir():
-        raise SystemExit(f"dev set not found at {TOYHOM}")
-    corpus_texts = [d.text for d in load_corpus(TOYHOM / "corpus.jsonl").values()]
-    rows = [obj for _, obj in iter_jsonl(TOYHOM / "train.jsonl")]
+    toyhom = dev_set()
+    corpus_texts = [d.text for d in load_corpus(toyhom / "corpus.jsonl").values()]
+    rows = [obj for _, obj in iter_jsonl(toyhom / "train.jsonl")]
     kept, held = hold_out_by_positive(rows, VALIDATION_SHARE, SPLIT_SEED)  # whole answer groups
     folder = work / "validation_task"
     train_file = work / "train.jsonl"
     if not train_file.is_file():
         write_jsonl(train_file, mine_negatives(kept, corpus_texts, n=N_MINED_NEGATIVES, seed=0))
-        write_validation_task(held, TOYHOM / "corpus.jsonl", folder)
+        write_validation_task(held, toyhom / "corpus.jsonl", folder)
     logger.info("validation split: %d held-out answer groups, %d queries; training rows in %s",
                 len({positive_of(r) for r in held}), len(held), train_file)
     task = TaskMetadata.from_dict({**infer_task(folder).to_dict(), "name": "toyhom-validation",
                                    "path": str(folder), "instruction": instruction_for_task("CMedTEB-Retrieval")})
     queries = [r["query"] for _, r in iter_jsonl(train_file)]
     return Dataset("toyhom-validation", train_file, task, corpus_texts + queries, queries, corpus_texts,
-                   TOYHOM / "corpus.jsonl")
+                   toyhom / "corpus.jsonl")
 
 
 def parse_variant(text: str) -> tuple[str, str, str | None, list[str]]:
@@ -201,7 +199,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--variant", action="append", default=[], help="NAME=STAGE[@FROM][:KEY=VALUE,...] (see the module docstring); repeatable")
-    parser.add_argument("--work", type=Path, default=ROOT / "runs" / "tune_care_tiny")
+    parser.add_argument("--work", type=Path, default=RUNS / "tune_care_tiny")
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
     if args.threads:
@@ -230,13 +228,11 @@ def main() -> None:
     lines = ["## toyhom validation split (train.jsonl hold-out) — nDCG@10", "",
              f"{summary['split']['validation_queries']} held-out queries (whole answer groups) against the full corpus; "
              f"{summary['split']['training_rows']} training rows; {EPOCHS} epochs a stage unless a variant says otherwise. "
-             "Variants: `NAME=STAGE[@FROM][:overrides]` (see `benchmarks/tune_care_tiny.py`).", "",
+             "Variants: `NAME=STAGE[@FROM][:overrides]` (see `python -m benchmarks.tune_care_tiny --help`).", "",
              "| model | nDCG@10 mean | seeds | per seed | / symmetric large |", "|---|---|---|---|---|"]
     for row, r in rows.items():
         lines.append(f"| {row} | {r['mean']:.4f} | {', '.join(map(str, r['seeds']))} | "
                      f"{', '.join(f'{x:.4f}' for x in r['ndcg_at_10'])} | {r['mean'] / large:.3f} |")
-    from bench_results import save
-
     save("care_validation", "toyhom", config={"split": summary["split"], "variants": args.variant},
          seeds=sorted({s for r in rows.values() for s in r["seeds"]}), scores=rows, markdown="\n".join(lines))
     print("\n".join(lines))  # noqa: T201 — the script's report

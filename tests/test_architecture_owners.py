@@ -67,6 +67,15 @@ def cli_commands(command, prefix: tuple[str, ...] = ()) -> dict[str, str]:
     return out
 
 
+def record_script(command: str) -> str | None:
+    """The file name of the benchmark script a record's command ran: ``python benchmarks/x.py ...`` or
+    ``python -m benchmarks.x ...`` -> ``x.py``; None for any other command."""
+    words = command.split()
+    if "-m" in words[:-1] and (module := words[words.index("-m") + 1]).startswith("benchmarks."):
+        return module.rpartition(".")[2] + ".py"
+    return next((Path(w).name for w in words if w.endswith(".py")), None)
+
+
 def test_every_module_and_name_in_the_table_exists():
     missing = []
     for kind, what, owner, through in owner_rows():
@@ -88,6 +97,12 @@ def test_every_command_is_listed_with_the_module_that_defines_it():
     assert listed == cli_commands(typer.main.get_command(app))
 
 
+def test_a_record_command_names_its_script_run_either_way():
+    assert record_script("python benchmarks/bench_care.py --seeds 0") == "bench_care.py"
+    assert record_script("python -m benchmarks.bench_care --seeds 0") == "bench_care.py"
+    assert record_script("care demo --fresh") is None
+
+
 def test_every_results_folder_is_listed_with_the_scripts_that_wrote_its_records():
     listed = {CODE.findall(what)[0]: owner for kind, what, owner, _ in owner_rows() if kind == "record"}
     records = {f"benchmarks/results/{p.name}/" for p in RESULTS.iterdir() if p.is_dir()}
@@ -101,7 +116,7 @@ def test_every_results_folder_is_listed_with_the_scripts_that_wrote_its_records(
         path = ROOT / record
         for file in sorted(path.rglob("*.json") if path.is_dir() else [path]):
             command = json.loads(file.read_text(encoding="utf-8")).get("command", "")
-            script = next((Path(w).name for w in command.split() if w.endswith(".py")), None)
+            script = record_script(command)
             if script is not None and script not in named:
                 problems.append(f"{file.relative_to(ROOT)} was written by {script}, not named for {record}")
     assert problems == []

@@ -2,26 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
-import pytest
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_gpu_shapes.py"
+from benchmarks import bench_gpu_shapes as gpu_shapes
 
 
-@pytest.fixture(scope="module")
-def gpu_shapes():
-    spec = importlib.util.spec_from_file_location("bench_gpu_shapes", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_gpu_shapes"] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("bench_gpu_shapes", None)
-
-
-def test_forward_flops_counts_projections_and_full_attention(gpu_shapes):
+def test_forward_flops_counts_projections_and_full_attention():
     from care.models.presets import QWEN3_4B
 
     # 2 x params x tokens, plus 4 x layers x n^2 x (heads x head_dim) per document
@@ -30,7 +14,7 @@ def test_forward_flops_counts_projections_and_full_attention(gpu_shapes):
     assert flops == 2 * 1000 * 30 + attention
 
 
-def test_tiny_run_times_encoding_and_stops_stage2_after_its_steps(gpu_shapes, tmp_path):
+def test_tiny_run_times_encoding_and_stops_stage2_after_its_steps(tmp_path):
     setting = gpu_shapes.tiny_setting()
     texts = gpu_shapes._texts(None, 24)
     query_dir, document_dir, params = gpu_shapes.build_towers(texts, tmp_path, setting)

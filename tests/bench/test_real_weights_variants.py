@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_real_weights.py"
+from benchmarks import bench_real_weights as bench
 
 
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("bench_real_weights", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up while the script loads
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.modules.pop(spec.name, None)
-
-
-def test_a_variant_without_mining_settings_mines_as_the_preset_does(bench):
+def test_a_variant_without_mining_settings_mines_as_the_preset_does():
     from care.train.presets import folder_recipe_defaults, preset_dir
 
     overrides, mining = bench._variant_overrides(["stage2:optim.document_lr=1e-4"])
@@ -32,18 +18,18 @@ def test_a_variant_without_mining_settings_mines_as_the_preset_does(bench):
     assert mining["n_negatives"] == 1
 
 
-def test_mine_zero_is_plain_stage2_and_mining_fields_are_kept(bench):
+def test_mine_zero_is_plain_stage2_and_mining_fields_are_kept():
     assert bench._variant_overrides(["stage2:mine=0"]) == ([], None)
     _, mining = bench._variant_overrides(["stage2:mine=2", "stage2:mine.relative_margin=0.02"])
     assert mining == {"n_negatives": 2, "relative_margin": 0.02}
 
 
-def test_mining_fields_without_a_count_are_refused(bench):
+def test_mining_fields_without_a_count_are_refused():
     with pytest.raises(SystemExit, match="stage2:mine=N"):
         bench._variant_overrides(["stage2:mine.range_max=300"])
 
 
-def test_care_settings_give_the_care_rows_their_own_settings(bench):
+def test_care_settings_give_the_care_rows_their_own_settings():
     parser = bench.build_parser()
     args = parser.parse_args(["--care-settings", "stage2:mine=0;stage2:optim.lr=4e-5"])
     assert bench.care_variant(args, parser) == ("", ["stage2:mine=0", "stage2:optim.lr=4e-5"])
@@ -53,7 +39,7 @@ def test_care_settings_give_the_care_rows_their_own_settings(bench):
         bench.care_variant(parser.parse_args(["--care-settings", "stage2:mine=0", "--care-from-validation"]), parser)
 
 
-def test_a_soup_averages_its_variants_once_and_again_when_one_is_retrained(bench, tmp_path):
+def test_a_soup_averages_its_variants_once_and_again_when_one_is_retrained(tmp_path):
     import torch
     from safetensors.torch import load_file, save_file
 
@@ -78,7 +64,7 @@ def test_a_soup_averages_its_variants_once_and_again_when_one_is_retrained(bench
         bench.soup_folder(tmp_path / "work", "ac", ["a", "c"], specs)
 
 
-def test_a_tagged_probe_gets_its_own_record_name_outside_the_summary(bench):
+def test_a_tagged_probe_gets_its_own_record_name_outside_the_summary():
     assert bench.record_name("validation", 0) == "validation_seed0"
     tagged = bench.record_name("validation", 0, "frozen_doc")
     assert tagged == "validation_frozen_doc_seed0"
@@ -88,7 +74,7 @@ def test_a_tagged_probe_gets_its_own_record_name_outside_the_summary(bench):
         bench.record_name("test", 1, "a/b")
 
 
-def test_a_variant_trains_on_the_file_the_care_recipe_already_mined_with_its_settings(bench, tmp_path):
+def test_a_variant_trains_on_the_file_the_care_recipe_already_mined_with_its_settings(tmp_path):
     from care.data.io import write_json, write_jsonl
     from care.train.negatives import MiningConfig, mining_record
 
@@ -113,7 +99,7 @@ def test_a_variant_trains_on_the_file_the_care_recipe_already_mined_with_its_set
     assert reports["mined2_train.jsonl"]["config"]["n_negatives"] == 2
 
 
-def test_a_trade_off_recipe_gets_the_care_recipes_mined_file_once(bench, tmp_path):
+def test_a_trade_off_recipe_gets_the_care_recipes_mined_file_once(tmp_path):
     """--extra-layers: a query tower of another depth mines with the same document tower, so the CARE
     recipe's file (and its record) is copied into that recipe's folder; a file already there is kept, a
     file mined with other settings is not shared, and the copy passes the recipe's own reuse check."""
@@ -139,7 +125,7 @@ def test_a_trade_off_recipe_gets_the_care_recipes_mined_file_once(bench, tmp_pat
     assert "q2" in copied.read_text(encoding="utf-8")
 
 
-def test_summarise_with_a_tag_reads_only_that_tags_records(bench, tmp_path):
+def test_summarise_with_a_tag_reads_only_that_tags_records(tmp_path):
     from care.bench.record import BenchmarkRecord, read_records, write_record
 
     def seed_record(name: str, seed: int, care: float, large: float) -> None:
@@ -169,7 +155,7 @@ def test_summarise_with_a_tag_reads_only_that_tags_records(bench, tmp_path):
     assert read_records(tmp_path, bench.EXPERIMENT)["test"].scores["CARE"]["per_seed"] == [0.10]
 
 
-def test_summary_names_the_query_towers_depth_from_the_records(bench, tmp_path):
+def test_summary_names_the_query_towers_depth_from_the_records(tmp_path):
     from care.bench.record import BenchmarkRecord, read_records, write_record
 
     scores = {"symmetric large": {"ndcg_at_10": 0.3}, "CARE": {"ndcg_at_10": 0.25}}

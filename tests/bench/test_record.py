@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 import pytest
 
@@ -50,3 +51,17 @@ def test_record_refuses_files_outside_the_schema(tmp_path):
         read_records(tmp_path, "exp")
     with pytest.raises(CareError, match="plain file name"):
         write_record(BenchmarkRecord("exp", "a/b", config={}), tmp_path)
+
+
+def test_a_module_run_with_dash_m_is_recorded_as_one(tmp_path):
+    """``python -m benchmarks.x --a b`` is recorded as that, not as the file path ``-m`` resolved to."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "tool.py").write_text("from care.bench.record import invocation\nprint(invocation())\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "pkg.tool", "--seed", "0", "two words"], cwd=tmp_path,
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "python -m pkg.tool --seed 0 'two words'"
+    done = subprocess.run([sys.executable, "pkg/tool.py", "--seed", "1"], cwd=tmp_path, capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "python pkg/tool.py --seed 1"

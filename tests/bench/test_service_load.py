@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-import pytest
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "service_load.py"
+from benchmarks import service_load
 
 
-@pytest.fixture(scope="module")
-def service_load():
-    spec = importlib.util.spec_from_file_location("service_load", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_server_timing_p50_takes_each_metrics_median(service_load):
+def test_server_timing_p50_takes_each_metrics_median():
     headers = ["search;dur=2, app;dur=3", "search;dur=4, app;dur=5", "search;dur=3, app;dur=4.5", ""]
     assert service_load.server_timing_p50(headers) == {"search": 3.0, "app": 4.5}
     assert service_load.server_timing_p50([]) == {}
 
 
-def test_the_split_subtracts_the_service_view_from_the_clients(service_load):
+def test_the_split_subtracts_the_service_view_from_the_clients():
     overhead = {"bare_p50_ms": 3.0, "http_p50_ms": 4.0,
                 "warm_blocks_p50_ms": {"bare": 2.5, "http": 3.5, "floor": 0.2},
                 "server_timing_p50_ms": {"warm": {"search": 2.75, "app": 3.0}, "interleaved": {"app": 3.5}}}
@@ -35,7 +22,7 @@ def test_the_split_subtracts_the_service_view_from_the_clients(service_load):
     assert service_load._server_timing_lines({"bare_p50_ms": 3.0, "http_p50_ms": 4.0}) == []
 
 
-def test_the_thin_service_line_compares_care_serve_with_it(service_load):
+def test_the_thin_service_line_compares_care_serve_with_it():
     overhead = {"thin_p50_ms": 4.4, "thin_overhead_p50": 0.1, "over_thin_p50": 0.05, "warm_blocks_over_thin_p50": 0.04,
                 "warm_blocks_p50_ms": {"bare": 3.0, "thin": 3.6, "http": 3.744, "floor": 0.2}}
     (line, blank) = service_load._thin_lines(overhead)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import tables
 from care.bench.record import read_records
 from care.bench.tables import markdown_table, mean_std, replace_sections, rewrite_file, section_names
 from care.errors import CareError
@@ -67,24 +68,31 @@ def test_every_committed_result_is_a_record():
 
 
 def test_readme_and_docs_tables_match_the_records():
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "tables.py"), "--check"], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "benchmarks.tables", "--check"], cwd=ROOT, capture_output=True,
                           text=True)
-    assert done.returncode == 0, f"{done.stdout}{done.stderr} — run `python benchmarks/tables.py`"
+    assert done.returncode == 0, f"{done.stdout}{done.stderr} — run `python -m benchmarks.tables`"
+    assert done.stdout.strip() == "up to date"
 
 
-def _tables_script():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_tables_script", ROOT / "benchmarks" / "tables.py")
-    tables = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tables)
-    return tables
+def test_a_number_edited_by_hand_in_a_generated_table_is_stale(tmp_path):
+    (tmp_path / "docs").mkdir()
+    for name in tables.DOCUMENTS:
+        (tmp_path / name).write_text((ROOT / name).read_text(encoding="utf-8"), encoding="utf-8")
+    assert tables.stale_documents(tmp_path) == {}
+    readme = (tmp_path / "README.md").read_text(encoding="utf-8")
+    start = readme.index("<!-- results:real-weights-gpu-table -->")
+    care_row = readme.index("| **CARE**", start)
+    value_start = readme.index("**0.", care_row + len("| **CARE**"))
+    edited = readme[:value_start] + "**0.9999" + readme[value_start + len("**0.2852"):]
+    (tmp_path / "README.md").write_text(edited, encoding="utf-8")
+    stale = tables.stale_documents(tmp_path)
+    assert list(stale) == ["README.md"]
+    assert stale["README.md"] == readme  # regenerating restores what the record says
 
 
 def test_a_real_weights_row_with_fewer_seeds_names_them(tmp_path):
     from care.bench.record import BenchmarkRecord, write_record
 
-    tables = _tables_script()
     scores = {"e5 zero-shot": {"per_seed": [0.26, 0.26], "seeds": [0, 1], "mean": 0.26, "std": 0.0},
               "CARE": {"per_seed": [0.28, 0.30], "seeds": [0, 1], "mean": 0.29, "std": 0.014},
               "peer (sentence-transformers trainer)": {"per_seed": [0.29], "seeds": [0], "mean": 0.29, "std": 0.0},
@@ -119,7 +127,7 @@ def test_gpu_shapes_tables_mark_peaks_recorded_before_earlier_models_were_freed(
         "stage2": [stage2 | {"memory_at_start_gib": 0.0}]})
     for rec in (old, new):
         write_record(rec, tmp_path)
-    lines = _tables_script().gpu_shapes_tables(tmp_path).splitlines()
+    lines = tables.gpu_shapes_tables(tmp_path).splitlines()
     rows = {(line.split("|")[1].strip(), line.split("|")[3].strip()): line for line in lines if "`old`" in line or "`new`" in line}
     assert "| 150 | 30,000 | 250 | 31% | 25% | 12.0 |" in rows[("[`old`](../benchmarks/results/gpu_shapes/old.json)", "32")]
     assert rows[("[`old`](../benchmarks/results/gpu_shapes/old.json)", "128")].endswith("| (12.0)² |")

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from benchmarks._common import DEV_SET_ENV, dev_set_or_none
 from care.data.errors import DataFormatError
 from care.pretrain.pairs import iter_pairs, make_pairs, split_first_sentence
 
-TOYHOM = Path(__file__).resolve().parents[3] / "shared" / "data" / "toyhom_neike_sample"
+#: The dev set ($CARE_DEV_SET), or None: the test that reads it is skipped then.
+TOYHOM = dev_set_or_none()
 
 
 def test_split_first_sentence():
@@ -38,7 +39,7 @@ def test_make_pairs_modes(tmp_path):
         next(pairs)
 
 
-@pytest.mark.skipif(not TOYHOM.is_dir(), reason="toyhom dev set not present")
+@pytest.mark.skipif(TOYHOM is None or not TOYHOM.is_dir(), reason=f"dev set absent (${DEV_SET_ENV})")
 def test_toyhom_corpus_gives_pairs():
     stats: dict[str, int] = {}
     pairs = list(iter_pairs([TOYHOM / "corpus.jsonl"], stats=stats))

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks._common import DEV_SET_ENV, dev_set_or_none
 from care.train.alignment import (
     DenseNegativeMiner,
     LexicalNegativeMiner,
@@ -19,7 +20,8 @@ from care.train.alignment import (
 )
 from care.data.training import DOC_ALIGN, QUERY_ALIGN, load_training_file
 
-DEV = Path("/work/shared/data/toyhom_neike_sample")
+#: The dev set ($CARE_DEV_SET), or None: the test that reads it is skipped then.
+DEV = dev_set_or_none()
 
 QUERIES = ["头痛吃什么药", "头痛吃什么药？", "胃痛吃什么药", "高血压饮食注意什么", "糖尿病饮食注意什么"]
 DOCS = ["头痛可以服用布洛芬缓解疼痛", "胃痛可以服用奥美拉唑", "高血压患者应低盐饮食", "糖尿病患者应控制糖分摄入"]
@@ -129,7 +131,7 @@ def test_failure_leaves_no_output(tmp_path: Path) -> None:
 
 
 @pytest.mark.devdata
-@pytest.mark.skipif(not (DEV / "train.jsonl").is_file(), reason="dev data absent")
+@pytest.mark.skipif(DEV is None or not (DEV / "train.jsonl").is_file(), reason=f"dev set absent (${DEV_SET_ENV})")
 def test_dev_queries_bm25() -> None:
     queries = []
     with (DEV / "train.jsonl").open(encoding="utf-8") as fh:

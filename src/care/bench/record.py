@@ -7,7 +7,7 @@ shared machine was when a latency was taken. :func:`read_records` reads an exper
 
 Schema (:data:`RECORD_SCHEMA_VERSION`)::
 
-    {"schema": 1, "experiment": ..., "name": ..., "command": "python benchmarks/x.py --seed 0",
+    {"schema": 1, "experiment": ..., "name": ..., "command": "python -m benchmarks.x --seed 0",
      "commit": "<git sha>[+dirty]", "date": "2026-11-25T18:00:00+0000",
      "machine": {"cpu": ..., "cores": 2, "gpu": null, "load_average_1min": 1.3, "python": ..., "torch": ...},
      "config": {...}, "seeds": [0, 1, 2], "scores": {...}, "latencies": {...}, "extra": {...}}
@@ -81,7 +81,11 @@ def machine_info() -> dict[str, Any]:
 
 
 def invocation() -> str:
-    """This process's command line, as a shell would take it (``python benchmarks/x.py --a b``)."""
+    """This process's command line, as a shell would take it: ``python -m benchmarks.x --a b`` for a module run
+    with ``-m``, ``python benchmarks/x.py --a b`` for a script."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if spec is not None and spec.name:  # run with -m (a package's __main__ runs as the package)
+        return shlex.join(["python", "-m", spec.name.removesuffix(".__main__"), *sys.argv[1:]])
     script = sys.argv[0]
     try:
         script = str(Path(script).resolve().relative_to(Path.cwd()))
