@@ -19,13 +19,16 @@ import os
 from pathlib import Path
 from typing import Any
 
+from care.bench.record import portable_path
+
 #: The repository (this file is ``<ROOT>/benchmarks/_common.py``).
 ROOT = Path(__file__).resolve().parents[1]
 #: Every script's records: ``benchmarks/results/<experiment>/<name>.json`` (and ``.md`` beside it).
 RESULTS = ROOT / "benchmarks" / "results"
 #: Where the scripts keep their training runs, caches and exports (ignored by git).
 RUNS = ROOT / "runs"
-#: The environment variable naming the dev set's folder (``corpus.jsonl``, ``train.jsonl``, ``test_*.jsonl``).
+#: The environment variable naming the dev set's folder (``corpus.jsonl``, ``train.jsonl``, ``test_*.jsonl``);
+#: one of :data:`care.bench.record.DATA_FOLDER_VARIABLES`, so records show its paths as ``$CARE_DEV_SET/...``.
 DEV_SET_ENV = "CARE_DEV_SET"
 
 
@@ -53,23 +56,12 @@ def dev_set() -> Path:
 
 def portable(value: Any) -> Any:
     """``value`` (a path, string, list or dict of them) with every absolute path under the dev set written
-    ``$CARE_DEV_SET/...`` and every one under the repository written relative to it; anything else unchanged."""
+    ``$CARE_DEV_SET/...`` and every one under the repository written relative to it
+    (:func:`care.bench.record.portable_path`); anything else unchanged."""
     if isinstance(value, dict):
         return {k: portable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [portable(v) for v in value]
     if not isinstance(value, (str, Path)):
         return value
-    text = str(value)
-    dev = dev_set_or_none()
-    for base, shown in ((dev, f"${DEV_SET_ENV}"), (ROOT, "")):
-        if base is None:
-            continue
-        prefix = str(base.resolve()) if base.exists() else str(base)
-        for candidate in {prefix, str(base)}:
-            if text == candidate:
-                return shown or "."
-            if text.startswith(candidate.rstrip("/") + "/"):
-                rest = text[len(candidate.rstrip("/")) + 1:]
-                return f"{shown}/{rest}" if shown else rest
-    return text
+    return portable_path(str(value), ROOT)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -65,3 +66,17 @@ def test_a_module_run_with_dash_m_is_recorded_as_one(tmp_path):
     done = subprocess.run([sys.executable, "pkg/tool.py", "--seed", "1"], cwd=tmp_path, capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "python pkg/tool.py --seed 1"
+
+
+def test_a_command_names_data_folders_by_their_variable_and_no_machine_path(tmp_path):
+    """An argument under ``$CARE_DEV_SET`` is recorded as ``$CARE_DEV_SET/...`` (a shell expands it again), one
+    under the working directory relative to it; other arguments as they were."""
+    dev = tmp_path / "dev set"
+    dev.mkdir()
+    (tmp_path / "tool.py").write_text("from care.bench.record import invocation\nprint(invocation())\n",
+                                      encoding="utf-8")
+    env = {**os.environ, "CARE_DEV_SET": str(dev)}
+    done = subprocess.run([sys.executable, "tool.py", str(dev), str(dev / "train.jsonl"), "--out",
+                           str(tmp_path / "runs" / "x"), "/elsewhere/y"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "python tool.py $CARE_DEV_SET $CARE_DEV_SET/train.jsonl --out runs/x /elsewhere/y"

@@ -37,6 +37,9 @@ REQUIRED_FIELDS: tuple[str, ...] = ("schema", "experiment", "name", "command", "
 
 #: Names the commit of a copy of the tree that travelled without ``.git`` (a GPU machine, a container).
 COMMIT_ENV = "CARE_GIT_COMMIT"
+#: Environment variables naming data folders that sit elsewhere on every machine (the private dev set the
+#: benchmarks and ``configs/runs`` read, the CMedTEB data root): a path under one is recorded as ``$NAME/...``.
+DATA_FOLDER_VARIABLES: tuple[str, ...] = ("CARE_DEV_SET", "CMEDTEB_DATA")
 
 
 def git_commit(root: str | Path | None = None) -> str:
@@ -80,18 +83,47 @@ def machine_info() -> dict[str, Any]:
     return info
 
 
+def portable_path(text: str, root: str | Path | None = None) -> str:
+    """``text`` as a record should show it: a path under a folder of :data:`DATA_FOLDER_VARIABLES` as
+    ``$NAME/...``, a path under ``root`` (default: the working directory) relative to it (``.`` for ``root``
+    itself); any other text unchanged."""
+    bases = [(f"${name}", Path(os.environ[name].strip()).expanduser()) for name in DATA_FOLDER_VARIABLES
+             if os.environ.get(name, "").strip()]
+    bases.append(("", Path(root) if root is not None else Path.cwd()))
+    for shown, base in bases:
+        for prefix in dict.fromkeys((str(base).rstrip("/"), str(base.resolve()).rstrip("/"))):
+            if prefix and text == prefix:
+                return shown or "."
+            if prefix and text.startswith(prefix + "/"):
+                rest = text[len(prefix) + 1:]
+                return f"{shown}/{rest}" if shown else rest
+    return text
+
+
+def _shell_word(arg: str) -> str:
+    """``arg`` quoted for a shell, a leading ``$NAME`` (from :func:`portable_path`) left for the shell to expand."""
+    for name in DATA_FOLDER_VARIABLES:
+        if arg == f"${name}" or arg.startswith(f"${name}/"):
+            rest = arg[len(name) + 1:]
+            return f"${name}" + (shlex.quote(rest) if rest else "")
+    return shlex.quote(arg)
+
+
 def invocation() -> str:
     """This process's command line, as a shell would take it: ``python -m benchmarks.x --a b`` for a module run
-    with ``-m``, ``python benchmarks/x.py --a b`` for a script."""
+    with ``-m``, ``python benchmarks/x.py --a b`` for a script; arguments under a data folder's variable or the
+    working directory shown by :func:`portable_path`, so the command names no machine's folders."""
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     if spec is not None and spec.name:  # run with -m (a package's __main__ runs as the package)
-        return shlex.join(["python", "-m", spec.name.removesuffix(".__main__"), *sys.argv[1:]])
-    script = sys.argv[0]
-    try:
-        script = str(Path(script).resolve().relative_to(Path.cwd()))
-    except ValueError:
-        pass
-    return shlex.join(["python", script, *sys.argv[1:]])
+        head = ["python", "-m", spec.name.removesuffix(".__main__")]
+    else:
+        script = sys.argv[0]
+        try:
+            script = str(Path(script).resolve().relative_to(Path.cwd()))
+        except ValueError:
+            pass
+        head = ["python", script]
+    return " ".join([shlex.join(head), *(_shell_word(portable_path(a)) for a in sys.argv[1:])])
 
 
 @dataclass
