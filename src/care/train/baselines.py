@@ -11,13 +11,17 @@ kale            init_document → prune (first N layers of E_d) → align (``kal
 wang_lyu        init_document → prune → distill (``embed_distill``: MSE to E_d's query vector)
 scalingnote     init_document → distill (small BERT, ``kale_align`` KL) → finetune (``stage1_sft``)
 score_distill   init_document → distill (symmetric small BERT, ``score_distill``: KL + InfoNCE)
+st-mnrl         one model fine-tuned on both sides by sentence-transformers' own trainer
+                (``MultipleNegativesRankingLoss``, :mod:`care.train.st_mnrl`); not the paper's
 ==============  =============================================================================
 
 Each training step reads ``<config_dir>/<step>.yaml`` (``configs/baselines/<name>/``) or built-in
 defaults, gets its models / data / output folder wired here, then ``overrides`` (``key=value`` for
 training step, ``<step>:key=value`` for one; the prune step takes only ``prune:layers=N``). A finished step
 (``train_result.json``, or the pruned folder) is skipped on rerun and an interrupted one resumes from
-its last checkpoint, as in :func:`care.train.recipe.run_recipe`.
+its last checkpoint, as in :func:`care.train.recipe.run_recipe`. ``st-mnrl`` has one step, ``train``
+(``configs/baselines/st_mnrl/train.yaml``, :class:`care.train.st_mnrl.StMnrlConfig`), trained into the output
+folder itself (``<output>/model``).
 """
 
 from __future__ import annotations
@@ -84,6 +88,9 @@ _DEFAULTS: dict[str, dict[str, list[str]]] = {
                                   "loss.lambda_contrastive=1", "model.truncate_to_query_width=false"]},
 }
 _INIT_DOCUMENT_DEFAULTS = ["loss.temperature=0.02", "data.n_negatives=7", "model.truncate_to_query_width=false"]
+#: The sentence-transformers trainer baseline (care.train.st_mnrl) and its one step (config file ``train.yaml``).
+ST_MNRL = "st-mnrl"
+ST_MNRL_STEP = Step("train", "st_mnrl")
 
 
 @dataclass
@@ -137,10 +144,12 @@ class BaselineResult:
 
 def baseline_steps(name: str) -> tuple[Step, ...]:
     """The steps of baseline ``name``; raises :class:`ConfigError` naming the known baselines."""
+    if name == ST_MNRL:
+        return (ST_MNRL_STEP,)
     try:
         return BASELINES[name]
     except KeyError:
-        raise ConfigError(f"unknown baseline {name!r}; choose from {', '.join(BASELINES)}") from None
+        raise ConfigError(f"unknown baseline {name!r}; choose from {', '.join([*BASELINES, ST_MNRL])}") from None
 
 
 def _split_overrides(step: Step, overrides: Sequence[str]) -> list[str]:
@@ -178,7 +187,8 @@ def run_baseline(name: str, paths: BaselinePaths, overrides: Sequence[str] = (),
     """Run (or finish) baseline ``name``; finished steps are skipped, an interrupted one resumes.
 
     Args:
-        name: one of :data:`BASELINES` (``kale``, ``wang_lyu``, ``scalingnote``, ``score_distill``).
+        name: one of :data:`BASELINES` (``kale``, ``wang_lyu``, ``scalingnote``, ``score_distill``) or
+            :data:`ST_MNRL` (``st-mnrl``: sentence-transformers' trainer, ``paths.document_model`` on both sides).
         paths: models, training file, output folder (:class:`BaselinePaths`).
         overrides: ``key=value`` for every training step, ``<step>:key=value`` for one
             (``align:optim.lr=1e-4``, ``prune:layers=4``).
@@ -188,6 +198,8 @@ def run_baseline(name: str, paths: BaselinePaths, overrides: Sequence[str] = (),
         :class:`BaselineResult` (``result.model`` is what to evaluate).
     """
     steps = baseline_steps(name)
+    if name == ST_MNRL:
+        return _run_st_mnrl(paths, overrides, config_dir)
     if any(s.query == "small" for s in steps) and not paths.query_model:
         raise ConfigError(f"baseline {name} trains a small query encoder: give BaselinePaths.query_model "
                           "(e.g. a BERT-style checkpoint such as runs/tiny/tiny-bert)")
@@ -225,6 +237,26 @@ def run_baseline(name: str, paths: BaselinePaths, overrides: Sequence[str] = (),
     last = result.steps[steps[-1].name]
     result.model = last.care_model or last.query_model
     return result
+
+
+def _run_st_mnrl(paths: BaselinePaths, overrides: Sequence[str], config_dir: str | Path | None) -> BaselineResult:
+    """``st-mnrl``: ``paths.document_model`` fine-tuned on both sides into ``paths.output_dir``."""
+    from care.train.st_mnrl import StMnrlConfig, train_st_mnrl
+
+    if paths.query_model or paths.document_trained:
+        raise ConfigError(f"baseline {ST_MNRL} trains one model on both sides: give it as the document model "
+                          "(--document-model), without --query-model or --document-trained")
+    path = Path(config_dir) / f"{ST_MNRL_STEP.name}.yaml" if config_dir is not None else None
+    source = str(path) if path is not None and path.is_file() else None
+    data = read_config_file(path) if source else StMnrlConfig().to_dict()
+    config = StMnrlConfig.from_dict(apply_overrides(data, _split_overrides(ST_MNRL_STEP, overrides)),
+                                    source=source or "st-mnrl overrides")
+    out = Path(paths.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _record_settings(out, ST_MNRL, paths, overrides)
+    trained = train_st_mnrl(paths.document_model, paths.train_file, out, config)
+    return BaselineResult(ST_MNRL, str(out), trained.query_model, str(trained.document_model),
+                          steps={ST_MNRL_STEP.name: trained})
 
 
 def _prune_step(target: Path, source: str, data: dict[str, Any]) -> str:

