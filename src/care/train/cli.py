@@ -206,6 +206,23 @@ def baseline_command(
     typer.echo(f"{name}: evaluate {result.model}")
 
 
+@train_app.command("sweep")
+def sweep_command(
+    config: Path = typer.Argument(..., help="Sweep config (YAML/JSON, e.g. configs/sweeps/e5_stage2.yaml): base "
+                                            "recipe, variants, validation split, metric."),
+    output: str = typer.Option(None, "--output", "-o", help="Output folder (default: the config's output_dir)."),
+    set_: list[str] = typer.Option([], "--set", help="Override a sweep config field: KEY=VALUE (repeatable), e.g. "
+                                                     "validation.share=0.1 or 'overrides=[seed=1]'."),
+) -> None:
+    """Train the base recipe and each variant, score them on a validation split carved from the training file,
+    report and pick the best (see docs/training.md, Sweeps)."""
+    from care.train.sweep import load_sweep_config, run_sweep
+
+    result = run_sweep(load_sweep_config(config, set_), output_dir=output)
+    typer.echo(result.markdown.read_text(encoding="utf-8"))
+    typer.echo(f"best: {result.best} ({result.best_model}); report: {result.report}")
+
+
 @train_app.command("student")
 def student_command(
     config: Path = typer.Option(None, "--config", "-c", help="Student recipe (YAML/JSON, e.g. configs/student/e5.yaml); "

@@ -165,6 +165,9 @@ class RecipePaths:
     validation_task: str | None = None
     #: embedding cache of the validation scoring (``None``: ``<output>/validation/cache``)
     cache_dir: str | None = None
+    #: stages already trained elsewhere with this run's settings (stage -> its folder, e.g. a sweep's base run's
+    #: ``init_document``): used as they are instead of being trained into ``output_dir`` (care.train.sweep)
+    finished_stages: dict[str, str] | None = None
 
 
 def override_stage(override: str) -> str | None:
@@ -449,6 +452,7 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
     paths, validator = _safety_net(paths, out, validation or ValidationConfig(), overrides)
     results: dict[str, TrainResult] = {}
     dirs = {s: out / s for s in RECIPE_STAGES}
+    dirs.update(_finished_elsewhere(paths.finished_stages or {}))
     query_start = recipe.pretrained_query_model or paths.query_model
     query_after_init = str(dirs["init_query"] / "query") if "init_query" in stages else query_start
     doc_after_init = str(dirs["init_document"] / "document") if "init_document" in stages else paths.document_model
@@ -500,6 +504,18 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
     if validator is not None:
         _report_validation(validator, results, out)
     return results
+
+
+def _finished_elsewhere(stages: dict[str, str]) -> dict[str, Path]:
+    """``RecipePaths.finished_stages`` as stage folders, each checked to be a finished recipe stage."""
+    unknown = sorted(set(stages) - set(RECIPE_STAGES))
+    if unknown:
+        raise ConfigError(f"finished_stages: unknown recipe stage(s) {unknown}; choose from {', '.join(RECIPE_STAGES)}")
+    for stage, folder in stages.items():
+        done = read_result(folder)
+        if done is None or not done.completed:
+            raise CareError(f"{folder}: not a finished {stage} (no completed train_result.json); finish that run first")
+    return {stage: Path(folder) for stage, folder in stages.items()}
 
 
 # ------------------------------------------------------------------------------------- the safety net
