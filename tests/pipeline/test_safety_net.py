@@ -110,5 +110,7 @@ def test_the_index_serves_the_best_model_on_validation_not_the_broken_one(run):
     best = max((m for m in validation if m in trained), key=validation.get)
     assert index["label"] == best != "CARE"
     assert index["chosen_by"] == "the best trained model on validation"
+    assert index["care_alternative"].startswith(f"CARE (the small query tower) scores {validation['CARE']:.4f}")
+    assert "--set index.model='CARE'" in index["care_alternative"]
     text = (folder / "results.md").read_text(encoding="utf-8")
     assert "worse than the stage it started from" in text and "validation" in report.table

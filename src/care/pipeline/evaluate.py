@@ -241,5 +241,23 @@ def step_index(ctx: RunContext) -> dict[str, Any]:
     warnings = serving_warnings(ctx, label)
     for warning in warnings:
         logger.warning("index: %s — serving it anyway; choose another with index.model, or improve the recipe", warning)
+    alternative = care_alternative(ctx, label)
+    if alternative:
+        logger.info("index: %s", alternative)
     return {"index": str(options.output), "label": label, "model": model, "documents": manifest.n_docs,
-            "dim": manifest.dim, "type": manifest.index.get("type"), "chosen_by": how, "warnings": warnings}
+            "dim": manifest.dim, "type": manifest.index.get("type"), "chosen_by": how, "warnings": warnings,
+            "care_alternative": alternative}
+
+
+def care_alternative(ctx: RunContext, label: str) -> str | None:
+    """When the index step chose another model than CARE (e.g. symmetric large, whose query side is the large
+    tower), a sentence saying how CARE scored on the selection task and how to serve it instead; else None."""
+    care = ctx.config.recipes.care.labels.get("stage2")
+    if not care or care == label or care not in ctx.trained_models():
+        return None
+    on = selection_task(ctx)
+    scores = {r.model: r.main_value for r in load_results(ctx) if r.task == on}
+    if care not in scores or label not in scores:
+        return None
+    return (f"{care} (the small query tower) scores {scores[care]:.4f} on {on}, {scores[care] - scores[label]:+.4f} "
+            f"against {label}; serve it instead with --set index.model='{care}'")

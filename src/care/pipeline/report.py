@@ -121,6 +121,8 @@ def step_report(ctx: RunContext) -> dict[str, Any]:
         lines += [f"Index: {index['documents']} documents with {index['label']}{chosen} ({index['model']}). "
                   f"Serve it: `{command}`", ""]
         lines += [f"**Warning:** {w}." for w in index.get("warnings", [])] + ([""] if index.get("warnings") else [])
+        if index.get("care_alternative"):
+            lines += [index["care_alternative"][0].upper() + index["care_alternative"][1:] + ".", ""]
     with atomic_write(ctx.root / RESULTS_MD) as fh:
         fh.write("\n".join(lines))
     summary = {"table": table, "rows": rows, "main_task": task_names(ctx)[0], "ranking": ranked,
