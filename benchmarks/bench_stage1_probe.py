@@ -34,12 +34,12 @@ import shutil
 from pathlib import Path
 
 from benchmarks._common import RESULTS, RUNS, dev_set, portable
-from benchmarks.bench_real_weights import (CONFIGS, E5_OPTIONS, EXPERIMENT, PROBE_FOLDER, QUERY_PREFIX, _e5_spec,
-                                           _NotDone, prepare, score_rows)
+from benchmarks.real_weights_setup import (CONFIGS, EXPERIMENT, PROBE_FOLDER, e5_spec, finished, model_spec, prepare,
+                                           score_rows)
 from care.bench.record import BenchmarkRecord, write_record
 from care.data.io import atomic_write, iter_jsonl
-from care.encoders.cache import EmbeddingCache
 from care.train.config import TrainConfig, apply_overrides, load_config
+from care.models.e5_export import QUERY_PREFIX
 from care.train.recipe import record_run_settings
 from care.train.trainer import read_result, train
 
@@ -91,7 +91,7 @@ def run_probe(name: str, settings: list[str], recipe: Path, work: Path, alignmen
         raise SystemExit(f"--probe {name}: start={start!r}; choose from {', '.join(STARTS)}")
     overrides = [s for s in settings if not s.startswith("start=")]
     query = recipe / start / "query"
-    if start == "stage1" and not (read_result(recipe / "stage1") or _NotDone).completed:
+    if start == "stage1" and not finished(recipe / "stage1"):
         raise SystemExit(f"--probe {name}: start=stage1 needs {recipe / 'stage1'} finished (bench_real_weights.py)")
     if start == "cut":
         query = work / f"document-L{layers}-strided"
@@ -100,7 +100,7 @@ def run_probe(name: str, settings: list[str], recipe: Path, work: Path, alignmen
     record_run_settings(folder / "probe.json", {"settings": settings, "length": length, "seed": seed,
                                                 "defaults": PROBE_DEFAULTS}, "Stage I probe",
                         "give the probe another name")
-    if not (read_result(folder) or _NotDone).completed:
+    if not finished(folder):
         _train_probe(folder, query, document, alignment, [f"seed={seed}", *length, *PROBE_DEFAULTS, *overrides], recipe)
     return folder, read_result(folder).train_seconds
 
@@ -131,23 +131,22 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     args.data = args.data or dev_set()
-    prep = prepare(args.data, args.work, False, _e5_spec(args.e5, "float32"), None)
+    prep = prepare(args.data, args.work, False, e5_spec(args.e5, "float32"), None)
     seed_dir = args.work / prep.name / f"seed{args.seed}"
     recipe = seed_dir / "care" / "recipe"
-    if not (read_result(recipe / "init_document") or _NotDone).completed:
+    if not finished(recipe / "init_document"):
         raise SystemExit(f"{recipe / 'init_document'} is not finished: run "
                          f"python -m benchmarks.bench_real_weights --seeds {args.seed} first")
     length = ([f"model.query_max_seq_length={args.max_length}", f"model.document_max_seq_length={args.max_length}"]
               if args.max_length else [])
     queries = [r["text"] for _, r in iter_jsonl(args.data / "test_queries.jsonl")][:COSINE_QUERIES]
-    cache = EmbeddingCache(args.work / "embedding_cache")
     target = query_vectors(recipe / "init_document" / "document", queries)
     scores, seconds = {}, {}
     for name, settings in args.probe:
         folder, seconds[name] = run_probe(name, settings, recipe, seed_dir / PROBE_FOLDER, prep.alignment_file,
                                           length, args.layers, args.seed)
-        row = score_rows({name: f"{folder / 'model'}?{E5_OPTIONS}&dtype=float32"}, prep.task,
-                         seed_dir / PROBE_FOLDER, cache)[name]
+        row = score_rows({name: model_spec(folder / "model")}, prep, seed_dir / PROBE_FOLDER,
+                         args.work / "embedding_cache")[name]
         row["query_cosine_to_document_tower"] = float((query_vectors(folder / "query", queries) * target).sum(axis=1).mean())
         scores[name] = row
         logger.info("probe %s %s: nDCG@10 %.4f, cosine %.4f", name, settings, row["ndcg_at_10"],

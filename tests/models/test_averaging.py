@@ -46,7 +46,8 @@ def test_cli_writes_the_weighted_mean_of_every_float_tensor(two_towers, tmp_path
         expected = 0.25 * ta[key].double() + 0.75 * tb[key].double() if value.is_floating_point() else ta[key]
         assert value.dtype == ta[key].dtype
         assert torch.allclose(value.double(), expected, atol=1e-6), key
-    assert json.loads((out / PROVENANCE_FILE).read_text()) == {"sources": [str(a), str(b)], "weights": [0.25, 0.75]}
+    provenance = json.loads((out / PROVENANCE_FILE).read_text())
+    assert {k: provenance[k] for k in ("sources", "weights")} == {"sources": [str(a), str(b)], "weights": [0.25, 0.75]}
     from sentence_transformers import SentenceTransformer
 
     soup = SentenceTransformer(str(out), device="cpu")  # a loadable model folder, the first one's config
@@ -90,3 +91,25 @@ def test_lora_adapters_are_refused_with_the_fix(two_towers, tmp_path):
     assert result.exit_code != 0 and isinstance(result.exception, CareError)
     assert "merge_lora_on_save" in str(result.exception) and "adapter_model.safetensors" in str(result.exception)
     assert not (tmp_path / "out").exists()
+
+
+def test_average_once_keeps_the_soup_until_a_source_or_a_weight_changes(tmp_path):
+    from care.models.averaging import average_once
+
+    def model(name: str, value: float) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        save_file({"w": torch.full((2,), value)}, str(folder / "model.safetensors"))
+        return folder
+
+    a, b = model("a", 1.0), model("b", 5.0)
+    soup = average_once([a, b], tmp_path / "soup")
+    assert load_file(str(soup / "model.safetensors"))["w"].tolist() == [3.0, 3.0]
+    built = (soup / "model.safetensors").stat().st_mtime_ns
+    assert average_once([a, b], soup) == soup and (soup / "model.safetensors").stat().st_mtime_ns == built  # kept
+    save_file({"w": torch.full((2,), 9.0)}, str(b / "model.safetensors"))  # b retrained in place
+    average_once([a, b], soup)
+    assert load_file(str(soup / "model.safetensors"))["w"].tolist() == [5.0, 5.0]
+    average_once([a, b], soup, weights=[3, 1])  # another weighting: averaged again
+    assert load_file(str(soup / "model.safetensors"))["w"].tolist() == [3.0, 3.0]
+    assert len(json.loads((soup / PROVENANCE_FILE).read_text(encoding="utf-8"))["fingerprints"]) == 2

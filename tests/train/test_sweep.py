@@ -158,3 +158,24 @@ def test_a_reused_stage_must_be_finished(topics, tmp_path):
     with pytest.raises(ConfigError, match="finished_stages: unknown recipe stage\\(s\\) \\['stage3'\\]"):
         run_recipe(RecipePaths(paths.query_model, paths.document_model, paths.train_file, str(tmp_path / "r2"),
                                finished_stages={"stage3": str(tmp_path)}), overrides=FAST)
+
+
+def test_a_recipe_folder_gets_the_bases_mined_file_once(tmp_path):
+    """Stage II of a variant mines with the base's document tower and training file: the base's file (and its
+    record) is copied, passes the recipe's reuse check, and a file already there is kept."""
+    from care.data.io import write_json, write_jsonl
+    from care.train.negatives import MiningConfig, is_mined_with, mining_record
+    from care.train.recipe import MINED_FILE
+    from care.train.sweep import share_mined_file
+
+    base, variant = tmp_path / "base", tmp_path / "variant"
+    assert share_mined_file(base, variant) is None  # nothing mined yet: the variant mines its own
+    base.mkdir()
+    write_jsonl(base / MINED_FILE, [{"query": "q", "pos": ["p"], "neg": ["n"]}])
+    config = MiningConfig(n_negatives=1, relative_margin=0.02, query_prompt="query: ", document_prompt="passage: ")
+    write_json(mining_record(base / MINED_FILE), {"config": config.to_dict(), "report": {"rows": 1}})
+    copied = share_mined_file(base, variant)
+    assert copied == variant / MINED_FILE and copied.read_bytes() == (base / MINED_FILE).read_bytes()
+    assert is_mined_with(copied, config) and not is_mined_with(copied, MiningConfig(n_negatives=2))
+    write_jsonl(copied, [{"query": "q2", "pos": ["p2"], "neg": ["n2"]}])  # mined there since: kept
+    assert share_mined_file(base, variant) is None and "q2" in copied.read_text(encoding="utf-8")

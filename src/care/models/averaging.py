@@ -115,7 +115,30 @@ def average_model_folders(folders: Sequence[str | Path], output: str | Path,
             averaged = {k: (sums[k].to(v.dtype) if k in sums else v).contiguous() for k, v in first.items()}
             save_file(averaged, str(tmp / rel), metadata={"format": "pt"})
         (tmp / PROVENANCE_FILE).write_text(json.dumps(
-            {"sources": [str(s) for s in sources], "weights": shares}, ensure_ascii=False, indent=2) + "\n",
-            encoding="utf-8")
+            {"sources": [str(s) for s in sources], "weights": shares, "fingerprints": _fingerprints(sources)},
+            ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     logger.info("averaged %d models (weights %s) into %s", len(sources), [round(w, 4) for w in shares], output)
     return output
+
+
+def _fingerprints(folders: Sequence[Path]) -> list[str]:
+    """Each source folder's fingerprint (file names, sizes, mtimes): a source retrained in place gets a new one."""
+    from care.encoders.fingerprint import folder_fingerprint
+
+    return [folder_fingerprint(f) for f in folders]
+
+
+def average_once(folders: Sequence[str | Path], output: str | Path, weights: Sequence[float] | None = None) -> Path:
+    """:func:`average_model_folders`, unless ``output`` already holds the average of these very sources: its
+    :data:`PROVENANCE_FILE` names the same folders, weights and fingerprints (a source retrained since, or another
+    weight, averages again). Returns ``output``."""
+    sources = [Path(f) for f in folders]
+    recorded = Path(output) / PROVENANCE_FILE
+    if recorded.is_file() and all(s.is_dir() for s in sources):
+        before = json.loads(recorded.read_text(encoding="utf-8"))
+        now = {"sources": [str(s) for s in sources], "weights": normalised_weights(len(sources), weights),
+               "fingerprints": _fingerprints(sources)}
+        if all(before.get(k) == v for k, v in now.items()):
+            logger.info("%s already averages %s; kept", output, [str(s) for s in sources])
+            return Path(output)
+    return average_model_folders(sources, output, weights)

@@ -150,3 +150,28 @@ def quantize_int8(source: Path, target: Path, **options: Any) -> None:
         settings["weight_type"] = QuantType[settings["weight_type"]]
     quantize_dynamic(str(source), str(tmp), **settings)
     os.replace(tmp, target)
+
+
+#: Beside an export of :func:`export_query_once`: the spec and fingerprint of the model it was exported from.
+SOURCE_FILE = "exported_from.json"
+
+
+def export_query_once(spec: str, output: str | Path, *, quantize: bool = True) -> Path:
+    """:func:`export_query_encoder` unless ``output`` already holds an export of this very model: its
+    :data:`SOURCE_FILE` records the spec and the fingerprint of the folder it names (a model retrained in place is
+    exported again, into a cleared folder). Returns ``output``."""
+    import json
+    import shutil
+
+    from care.encoders.fingerprint import folder_fingerprint
+
+    folder, out = Path(spec.split("?", 1)[0]), Path(output)
+    source = {"spec": spec, "fingerprint": folder_fingerprint(folder) if folder.is_dir() else None,
+              "quantize": quantize}
+    if (out / SOURCE_FILE).is_file() and json.loads((out / SOURCE_FILE).read_text(encoding="utf-8")) == source:
+        logger.info("%s already holds the export of %s; kept", out, spec)
+        return out
+    shutil.rmtree(out, ignore_errors=True)  # an export of an earlier model
+    export_query_encoder(spec, out, quantize=quantize)
+    write_json(out / SOURCE_FILE, source)
+    return out

@@ -224,6 +224,7 @@ class StageValidator:
         folder: where scores are kept.
         config: the settings.
         cache_dir: the embedding cache (shared with the run's evaluation, so a tower encodes the corpus once).
+        split: the task folder's split to score (``None``: the folder's own; a benchmark scores ``test``).
     """
 
     task_dir: Path
@@ -231,6 +232,7 @@ class StageValidator:
     config: ValidationConfig = field(default_factory=ValidationConfig)
     cache_dir: Path | None = None
     show_progress: bool = False
+    split: str | None = None
     scores: dict[str, StageScore] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -243,8 +245,9 @@ class StageValidator:
         from care.bench.registry import infer_task
         from care.bench.task import TaskMetadata
 
+        split = {"split": self.split} if self.split else {}
         return TaskMetadata.from_dict({**infer_task(self.task_dir).to_dict(), "name": "validation",
-                                       "path": str(self.task_dir), "instruction": None})
+                                       "path": str(self.task_dir), "instruction": None, **split})
 
     def score(self, label: str, spec: str, *, started_from: str | None = None, asymmetric: bool = False) -> StageScore:
         """Score ``spec`` (cached by fingerprint), compare it with ``started_from``, log and keep the result."""
@@ -329,7 +332,7 @@ def model_fingerprint(spec: str) -> str:
     retrained into the same folder gets a new fingerprint."""
     from care.encoders.fingerprint import digest, folder_identity
 
-    folders = [Path(side.split("?", 1)[0]) for side in spec.removeprefix("asym:").split("|")]
+    folders = [Path(side.removeprefix("onnx:").split("?", 1)[0]) for side in spec.removeprefix("asym:").split("|")]
     return digest({"spec": spec, "folders": [folder_identity(f) if f.is_dir() else str(f) for f in folders]})
 
 
