@@ -111,6 +111,10 @@ def test_the_index_serves_the_best_model_on_validation_not_the_broken_one(run):
     assert index["label"] == best != "CARE"
     assert index["chosen_by"] == "the best trained model on validation"
     assert index["care_alternative"].startswith(f"CARE (the small query tower) scores {validation['CARE']:.4f}")
+    # the recipe's own checks and the evaluation score the same models the same way (instruction, prefixes)
+    checks = manifest["steps"]["train_care"]["outputs"]["validation"]
+    for row in trained:
+        assert checks[row]["ndcg_at_10"] == pytest.approx(validation[row], abs=1e-4), row
     assert "--set index.model='CARE'" in index["care_alternative"]
     text = (folder / "results.md").read_text(encoding="utf-8")
     assert "worse than the stage it started from" in text and "validation" in report.table

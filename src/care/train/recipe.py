@@ -165,6 +165,9 @@ class RecipePaths:
     validation_task: str | None = None
     #: embedding cache of the validation scoring (``None``: ``<output>/validation/cache``)
     cache_dir: str | None = None
+    #: the task instruction the validation queries are encoded with by models that take one (``care run``: its
+    #: main task's); ``None``: none
+    validation_instruction: str | None = None
     #: stages already trained elsewhere with this run's settings (stage -> its folder, e.g. a sweep's base run's
     #: ``init_document``): used as they are instead of being trained into ``output_dir`` (care.train.sweep)
     finished_stages: dict[str, str] | None = None
@@ -556,7 +559,7 @@ def _safety_net(paths: RecipePaths, out: Path, config: ValidationConfig,
             alignment = str(without_held_out(alignment, split, folder / ALIGNMENT_FILE))
         paths = replace(paths, train_file=str(split.train_file), alignment_file=alignment)
     cache = Path(paths.cache_dir) if paths.cache_dir else folder / "cache"
-    return paths, StageValidator(Path(task), folder, config, cache_dir=cache)
+    return paths, StageValidator(Path(task), folder, config, cache_dir=cache, instruction=paths.validation_instruction)
 
 
 def prompted_spec(model: str, query_prompt: str | None, document_prompt: str | None) -> str:

@@ -225,6 +225,9 @@ class StageValidator:
         config: the settings.
         cache_dir: the embedding cache (shared with the run's evaluation, so a tower encodes the corpus once).
         split: the task folder's split to score (``None``: the folder's own; a benchmark scores ``test``).
+        instruction: the task instruction models that take one are queried with (``care run`` gives its main
+            task's, so the recipe's scores equal the evaluation's); ``None``: none — a model trained with fixed
+            prefixes brings its own (:mod:`care.encoders.stored_prompts`).
     """
 
     task_dir: Path
@@ -233,6 +236,7 @@ class StageValidator:
     cache_dir: Path | None = None
     show_progress: bool = False
     split: str | None = None
+    instruction: str | None = None
     scores: dict[str, StageScore] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -241,13 +245,13 @@ class StageValidator:
         self._kept = {label: StageScore(**row) for label, row in kept.get("models", {}).items()}
 
     def task(self):
-        """The validation task's metadata (no instruction: models bring their own prompts)."""
+        """The validation task's metadata (with :attr:`instruction`)."""
         from care.bench.registry import infer_task
         from care.bench.task import TaskMetadata
 
         split = {"split": self.split} if self.split else {}
         return TaskMetadata.from_dict({**infer_task(self.task_dir).to_dict(), "name": "validation",
-                                       "path": str(self.task_dir), "instruction": None, **split})
+                                       "path": str(self.task_dir), "instruction": self.instruction, **split})
 
     def score(self, label: str, spec: str, *, started_from: str | None = None, asymmetric: bool = False) -> StageScore:
         """Score ``spec`` (cached by fingerprint), compare it with ``started_from``, log and keep the result."""
