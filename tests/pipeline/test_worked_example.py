@@ -101,7 +101,10 @@ def test_the_safety_net_scores_every_stage_and_the_index_serves_the_best_on_vali
     run = root / "runs" / "clinic"
     manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
     checks = manifest["steps"]["train_care"]["outputs"]["validation"]
-    assert set(checks) >= set(TRAINED) and checks["CARE"]["started_from"] == "CARE w/o Stage II"
+    assert set(checks) >= set(TRAINED)
+    # Stage II starts from the ranking part of Stage I, which starts from Stage I's alignment
+    assert checks["CARE"]["started_from"] == "stage1_rank"
+    assert checks["stage1_rank"]["started_from"] == "CARE w/o Stage II"
     assert all(0 < checks[row]["fidelity"] <= 1.0001 for row in ("CARE w/o Stage II", "CARE"))
     results = json.loads((run / "results.json").read_text(encoding="utf-8"))
     ranked = [r["model"] for r in results["ranking"]]
