@@ -1,0 +1,165 @@
+"""Does CARE keep its gain on data it was not tuned on? A thin driver of ``care run`` on two dev sets.
+
+Per dev set and seed this runs the pipeline (:func:`care.pipeline.run.run_pipeline`) on its shipped run config
+— real weights from one config line (``models: {query: "e5?layers=6", document: e5}``), the ``e5`` preset, the
+safety net's validation split — into ``<work>/<dataset>/seed<k>`` (resumable), then records, over seeds, the
+main task's nDCG@10 (test queries against the full corpus) and the validation split's of every row, each CARE
+stage's validation check, the step and stage wall times and the targets of issue 43 (CARE ≥ 97 % of symmetric
+large, ≥ symmetric small + 0.02, ≥ e5 zero-shot) to ``benchmarks/results/transfer/<dataset>.json`` and a
+Markdown table beside it.
+
+- ``toyhom``: long patient questions -> doctor answers (``configs/runs/care_toyhom_e5.yaml``; ``$CARE_DEV_SET``);
+- ``kuake_qtr``: short search queries -> page titles, a BEIR folder (``configs/runs/care_kuake_qtr.yaml``).
+
+Usage::
+
+    python -m benchmarks.bench_transfer --dataset kuake_qtr --seeds 0 1 2
+    python -m benchmarks.bench_transfer --dataset kuake_qtr --seeds 0 --without-stored-prompts   # the prompt check
+    CARE_DEV_SET=/path/to/toyhom_neike_sample python -m benchmarks.bench_transfer --dataset toyhom --seeds 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+from typing import Any
+
+from benchmarks._common import ROOT, RUNS, portable, run_config_parser
+
+from care.bench.record import BenchmarkRecord, write_record
+from care.data.io import atomic_write
+from care.pipeline.config import load_run_config
+from care.pipeline.run import run_pipeline
+from care.pipeline.sources import VALIDATION_TASK
+
+logger = logging.getLogger("bench_transfer")
+
+EXPERIMENT = "transfer"
+CONFIGS = {"toyhom": ROOT / "configs" / "runs" / "care_toyhom_e5.yaml",
+           "kuake_qtr": ROOT / "configs" / "runs" / "care_kuake_qtr.yaml"}
+#: Row labels (as the configs name them) the targets read.
+E5, SYM_SMALL, SYM_LARGE, CARE = "e5 zero-shot", "symmetric small", "symmetric large", "CARE"
+ROWS = (E5, SYM_SMALL, SYM_LARGE, CARE)
+#: Issue 43's targets: CARE / symmetric large, CARE - symmetric small.
+TARGET_RATIO, TARGET_MARGIN = 0.97, 0.02
+
+
+def run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
+    """One seed's ``care run``: its results, the validation checks and the wall times of steps and stages."""
+    overrides = [f"seed={seed}", f"cache_dir={args.work / args.dataset / 'cache'}", "show_progress=false", *args.set]
+    report = run_pipeline(load_run_config(CONFIGS[args.dataset], overrides), args.work / args.dataset / f"seed{seed}")
+    results = json.loads((report.output / "results.json").read_text(encoding="utf-8"))
+    manifest = json.loads((report.output / "manifest.json").read_text(encoding="utf-8"))
+    stage_seconds = {}
+    for stage_dir in sorted((report.output / "models" / "care").glob("*/train_result.json")):
+        stage_seconds[stage_dir.parent.name] = json.loads(stage_dir.read_text(encoding="utf-8")).get("train_seconds")
+    return {"main_task": results["main_task"], "rows": results["rows"], "index": results.get("index"),
+            "validation": manifest["steps"]["train_care"]["outputs"].get("validation", {}),
+            "step_seconds": {name: step.get("seconds") for name, step in manifest["steps"].items()},
+            "stage_train_seconds": stage_seconds}
+
+
+def without_stored_prompts(args: argparse.Namespace, seed: int) -> BenchmarkRecord:
+    """What the e5-trained rows score when queried as ``care run`` queried them before folders carried their
+    prefixes (:mod:`care.encoders.stored_prompts`): each row's folder, linked without ``care_prompts.json`` and
+    scored with no spec options — CARE's routed folder then applies the CMedTEB instruction to queries, the plain
+    towers no prefix at all — beside the same folder as trained. Record ``<dataset>_without_stored_prompts``."""
+    from care.bench.options import RunOptions
+    from care.bench.runner import evaluate
+    from care.encoders.cache import EmbeddingCache
+    from care.encoders.registry import load_model
+    from care.encoders.stored_prompts import PROMPTS_FILE
+    from care.pipeline.context import RunContext
+    from care.pipeline.sources import main_task
+
+    run = args.work / args.dataset / f"seed{seed}"
+    config = load_run_config(CONFIGS[args.dataset], [f"seed={seed}", *args.set])
+    task = main_task(RunContext(config, run))
+    folders = {SYM_LARGE: run / "models" / "care" / "init_document" / "document",
+               CARE: run / "models" / "care" / "stage2" / "model"}
+    options = RunOptions(cache=EmbeddingCache(args.work / args.dataset / "cache" / "embeddings"), show_progress=False)
+    scores = {}
+    for row, folder in folders.items():
+        bare = args.work / args.dataset / "without_stored_prompts" / f"seed{seed}" / row.replace(" ", "_")
+        bare.mkdir(parents=True, exist_ok=True)
+        for item in folder.iterdir():
+            if item.name != PROMPTS_FILE and not (bare / item.name).exists():
+                (bare / item.name).symlink_to(item.resolve())
+        scores[row] = {"as trained": evaluate(load_model(str(folder)), task, options).scores["ndcg_at_10"],
+                       "without stored prompts": evaluate(load_model(str(bare)), task, options).scores["ndcg_at_10"]}
+    return BenchmarkRecord(EXPERIMENT, f"{args.dataset}_without_stored_prompts",
+                           config={"run_config": str(CONFIGS[args.dataset].relative_to(ROOT)), "overrides": args.set},
+                           seeds=[seed], scores=scores, latencies={})
+
+
+def summarise(dataset: str, runs: dict[int, dict[str, Any]], args: argparse.Namespace) -> BenchmarkRecord:
+    """Per row: nDCG@10 per seed, mean and std on the main task and on validation; the targets."""
+    seeds = sorted(runs)
+    scores: dict[str, Any] = {}
+    for row in (r["model"] for r in runs[seeds[0]]["rows"]):
+        for task, suffix in ((None, ""), (VALIDATION_TASK, " (validation)")):
+            values = []
+            for seed in seeds:
+                found = next((r for r in runs[seed]["rows"] if r["model"] == row), None)
+                name = task or runs[seed]["main_task"]
+                if found and name in found["scores"]:
+                    values.append(found["scores"][name])
+            if values:
+                scores[row + suffix] = {"per_seed": values, "seeds": seeds[:len(values)],
+                                        "mean": statistics.mean(values),
+                                        "std": statistics.stdev(values) if len(values) > 1 else 0.0}
+    mean = {row: scores[row]["mean"] for row in ROWS if row in scores}
+    targets = {}
+    if {CARE, SYM_LARGE, SYM_SMALL, E5} <= set(mean):
+        targets = {"CARE / symmetric large": mean[CARE] / mean[SYM_LARGE],
+                   f"CARE >= {TARGET_RATIO:.0%} of symmetric large": mean[CARE] >= TARGET_RATIO * mean[SYM_LARGE],
+                   "CARE - symmetric small": mean[CARE] - mean[SYM_SMALL],
+                   f"CARE >= symmetric small + {TARGET_MARGIN}": mean[CARE] >= mean[SYM_SMALL] + TARGET_MARGIN,
+                   "CARE - e5 zero-shot": mean[CARE] - mean[E5], "CARE >= e5 zero-shot": mean[CARE] >= mean[E5]}
+    config = portable(load_run_config(CONFIGS[dataset], args.set).to_dict())
+    extra = {"targets": targets, "per_seed": portable({seed: {k: v for k, v in run.items() if k != "rows"}
+                                                       for seed, run in runs.items()})}
+    return BenchmarkRecord(EXPERIMENT, dataset, config={"run_config": str(CONFIGS[dataset].relative_to(ROOT)),
+                                                        "overrides": args.set, "resolved": config},
+                           seeds=seeds, scores=scores, latencies={}, extra=extra)
+
+
+def to_markdown(record: BenchmarkRecord) -> str:
+    lines = [f"# Transfer — {record.name}: nDCG@10 over seeds {record.seeds} (`care run`, real weights)", "",
+             "| row | test mean | std | per seed | validation mean |", "|---|---|---|---|---|"]
+    for row, r in record.scores.items():
+        if row.endswith(" (validation)"):
+            continue
+        val = record.scores.get(f"{row} (validation)")
+        lines.append(f"| {row} | {r['mean']:.4f} | {r['std']:.4f} | {', '.join(f'{x:.4f}' for x in r['per_seed'])} | "
+                     + (f"{val['mean']:.4f} |" if val else "– |"))
+    lines += ["", "| target (issue 43) | value |", "|---|---|"]
+    lines += [f"| {k} | {v if isinstance(v, bool) else f'{v:.4f}'} |" for k, v in record.extra["targets"].items()]
+    lines += ["", f"Config: `{record.config['run_config']}` {' '.join(record.config['overrides'])}. Command: "
+                  f"`{record.command}`; commit {record.commit}."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = run_config_parser(__doc__.split("\n")[0], list(CONFIGS), RUNS / "bench_transfer")
+    parser.add_argument("--without-stored-prompts", action="store_true",
+                        help="score the first seed's finished CARE and symmetric large rows also as care run did before "
+                             "model folders carried their prefixes (record <dataset>_without_stored_prompts)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    if args.without_stored_prompts:
+        path = write_record(without_stored_prompts(args, args.seeds[0]), args.results)
+        logger.info("%s: %s", path, json.loads(path.read_text(encoding="utf-8"))["scores"])
+        return
+    runs = {seed: run_seed(args, seed) for seed in args.seeds}
+    record = summarise(args.dataset, runs, args)
+    path = write_record(record, args.results)
+    with atomic_write(path.with_suffix(".md")) as fh:
+        fh.write(to_markdown(record))
+    logger.info("%s\n%s", path, to_markdown(record))
+
+
+if __name__ == "__main__":
+    main()
