@@ -17,6 +17,9 @@ documents/s is not). Writes a record to ``<out>/gpu_shapes/<device>.json`` and a
 Needs a CUDA GPU; ``--tiny`` runs the same code path with the tiny shapes on the CPU in seconds (a smoke
 check of the script, no figure worth recording; it writes nothing unless ``--out`` is given).
 
+The timing routines are the package's: ``care.bench.encoding_throughput`` (encoding, FLOP rate, the matmul
+reference) and ``care.train.step_timing`` (trainer steps); this script picks the shapes, texts and report.
+
 Usage::
 
     python -m benchmarks.bench_gpu_shapes --data "$CARE_DEV_SET" --out benchmarks/results
@@ -26,16 +29,15 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
-import gc
 import logging
 import tempfile
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchmarks._common import RESULTS, portable
+from care.bench.encoding_throughput import (MATMUL_SIZE, datasheet_peak_tflops, document_encoding_throughput,
+                                            measured_matmul_tflops)
 from care.bench.record import BenchmarkRecord, invocation, write_record
 from care.data.io import iter_jsonl, write_jsonl
 
@@ -45,19 +47,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger("bench_gpu_shapes")
 
 EXPERIMENT = "gpu_shapes"
-#: bf16 dense tensor-core peaks from the datasheets (TFLOP/s), by device-name substring.
-BF16_PEAK_TFLOPS = {"H200": 989.4, "H100 80GB HBM3": 989.4, "H100": 989.4, "A100": 312.0}
-#: Matrix product used to measure the reachable bf16 rate in the same run.
-MATMUL_SIZE = 8192
 DOCUMENT_MAX_LENGTH = 512
 #: LoRA of the paper's Stage II on the document tower (every projection of the Qwen3 blocks).
 #: Stage II rows written (each a query, its positive and ``n_negatives`` negatives, all full length).
 STAGE2_ROWS = 256
 LORA = "{r: 32, alpha: 64, dropout: 0.05, target_modules: [q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj]}"
-
-
-class StepsDone(Exception):
-    """Raised by the Stage II callback once the timed steps are done."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,36 +92,6 @@ def _texts(data: Path | None, n: int) -> list[str]:
     return (texts * (n // len(texts) + 1))[:n]
 
 
-def _synchronize(device: str) -> None:
-    import torch
-
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
-def _peak_memory_gib(device: str) -> float | None:
-    import torch
-
-    return torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else None
-
-
-def measured_matmul_tflops(setting: Setting, size: int = MATMUL_SIZE) -> float:
-    """The rate of a ``size``-cubed matrix product in the setting's dtype (3 warm-ups, 10 timed), TFLOP/s."""
-    import torch
-
-    dtype = getattr(torch, setting.dtype)
-    a = torch.randn(size, size, device=setting.device, dtype=dtype)
-    b = torch.randn(size, size, device=setting.device, dtype=dtype)
-    for _ in range(3):
-        a @ b
-    _synchronize(setting.device)
-    start, reps = time.perf_counter(), 10
-    for _ in range(reps):
-        a @ b
-    _synchronize(setting.device)
-    return 2 * size ** 3 * reps / (time.perf_counter() - start) / 1e12
-
-
 def build_towers(texts: list[str], work: Path, setting: Setting) -> tuple[Path, Path, int]:
     """The setting's random query and document towers with character tokenizers, saved under ``work``.
 
@@ -135,20 +99,12 @@ def build_towers(texts: list[str], work: Path, setting: Setting) -> tuple[Path, 
     """
     import torch
 
-    from care.models.presets import build_random_model
-    from care.models.tokenizer import train_char_tokenizer
+    from care.models.presets import save_random_model
 
     out = []
     for shape in (setting.query_shape, setting.document_shape):
-        kind = shape.kind
-        tokenizer = train_char_tokenizer(texts, kind=kind, model_max_length=shape.max_position_embeddings)
-        overrides = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id}
-        if kind == "decoder":
-            overrides["eos_token_id"] = tokenizer.eos_token_id
-        model = build_random_model(shape, dtype=getattr(torch, setting.dtype), device=setting.device, **overrides)
         target = work / shape.name
-        model.save_pretrained(target)
-        tokenizer.save_pretrained(target)
+        model = save_random_model(shape, texts, target, dtype=getattr(torch, setting.dtype), device=setting.device)
         params = sum(p.numel() for n, p in model.named_parameters() if "embed" not in n)
         out.append((target, params))
         del model
@@ -157,58 +113,20 @@ def build_towers(texts: list[str], work: Path, setting: Setting) -> tuple[Path, 
     return out[0][0], out[1][0], out[1][1]
 
 
-def forward_flops(non_embedding_params: int, lengths: list[int], shape: DecoderShape) -> int:
-    """Forward FLOPs of a decoder over documents of ``lengths`` tokens.
-
-    2 per non-embedding parameter per token (the projections and MLP), plus attention's two score
-    products, 4 * layers * n^2 * (heads * head_dim) per document of n tokens, counted in full although
-    causal attention needs about half (the usual model-FLOP convention).
-    """
-    attention_width = shape.num_attention_heads * shape.head_dim
-    tokens = sum(lengths)
-    return 2 * non_embedding_params * tokens + sum(4 * shape.num_hidden_layers * n * n * attention_width for n in lengths)
-
-
 def bench_encoding(document_dir: Path, texts: list[str], batch_size: int, non_embedding_params: int,
                    setting: Setting) -> dict:
     """Encode ``texts`` with the document tower through ``care.encoders.registry.load_model`` (timed after a warm-up)."""
-    from care.encoders.registry import load_model
-
-    import torch
-
-    max_length = setting.document_max_length
-    gc.collect()  # an earlier batch size's encoder: its weights must not count in this one's peak
-    if setting.device == "cuda":
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-    at_start = torch.cuda.memory_allocated() / 2**30 if setting.device == "cuda" else None
-    encoder = load_model(f"{document_dir}?pooling=lasttoken&dtype={setting.dtype}&max_length={max_length}"
-                         f"&batch_size={batch_size}&device={setting.device}")
-    encoder.encode_documents(texts[:batch_size])  # warm-up: kernels, allocator
-    tokenizer = encoder.model.tokenizer
-    lengths = [min(len(ids), max_length) for ids in tokenizer(texts)["input_ids"]]
-    _synchronize(setting.device)
-    start = time.perf_counter()
-    vectors = encoder.encode_documents(texts)
-    _synchronize(setting.device)
-    seconds = time.perf_counter() - start
-    if len(vectors) != len(texts):
-        raise RuntimeError(f"encoded {len(vectors)} vectors for {len(texts)} documents")
-    tokens = sum(lengths)
-    flops = forward_flops(non_embedding_params, lengths, setting.document_shape)
-    return {"documents": len(texts), "tokens": tokens, "seconds": seconds, "documents_per_s": len(texts) / seconds,
-            "tokens_per_s": tokens / seconds, "model_tflops": flops / seconds / 1e12, "batch_size": batch_size,
-            "max_length": max_length, "dim": int(vectors.shape[1]), "peak_memory_gib": _peak_memory_gib(setting.device),
-            "memory_at_start_gib": at_start}
+    return document_encoding_throughput(document_dir, texts, batch_size=batch_size,
+                                        max_length=setting.document_max_length, dtype=setting.dtype,
+                                        device=setting.device, shape=setting.document_shape,
+                                        non_embedding_params=non_embedding_params)
 
 
 def bench_stage2(query_dir: Path, document_dir: Path, texts: list[str], work: Path, steps: int,
                  setting: Setting) -> dict:
     """``steps`` Stage II steps of the real trainer at the paper's settings (configs/care_paper/stage2.yaml)."""
-    import torch
-
-    from care.train.config import apply_overrides, load_config, TrainConfig
-    from care.train.trainer import train
+    from care.train.config import TrainConfig, apply_overrides, load_config
+    from care.train.step_timing import time_training_steps
 
     config = Path(__file__).resolve().parents[1] / "configs" / "care_paper" / "stage2.yaml"
     overrides = [f"output_dir={work / 'stage2'}", f"model.query_model={query_dir}", f"model.document_model={document_dir}",
@@ -228,36 +146,13 @@ def bench_stage2(query_dir: Path, document_dir: Path, texts: list[str], work: Pa
     train_file = work / "stage2_train.jsonl"
     write_jsonl(train_file, rows)
     data = apply_overrides(data, [f"data.train_file={train_file}"])
-    step_ends: list[float] = []
-    losses: list[float] = []
-
-    def on_event(trainer, event: str, state) -> None:
-        """The trainer's step callback: note when each step ends; stop once ``steps`` are done."""
-        if event == "step":
-            _synchronize(setting.device)
-            step_ends.append(time.perf_counter())
-            losses.append(state.last_loss)
-            if state.global_step >= steps:
-                raise StepsDone  # before the final checkpoint and model saves (gigabytes at 4B, not the step)
-
-    gc.collect()  # the encoder or trainer of an earlier phase: its weights must not count here
-    if setting.device == "cuda":
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-    at_start = torch.cuda.memory_allocated() / 2**30 if setting.device == "cuda" else None
-    start = time.perf_counter()
-    with contextlib.suppress(StepsDone):  # the callback's stop after the timed steps
-        train(TrainConfig.from_dict(data), callbacks=[on_event])
-    seconds = time.perf_counter() - start
-    # the first step carries kernel selection and allocator growth; later ones are the steady state
-    steady = [b - a for a, b in zip(step_ends, step_ends[1:])]
-    return {"steps": len(step_ends), "seconds_total": seconds, "batch_size": data["optim"]["batch_size"],
+    timing = time_training_steps(TrainConfig.from_dict(data), steps, setting.device)
+    return {"steps": timing.steps, "seconds_total": timing.seconds_total, "batch_size": data["optim"]["batch_size"],
             "negatives": negatives, "grad_cache_chunk_size": data["optim"]["grad_cache_chunk_size"],
             "document_max_length": length, "gradient_checkpointing": data["model"]["gradient_checkpointing"],
-            "lora_r": data["model"]["lora"]["r"], "peak_memory_gib": _peak_memory_gib(setting.device),
-            "memory_at_start_gib": at_start,
-            "losses": losses, "steady_step_seconds": sorted(steady)[len(steady) // 2] if steady else None,
-            "steady_steps_timed": len(steady)}
+            "lora_r": data["model"]["lora"]["r"], "peak_memory_gib": timing.peak_memory_gib,
+            "memory_at_start_gib": timing.memory_at_start_gib, "losses": timing.losses,
+            "steady_step_seconds": timing.steady_step_seconds, "steady_steps_timed": timing.steady_steps_timed}
 
 
 def report_lines(device: str, setting: Setting, encodings: list[dict], stages: list[dict], matmul: float,
@@ -317,9 +212,9 @@ def main() -> None:
         raise SystemExit("bench_gpu_shapes needs a CUDA GPU (or --tiny for the CPU smoke check)")
     out = args.out if args.out is not None or args.tiny else RESULTS
     device = torch.cuda.get_device_name(0) if setting.device == "cuda" else f"CPU ({setting.document_shape.name})"
-    peak = next((v for k, v in BF16_PEAK_TFLOPS.items() if k in device), None) if setting.device == "cuda" else None
+    peak = datasheet_peak_tflops(device) if setting.device == "cuda" else None
     texts = _texts(args.data, args.documents)
-    matmul = measured_matmul_tflops(setting, MATMUL_SIZE if setting.device == "cuda" else 256)
+    matmul = measured_matmul_tflops(setting.device, setting.dtype, MATMUL_SIZE if setting.device == "cuda" else 256)
     with tempfile.TemporaryDirectory() as tmp:
         query_dir, document_dir, params = build_towers(texts, Path(tmp), setting)
         encodings = []

@@ -1,17 +1,9 @@
-"""``benchmarks/bench_gpu_shapes.py``: its FLOP count by hand, and its whole path at tiny shapes on the CPU."""
+"""``benchmarks/bench_gpu_shapes.py``: its whole path at tiny shapes on the CPU (its FLOP count and timing routines
+are the package's: ``tests/bench/test_encoding_throughput.py``, ``tests/train/test_step_timing.py``)."""
 
 from __future__ import annotations
 
 from benchmarks import bench_gpu_shapes as gpu_shapes
-
-
-def test_forward_flops_counts_projections_and_full_attention():
-    from care.models.presets import QWEN3_4B
-
-    # 2 x params x tokens, plus 4 x layers x n^2 x (heads x head_dim) per document
-    flops = gpu_shapes.forward_flops(1000, [10, 20], QWEN3_4B)
-    attention = 4 * 36 * (10 ** 2 + 20 ** 2) * (32 * 128)
-    assert flops == 2 * 1000 * 30 + attention
 
 
 def test_tiny_run_times_encoding_and_stops_stage2_after_its_steps(tmp_path):

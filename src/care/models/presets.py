@@ -13,7 +13,8 @@
 
 :func:`build_random_model` instantiates any preset with random weights (no download) for speed
 benchmarks; :func:`count_parameters` counts parameters on the ``meta`` device (no memory).
-:func:`make_tiny_models` trains the tokenizers and writes the tiny query/document model folders.
+:func:`save_random_model` trains a character tokenizer and saves it with a random-init model of a shape;
+:func:`make_tiny_models` does so for the tiny query/document model folders.
 """
 
 from __future__ import annotations
@@ -222,6 +223,38 @@ def count_parameters(shape: ModelShape | str, **config_overrides: Any) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+def save_random_model(
+    shape: ModelShape,
+    texts: list[str],
+    target: str | Path,
+    *,
+    seed: int = DEFAULT_SEED,
+    dtype: torch.dtype | None = None,
+    device: str | torch.device | None = None,
+    min_frequency: int = 1,
+    max_vocab: int | None = None,
+) -> PreTrainedModel:
+    """Train a character tokenizer on ``texts`` and save it with ``shape``'s base model, random weights sized to
+    its vocabulary (:func:`build_random_model`), as a plain Hugging Face folder ``target``.
+
+    Returns:
+        the model (still on ``device``: the caller frees it).
+    """
+    from care.models.tokenizer import train_char_tokenizer
+
+    tokenizer = train_char_tokenizer(texts, kind=shape.kind, min_frequency=min_frequency, max_vocab=max_vocab,
+                                     model_max_length=shape.max_position_embeddings)
+    overrides: dict[str, Any] = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id}
+    if shape.kind == "decoder":
+        overrides["eos_token_id"] = tokenizer.eos_token_id
+    model = build_random_model(shape, seed=seed, dtype=dtype, device=device, **overrides)
+    target = Path(target)
+    target.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    return model
+
+
 def make_tiny_models(
     texts: Iterable[str],
     out_dir: str | Path,
@@ -246,7 +279,6 @@ def make_tiny_models(
         ``(query_model_dir, document_model_dir)``.
     """
     from care.models.instructions import CMEDTEB_INSTRUCTIONS, prompt_prefix
-    from care.models.tokenizer import train_char_tokenizer
 
     texts = [t for t in texts if t and t.strip()]
     if not texts:
@@ -256,22 +288,12 @@ def make_tiny_models(
     texts += sorted({prompt_prefix(instruction) for instruction in CMEDTEB_INSTRUCTIONS.values()})
     out_dir = Path(out_dir)
     results = []
-    for shape, kind, dirname in (
-        (query_shape, "encoder", TINY_QUERY_DIRNAME),
-        (document_shape, "decoder", TINY_DOCUMENT_DIRNAME),
-    ):
-        tokenizer = train_char_tokenizer(texts, kind=kind, min_frequency=min_frequency, max_vocab=max_vocab,
-                                         model_max_length=shape.max_position_embeddings)
-        overrides: dict[str, Any] = {"vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id}
-        if kind == "decoder":
-            overrides["eos_token_id"] = tokenizer.eos_token_id
-        model = build_random_model(shape, seed=seed, **overrides)
+    for shape, dirname in ((query_shape, TINY_QUERY_DIRNAME), (document_shape, TINY_DOCUMENT_DIRNAME)):
         target = out_dir / dirname
-        target.mkdir(parents=True, exist_ok=True)
-        model.save_pretrained(target)
-        tokenizer.save_pretrained(target)
-        write_json(target / "care_shape.json", dataclasses.replace(shape, vocab_size=len(tokenizer)).to_dict())
+        model = save_random_model(shape, texts, target, seed=seed, min_frequency=min_frequency, max_vocab=max_vocab)
+        vocab_size = model.config.vocab_size
+        write_json(target / "care_shape.json", dataclasses.replace(shape, vocab_size=vocab_size).to_dict())
         logger.info("saved %s (%d params, vocab %d) to %s", shape.name, sum(p.numel() for p in model.parameters()),
-                    len(tokenizer), target)
+                    vocab_size, target)
         results.append(target)
     return results[0], results[1]
