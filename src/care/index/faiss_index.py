@@ -112,6 +112,12 @@ class FaissIndex:
     def needs_training(self) -> bool:
         return self._index is None
 
+    @property
+    def native(self) -> faiss.Index | None:
+        """The FAISS object itself (None while an IVF index waits for its training vectors): search parameters
+        (``hnsw.efSearch``, the IVF part's ``nprobe``, a refine index's ``k_factor``) can be set on it in place."""
+        return self._index
+
     def train(self, vectors: np.ndarray) -> None:
         if self._index is not None:
             return
