@@ -1,8 +1,9 @@
-"""How every benchmark script saves its result: one record in the shared schema plus a Markdown table beside it.
+"""How every benchmark script saves its result: one record in the shared schema plus a Markdown table beside it,
+and how the table generators read one back.
 
 :func:`save` writes ``benchmarks/results/<experiment>/<name>.json`` through :func:`care.bench.record.write_record`
 (command, commit, date, machine and load filled in) and, when given, ``<name>.md`` for people. The README and
-docs tables are generated from these records (``python -m benchmarks.tables``).
+docs tables are generated from these records (``python -m benchmarks.tables``), each read by :func:`record`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import RESULTS
-from care.bench.record import BenchmarkRecord, write_record
+from care.bench.record import BenchmarkRecord, read_records, write_record
 from care.data.io import atomic_write
 
 
@@ -26,3 +27,11 @@ def save(experiment: str, name: str, *, config: dict[str, Any], scores: dict[str
         with atomic_write(path.with_suffix(".md")) as fh:
             fh.write(markdown if markdown.endswith("\n") else markdown + "\n")
     return path
+
+
+def record(experiment: str, name: str, results: Path = RESULTS) -> BenchmarkRecord:
+    """The record ``<results>/<experiment>/<name>.json``; stops the script naming it when it is missing."""
+    records = read_records(results, experiment)
+    if name not in records:
+        raise SystemExit(f"no record {experiment}/{name}.json under {results}")
+    return records[name]

