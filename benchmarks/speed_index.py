@@ -1,8 +1,9 @@
 """``bench_speed``'s ``index`` section: batch-1 search latency and recall@10 against exact search for flat /
 HNSW / IVF / IVF-PQ over random or clustered unit vectors, one row per search setting.
 
-The indexes are the product's (:func:`care.index.faiss_index.build_index`); latencies go through
-:func:`care.bench.latency.measure_calls`. Search at 1M real e5 vectors is ``benchmarks/search_1m.py``'s.
+The indexes are the product's (:func:`care.index.faiss_index.build_index`), their search settings and recall
+:mod:`care.bench.index_sweep`'s; latencies go through :func:`care.bench.latency.measure_calls`. Search at 1M
+real e5 vectors is ``benchmarks/search_1m.py``'s.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from care.bench.index_sweep import apply_search_setting, recall_at_k
 from care.bench.latency import LatencySettings, measure_calls
 
 logger = logging.getLogger("bench_speed")
@@ -71,24 +73,21 @@ def bench_index(sizes: list[int], dim: int, repeats: int, n_queries: int, hnsw_m
                     index.add(data[start : start + 100_000])
                 index.search(queries[:1], TOP_K)  # flushes IVF training buffers
                 build_s = time.perf_counter() - started
-                raw = index._index  # the FAISS object: search parameters are swept in place
+                param = {"hnsw": "ef_search", "flat": None}.get(name, "nprobe")
                 for setting in settings:
-                    if name == "hnsw":
-                        raw.hnsw.efSearch = setting
-                    elif name in ("ivf", "ivfpq"):
-                        faiss.extract_index_ivf(raw).nprobe = setting
+                    apply_search_setting(index.native, {param: setting} if param else {})  # swept in place
                     _, ids = index.search(queries, TOP_K)
                     if exact is None:
                         exact = ids
-                    recall = float(np.mean([len(set(a) & set(b)) / TOP_K for a, b in zip(ids, exact)]))
+                    recall = recall_at_k(ids, exact, TOP_K)
                     timed = measure_calls({"search": lambda i: index.search(queries[i : i + 1], TOP_K)}, INDEX_LATENCY_QUERIES,
                                           settings=INDEX_LATENCY).models["search"]
-                    row = {"data": kind, "type": name, "n": n, "dim": dim, "param": {"hnsw": "ef_search", "flat": None}.get(name, "nprobe"),
+                    row = {"data": kind, "type": name, "n": n, "dim": dim, "param": param,
                            "value": setting, "build_s": round(build_s, 1), "p50_ms": round(timed.p50_ms, 3),
                            "p90_ms": round(timed.p90_ms, 3), "recall@10": round(recall, 4)}
                     rows.append(row)
                     logger.info("index: %s", row)
-                del index, raw
+                del index
             del data
     return {"rows": rows, "threads": faiss.omp_get_max_threads(), "note": (
         "queries are database vectors plus small noise (each has a near neighbour, as real queries do); 'random' = uniform "
