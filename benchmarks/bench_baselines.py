@@ -145,6 +145,9 @@ def main(argv: list[str] | None = None) -> None:
     # sections measured by an earlier invocation are kept unless measured again
     previous = read_records(args.output_dir, EXPERIMENT).get(NAME) if (args.output_dir / EXPERIMENT).is_dir() else None
     report: dict[str, Any] = {**previous.scores, **previous.extra} if previous is not None else {}
+    if previous is not None:  # the record keeps these at its top level, the Markdown names the last invocation
+        for key, value in (("command", previous.command), ("created", previous.date), ("machine", previous.machine)):
+            report.setdefault(key, value)
     if args.render_only:
         with atomic_write(args.output_dir / EXPERIMENT / f"{NAME}.md") as fh:
             fh.write(to_markdown(report))
