@@ -14,7 +14,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from care.bench.encoding_throughput import fresh_peak_memory, peak_memory_gib, synchronize
 from care.train.config import TrainConfig
 
 logger = logging.getLogger(__name__)
@@ -48,6 +47,7 @@ class StepTiming:
 
 def time_training_steps(config: TrainConfig, steps: int, device: str) -> StepTiming:
     """Train ``config`` on ``device`` (``"cuda"`` or ``"cpu"``) for ``steps`` optimiser steps and time them."""
+    from care.bench.encoding_throughput import fresh_peak_memory, peak_memory_gib, synchronize
     from care.train.trainer import train
 
     step_ends: list[float] = []
