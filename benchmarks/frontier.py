@@ -1,0 +1,241 @@
+"""The quality-latency frontier of CARE's query tower on real weights (issue 41): ``python -m benchmarks.frontier``.
+
+Reads the ``real_weights`` records trained on one H200 (dev set, test split): ``test_gpu_seedK`` (CARE with e5 cut
+to 6 layers, symmetric small / large, e5 zero-shot), ``test_frontier_seedK`` (CARE and symmetric small with e5 cut to
+1 and 3 layers), ``test_frontier_rich_seedK`` (``CARE [rich]``: the 1-layer tower's Stage I on every corpus sentence,
+more epochs); and the query latency measured on the CPU side by side in ``test_frontier`` (``bench_real_weights
+--summarise --latency --latency-layers 6 4 3 2 1 --tag frontier --threads 1``: ONNX int8 and fp32, batch 1, one
+thread; shapes, not weights, set it). Writes ``frontier/test.json`` (``extra.frontier``: one entry per query tower),
+``test.md`` and ``frontier.png`` (nDCG@10 against int8 queries/s).
+
+A tower scored in several record groups takes its figures from the first group that has it (:data:`GROUPS`); its
+seeds are the seeds of those records. ``ratio_to_symmetric_large`` pairs each tower with symmetric large of the same
+records (same seeds); speed-ups are over e5's 12-layer query side in the same engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+from benchmarks._common import RESULTS, RUNS
+from care.bench.record import BenchmarkRecord, read_records, write_record
+from care.data.io import atomic_write
+
+EXPERIMENT = "frontier"
+SOURCE = "real_weights"
+#: Record groups (name -> record-name prefix before the seed), in priority order.
+GROUPS = {"gpu": "test_gpu_seed", "frontier": "test_frontier_seed", "frontier_rich": "test_frontier_rich_seed"}
+#: The summary record whose ``latencies`` hold the side-by-side CPU latency of e5's cuts.
+LATENCY_RECORD = "test_frontier"
+#: ``CARE [NAME]`` rows that are frontier towers (other variants in the records are screens of one seed).
+VARIANTS = ("rich",)
+FULL_DEPTH = 12
+#: e5's configuration (``care model export-e5``): the parameter counts are computed from its shapes.
+E5_CONFIG = RUNS / "e5" / "L12" / "config.json"
+SHAPE_KEYS = ("vocab_size", "hidden_size", "intermediate_size", "max_position_embeddings", "type_vocab_size")
+DEPTH_LABEL = re.compile(r"^(CARE|symmetric small) \((\d+) layers?\)$")
+VARIANT_LABEL = re.compile(r"^CARE \[(.+)\]$")
+LATENCY_KEY = re.compile(r"^(\d+) layers.*, ONNX (int8|fp32)$")
+#: Figure: the curves (towers of one row at several depths) and the single points.
+CURVES = ("CARE", "symmetric small")
+POINTS = ("e5 zero-shot", "symmetric large")
+
+
+def tower_of(label: str, layers: int | None, variants: tuple[str, ...] = VARIANTS) -> tuple[str, int | None] | None:
+    """``(row, query layers)`` of a record's score label (``layers``: the record's CARE query depth), or None
+    for a row that is no frontier tower (peer, ablations, students, other variants)."""
+    if label in ("CARE", "symmetric small"):
+        return label, layers
+    if match := DEPTH_LABEL.match(label):
+        return match[1], int(match[2])
+    if (match := VARIANT_LABEL.match(label)) and match[1] in variants:
+        return label, layers
+    if label in POINTS:
+        return label, FULL_DEPTH
+    if "bm25" in label.lower():
+        return "BM25", None
+    return None
+
+
+def collect(records: dict[str, BenchmarkRecord], groups: dict[str, str] = GROUPS,
+            variants: tuple[str, ...] = VARIANTS) -> dict[tuple[str, int | None], dict[str, Any]]:
+    """Every tower's nDCG@10 per seed (and symmetric large's of the same records), from the first group holding it."""
+    towers: dict[tuple[str, int | None], dict[str, Any]] = {}
+    for group, prefix in groups.items():
+        found: dict[tuple[str, int | None], dict[str, Any]] = {}
+        for name, record in sorted(records.items()):
+            if not re.fullmatch(re.escape(prefix) + r"\d+", name) or len(record.seeds) != 1:
+                continue
+            seed, large = record.seeds[0], record.scores.get("symmetric large", {}).get("ndcg_at_10")
+            for label, scores in record.scores.items():
+                tower = tower_of(label, record.config.get("layers"), variants)
+                if tower is None or tower in towers or "ndcg_at_10" not in scores:
+                    continue
+                entry = found.setdefault(tower, {"group": group, "per_seed": {}, "large": {}, "records": []})
+                entry["per_seed"][seed] = scores["ndcg_at_10"]
+                if large is not None:
+                    entry["large"][seed] = large
+                entry["records"].append(name)
+        towers.update(found)
+    return towers
+
+
+def latency_by_depth(latencies: dict[str, Any]) -> dict[tuple[int, str], dict[str, Any]]:
+    """``{(layers, "int8" | "fp32"): timing}`` from a ``--summarise --latency`` record's latencies."""
+    return {(int(m[1]), m[2]): value for key, value in latencies.items() if (m := LATENCY_KEY.match(key))}
+
+
+def query_params(shapes: dict[str, int] | None, layers: int | None) -> dict[str, int | None]:
+    """Parameters of a BERT query tower of ``layers`` layers (embeddings + layers, no pooler: mean pooling),
+    and of its transformer layers alone, from e5's shapes."""
+    if not shapes or layers is None:
+        return {"params": None, "params_transformer": None}
+    h, i = shapes["hidden_size"], shapes["intermediate_size"]
+    embeddings = (shapes["vocab_size"] + shapes["max_position_embeddings"] + shapes["type_vocab_size"]) * h + 2 * h
+    layer = 4 * (h * h + h) + 2 * h + (h * i + i) + (i * h + h) + 2 * h
+    return {"params": embeddings + layers * layer, "params_transformer": layers * layer}
+
+
+def _row_order(row: str) -> tuple[int, str]:
+    """CARE, its variants, symmetric small, symmetric large, e5 zero-shot, BM25."""
+    order = ("CARE", "CARE [", "symmetric small", "symmetric large", "e5 zero-shot")
+    return next((i for i, name in enumerate(order) if row == name or (name.endswith("[") and row.startswith(name))),
+                len(order)), row
+
+
+def display(row: str, layers: int | None) -> str:
+    return row if layers is None else f"{row} ({layers} layer{'' if layers == 1 else 's'})"
+
+
+def build(records: dict[str, BenchmarkRecord], shapes: dict[str, int] | None = None,
+          groups: dict[str, str] = GROUPS, variants: tuple[str, ...] = VARIANTS) -> BenchmarkRecord:
+    """The frontier record (not written): ``extra.frontier`` one entry per tower, deepest rows last."""
+    towers = collect(records, groups, variants)
+    if not towers:
+        raise SystemExit(f"no records named {', '.join(p + 'K' for p in groups.values())} to build the frontier from")
+    latency_record = records.get(LATENCY_RECORD)
+    timings = latency_by_depth(latency_record.latencies) if latency_record else {}
+    entries = []
+    for (row, layers), found in sorted(towers.items(), key=lambda t: (_row_order(t[0][0]), t[0][1] or 0)):
+        seeds = sorted(found["per_seed"])
+        values = [found["per_seed"][s] for s in seeds]
+        mean = statistics.mean(values)
+        paired = all(s in found["large"] for s in seeds)
+        int8, fp32 = timings.get((layers, "int8")), timings.get((layers, "fp32"))
+        entries.append({
+            "row": row, "layers": layers, **query_params(shapes, layers),
+            "speedup_int8": int8.get("large_over_this") if int8 else None,
+            "speedup_fp32": fp32.get("large_over_this") if fp32 else None,
+            "int8_p50_ms": int8["p50_ms"] if int8 else None, "fp32_p50_ms": fp32["p50_ms"] if fp32 else None,
+            "int8_qps": 1000.0 / int8["p50_ms"] if int8 else None,
+            "ndcg_at_10_mean": mean, "ndcg_at_10_std": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "ndcg_at_10_per_seed": values, "seeds": seeds,
+            "ratio_to_symmetric_large": mean / statistics.mean(found["large"][s] for s in seeds) if paired else None,
+            "records": found["records"]})
+    config = {"source": SOURCE, "groups": groups, "variants": list(variants), "latency_record": LATENCY_RECORD,
+              "e5_shapes": shapes, "speedup": "p50 of e5's 12-layer query side / p50 of this tower, same engine",
+              "latency": {"machine": latency_record.machine, "date": latency_record.date,
+                          "self_check": latency_record.latencies.get("_self_check")} if latency_record else None}
+    return BenchmarkRecord(
+        EXPERIMENT, "test", config=config, seeds=sorted({s for e in entries for s in e["seeds"]}),
+        scores={display(e["row"], e["layers"]): {"ndcg_at_10": e["ndcg_at_10_mean"], "std": e["ndcg_at_10_std"]}
+                for e in entries},
+        latencies={display(e["row"], e["layers"]): {"int8_p50_ms": e["int8_p50_ms"], "fp32_p50_ms": e["fp32_p50_ms"]}
+                   for e in entries if e["int8_p50_ms"] is not None},
+        extra={"frontier": entries})
+
+
+def _cell(value: float | None, form: str) -> str:
+    return "–" if value is None else format(value, form)
+
+
+def markdown(record: BenchmarkRecord) -> str:
+    """``test.md``: the frontier table."""
+    sources = ", ".join(f"`{prefix}K`" for prefix in record.config["groups"].values())
+    about = (f"nDCG@10 from the H200 records (`real_weights/` {sources}); speed-ups: e5's 12-layer query side / this "
+             "tower, same engine, ONNX, batch 1, one thread, measured side by side on the CPU "
+             f"(`real_weights/{record.config['latency_record']}.json`); query shapes, not weights, set them. Params: "
+             "the query tower with e5's full vocabulary (transformer layers alone in brackets).")
+    header = ("| tower | params (M) | nDCG@10 mean ± std | per seed | of symmetric large | int8 speed-up "
+              "| fp32 speed-up | int8 p50 (ms) |")
+    lines = ["# CARE's query tower on real weights: quality against query latency (dev set, test split)", "",
+             about, "", header, "|---|---|---|---|---|---|---|---|"]
+    for e in record.extra["frontier"]:
+        params = "–" if e["params"] is None else f"{e['params'] / 1e6:.1f} ({e['params_transformer'] / 1e6:.2f})"
+        per_seed = ", ".join(f"{v:.4f} (seed {s})" for s, v in zip(e["seeds"], e["ndcg_at_10_per_seed"], strict=True))
+        ratio = "–" if e["ratio_to_symmetric_large"] is None else f"{e['ratio_to_symmetric_large']:.1%}"
+        lines.append(f"| {display(e['row'], e['layers'])} | {params} | {e['ndcg_at_10_mean']:.4f} ± "
+                     f"{e['ndcg_at_10_std']:.4f} | {per_seed} | {ratio} | {_cell(e['speedup_int8'], '.2f')}× | "
+                     f"{_cell(e['speedup_fp32'], '.2f')}× | {_cell(e['int8_p50_ms'], '.2f')} |")
+    check = (record.config.get("latency") or {}).get("self_check") or {}
+    if check.get("description"):
+        lines += ["", f"Latency: {check['description']}."]
+    return "\n".join(lines) + "\n"
+
+
+def figure(record: BenchmarkRecord, png: Path) -> Path:
+    """nDCG@10 (± std over seeds) against int8 queries/s: one curve per row of :data:`CURVES`, the rest points."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    placed = [e for e in record.extra["frontier"] if e["int8_qps"] is not None]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for row, style in zip(CURVES, ("o-", "s--"), strict=True):
+        curve = sorted((e for e in placed if e["row"] == row), key=lambda e: e["int8_qps"])
+        if curve:
+            ax.errorbar([e["int8_qps"] for e in curve], [e["ndcg_at_10_mean"] for e in curve], capsize=3,
+                        yerr=[e["ndcg_at_10_std"] for e in curve], fmt=style, label=row)
+            for e in curve:
+                ax.annotate(f"{e['layers']}L", (e["int8_qps"], e["ndcg_at_10_mean"]), textcoords="offset points",
+                            xytext=(5, 4), fontsize=8)
+    for e in (e for e in placed if e["row"] not in CURVES):
+        ax.errorbar([e["int8_qps"]], [e["ndcg_at_10_mean"]], yerr=[e["ndcg_at_10_std"]], capsize=3,
+                    fmt="*" if e["row"] == "e5 zero-shot" else "D", markersize=9, label=display(e["row"], e["layers"]))
+    ax.set_xscale("log")
+    ax.set_xlabel("query side, ONNX int8 queries/s (batch 1, one CPU thread; log)")
+    ax.set_ylabel("nDCG@10 (dev set, test split)")
+    ax.set_title("CARE on multilingual-e5-small: quality against query speed")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower left")
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(png, dpi=150)
+    plt.close(fig)
+    return png
+
+
+def read_shapes(path: Path) -> dict[str, int] | None:
+    """e5's shapes from its exported ``config.json`` (None when it is not there: the counts are left out)."""
+    return {k: int(json.loads(path.read_text(encoding="utf-8"))[k]) for k in SHAPE_KEYS} if path.is_file() else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--results", type=Path, default=RESULTS, help="results root holding real_weights/")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results root the frontier/ record goes to")
+    parser.add_argument("--e5-config", type=Path, default=E5_CONFIG, help="e5's config.json (parameter counts)")
+    parser.add_argument("--variant", action="append", default=None, help=f"CARE [NAME] rows to include {VARIANTS}")
+    parser.add_argument("--no-figure", action="store_true")
+    args = parser.parse_args()
+    shapes = read_shapes(args.e5_config)
+    if shapes is None:
+        shapes = next((r.config["e5_shapes"] for r in read_records(args.out, EXPERIMENT).values()
+                       if r.config.get("e5_shapes")), None)  # the shapes a previous run recorded
+    record = build(read_records(args.results, SOURCE), shapes, variants=tuple(args.variant or VARIANTS))
+    path = write_record(record, args.out)
+    with atomic_write(path.with_suffix(".md")) as fh:
+        fh.write(markdown(record))
+    if not args.no_figure:
+        figure(record, path.parent / "frontier.png")
+    print(markdown(record))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""``benchmarks/frontier.py``: the frontier record built from small fake real-weights records."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.frontier import build, figure, markdown, query_params, tower_of
+from care.bench.record import BenchmarkRecord, write_record
+
+SHAPES = {"vocab_size": 50, "hidden_size": 8, "intermediate_size": 16, "max_position_embeddings": 32,
+          "type_vocab_size": 2}
+
+
+def _record(name: str, seed: int, layers: int, scores: dict[str, float]) -> BenchmarkRecord:
+    return BenchmarkRecord("real_weights", name, config={"layers": layers}, seeds=[seed],
+                           scores={label: {"ndcg_at_10": value} for label, value in scores.items()})
+
+
+def _records() -> dict[str, BenchmarkRecord]:
+    records = {}
+    for seed in (0, 1):  # the 6-layer table: two seeds, with rows that are no frontier towers
+        records[f"test_gpu_seed{seed}"] = _record(f"test_gpu_seed{seed}", seed, 6, {
+            "e5 zero-shot": 0.26, "symmetric small": 0.21 + seed / 100, "symmetric large": 0.29 + seed / 100,
+            "CARE": 0.28 + seed / 100, "peer (sentence-transformers trainer)": 0.3, "CARE [ep2]": 0.1})
+    for seed in (0, 1, 2):  # the shallow towers: three seeds, their own symmetric large
+        records[f"test_frontier_seed{seed}"] = _record(f"test_frontier_seed{seed}", seed, 1, {
+            "e5 zero-shot": 0.26, "symmetric large": 0.30, "CARE": 0.24, "symmetric small": 0.07,
+            "CARE (3 layers)": 0.25 + seed / 100, "symmetric small (3 layers)": 0.09, "BM25": 0.2})
+    records["test_frontier_rich_seed0"] = _record("test_frontier_rich_seed0", 0, 1, {
+        "symmetric large": 0.32, "CARE": 0.24, "CARE [rich]": 0.256})
+    records["test_frontier"] = BenchmarkRecord("real_weights", "test_frontier", config={}, seeds=[0, 1, 2],
+                                               latencies={
+        "12 layers (symmetric large's query side), ONNX int8": {"p50_ms": 6.0, "large_over_this": 1.0},
+        "12 layers (symmetric large's query side), ONNX fp32": {"p50_ms": 12.0, "large_over_this": 1.0},
+        "3 layers, ONNX int8": {"p50_ms": 2.0, "large_over_this": 3.0},
+        "1 layers, ONNX int8": {"p50_ms": 1.2, "large_over_this": 5.0},
+        "1 layers, ONNX fp32": {"p50_ms": 2.0, "large_over_this": 6.0},
+        "_self_check": {"engine": "", "description": "self-check passed", "passed": True}})
+    return records
+
+
+def test_towers_of_labels():
+    assert tower_of("CARE", 6) == ("CARE", 6) and tower_of("symmetric small (3 layers)", 1) == ("symmetric small", 3)
+    assert tower_of("CARE (1 layer)", 6) == ("CARE", 1) and tower_of("CARE [rich]", 1) == ("CARE [rich]", 1)
+    assert tower_of("symmetric large", 1) == ("symmetric large", 12) and tower_of("BM25", 6) == ("BM25", None)
+    assert tower_of("CARE [ep2]", 6) is None and tower_of("peer (sentence-transformers trainer)", 6) is None
+    assert tower_of("CARE w/o Stage II", 6) is None
+
+
+def test_the_frontier_takes_each_tower_from_the_first_group_with_its_own_seeds(tmp_path):
+    record = build(_records(), SHAPES)
+    entries = {(e["row"], e["layers"]): e for e in record.extra["frontier"]}
+    assert set(entries) == {("CARE", 1), ("CARE", 3), ("CARE", 6), ("CARE [rich]", 1), ("symmetric small", 1),
+                            ("symmetric small", 3), ("symmetric small", 6), ("symmetric large", 12),
+                            ("e5 zero-shot", 12), ("BM25", None)}
+    assert [e["row"] for e in record.extra["frontier"]][:4] == ["CARE", "CARE", "CARE", "CARE [rich]"]
+    care6, care3, rich = entries[("CARE", 6)], entries[("CARE", 3)], entries[("CARE [rich]", 1)]
+    assert care6["seeds"] == [0, 1] and care6["records"] == ["test_gpu_seed0", "test_gpu_seed1"]
+    assert care6["ndcg_at_10_mean"] == pytest.approx(0.285) and care6["ndcg_at_10_std"] > 0
+    assert care6["ratio_to_symmetric_large"] == pytest.approx(0.285 / 0.295)  # the same records' symmetric large
+    assert care3["seeds"] == [0, 1, 2] and care3["ratio_to_symmetric_large"] == pytest.approx(0.26 / 0.30)
+    assert rich["seeds"] == [0] and rich["ndcg_at_10_std"] == 0.0
+    assert rich["ratio_to_symmetric_large"] == pytest.approx(0.256 / 0.32)
+    large = entries[("symmetric large", 12)]
+    assert large["seeds"] == [0, 1] and large["ratio_to_symmetric_large"] == pytest.approx(1.0)  # from the gpu group
+    assert entries[("CARE", 1)]["seeds"] == [0, 1, 2]  # the rich record's copy of CARE is not counted twice
+    assert (rich["speedup_int8"], rich["speedup_fp32"], rich["int8_qps"]) == (5.0, 6.0, pytest.approx(1000 / 1.2))
+    assert (care3["speedup_int8"], care3["speedup_fp32"]) == (3.0, None)  # fp32 not measured: no number
+    assert care6["speedup_int8"] is None and entries[("BM25", None)]["params"] is None
+    assert entries[("symmetric large", 12)]["speedup_int8"] == 1.0
+    assert record.seeds == [0, 1, 2] and record.scores["CARE (1 layer)"]["ndcg_at_10"] == pytest.approx(0.24)
+    table = markdown(record)
+    assert "| CARE [rich] (1 layer) |" in table and "0.2560 (seed 0)" in table and "self-check passed" in table
+    path = write_record(record, tmp_path)
+    assert json.loads(path.read_text(encoding="utf-8"))["extra"]["frontier"][0]["row"] == "CARE"
+
+
+def test_parameter_counts_match_a_bert_tower():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=3, num_attention_heads=2,
+                                     intermediate_size=16, max_position_embeddings=32, type_vocab_size=2)
+    model = transformers.BertModel(config, add_pooling_layer=False)
+    counted = query_params(SHAPES, 3)
+    assert counted["params"] == sum(p.numel() for p in model.parameters())
+    assert counted["params_transformer"] == sum(p.numel() for p in model.encoder.parameters())
+    assert query_params(None, 3) == {"params": None, "params_transformer": None}
+
+
+def test_no_records_stops_with_a_message():
+    with pytest.raises(SystemExit, match="test_gpu_seedK"):
+        build({}, SHAPES)
+
+
+def test_the_figure_is_written(tmp_path):
+    pytest.importorskip("matplotlib")
+    png = figure(build(_records(), SHAPES), tmp_path / "frontier.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
