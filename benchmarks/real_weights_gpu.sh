@@ -25,7 +25,7 @@ fi
 export PYTHONPATH="$ROOT:$ROOT/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 tar -C "$SCRATCH" -xJf "$ARCHIVE"
 "$PYTHON" - <<'EOF'
-import faiss, peft, pytrec_eval, sentence_transformers, torch, transformers
+import datasets, faiss, peft, pytrec_eval, sentence_transformers, torch, transformers  # datasets: Stage II mining
 print("torch", torch.__version__, "cuda", torch.cuda.is_available(),
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "-",
       "transformers", transformers.__version__, "sentence-transformers", sentence_transformers.__version__,

@@ -117,6 +117,12 @@ def test_alignment_sentences_join_stage1s_query_side(tmp_path):
     assert set(query_side[2:]) <= corpus_sentences
     off = load_run_config(tmp_path / "run.yaml", ["recipes.care.alignment_sentences=null"])
     assert care_alignment_file(SimpleNamespace(config=off), str(tmp_path / "train.jsonl"), tmp_path / "x") is None
+    # alignment_sentence_max_chars: only sentences of 6 to 7 characters join (感冒时要多休息 has 7, 饮食要清淡 5)
+    short = load_run_config(tmp_path / "run.yaml", ["recipes.care.alignment_sentences=10",
+                                                    "recipes.care.alignment_sentence_max_chars=7"])
+    target = care_alignment_file(SimpleNamespace(config=short), str(tmp_path / "train.jsonl"), tmp_path / "short")
+    rows = [json.loads(line) for line in open(target, encoding="utf-8")]
+    assert {r["query"] for r in rows if r["type"] == "query_align"} - {"头痛怎么办", "发烧吃什么药"} == {"感冒时要多休息"}
 
 
 def test_mining_settings_are_checked_when_the_config_loads(tmp_path):

@@ -168,6 +168,9 @@ class CareRecipeConfig(Config):
             positives) also gets this many sentences of the run's corpus as query-side texts, which the
             ranking part (``stage1_rank``, e5 preset) ranks for too; the real-weight runs use 10,000
             (``benchmarks/bench_real_weights.py``). ``null``: none.
+        alignment_sentence_max_chars: the longest corpus sentence ``alignment_sentences`` takes (``null``: 60
+            characters, :data:`care.train.alignment.SENTENCE_MAX_CHARS`); the frontier's richer Stage I for a
+            1-layer query tower takes every sentence up to 150 (``benchmarks/results/frontier/``).
         alignment_documents: with ``alignment_sentences``, also align on the training file's positives as
             document-side rows (the paper's ``(d, d, d⁻)``); ``false``: query-side rows only, as the real-weight
             runs (a passage costs the small query tower several times a short text).
@@ -203,6 +206,7 @@ class CareRecipeConfig(Config):
     init_negatives: int | None = None
     stage2_negatives: int | None = None
     alignment_sentences: int | None = None
+    alignment_sentence_max_chars: int | None = None
     alignment_documents: bool = True
     mine_negatives: dict[str, Any] | None = None
     full_fine_tune_document: bool | None = None

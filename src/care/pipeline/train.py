@@ -123,8 +123,9 @@ def care_alignment_file(ctx: RunContext, train_file: str, out: Path) -> str | No
         from care.data.retrieval import load_corpus
         from care.train.alignment import document_sentences
 
+        longest = ctx.config.recipes.care.alignment_sentence_max_chars
         sentences = document_sentences((d.full_text for d in load_corpus(corpus_file(ctx)).values()), limit=limit,
-                                       seed=ctx.config.seed)
+                                       seed=ctx.config.seed, **({"max_chars": longest} if longest else {}))
         out.mkdir(parents=True, exist_ok=True)
         build_alignment(train_file, target, extra_queries=sentences, seed=ctx.config.seed,
                         include_documents=ctx.config.recipes.care.alignment_documents)

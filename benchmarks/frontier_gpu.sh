@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The quality-latency frontier on the device (issue 41): per seed, in parallel, one process that trains and scores
+# CARE with e5 cut to 1 layer (+ 3 layers) -> test_frontier_seedK, then CARE [rich] (Stage I on every corpus
+# sentence, more epochs) on the same finished stages -> test_frontier_rich_seedK. Logs and records under $OUT.
+# The kit (KIT, default .gpu/): data.tar.xz from `python -m benchmarks.frontier_kit`, e5-dev.bin from
+# `care model shrink-e5`; wheels of what the machine lacks in .whl/ (faiss-cpu, pytrec_eval-terrier, bm25s,
+# datasets, dill, multiprocess). Run from the repository root: OUT=<results> bash benchmarks/frontier_gpu.sh
+set -uo pipefail
+: "${OUT:?}"
+ROOT=$(pwd)
+KIT=${KIT:-$ROOT/.gpu}
+PYTHON=${PYTHON:-python3}
+SCRATCH=${SCRATCH:-/tmp/care-gpu}
+SEEDS=${SEEDS:-"0 1 2"}
+RICH_SEEDS=${RICH_SEEDS:-"0 1"}  # the seeds that also train CARE [rich]
+MAXLEN=${MAXLEN:-128}
+EXTRA=${EXTRA:-}
+S1_EPOCHS=${S1_EPOCHS:-6}
+RANK_EPOCHS=${RANK_EPOCHS:-3}
+mkdir -p "$SCRATCH" "$OUT"
+T0=$(date +%s)
+{
+if [ -z "${NO_WHEELS:-}" ]; then
+  "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SCRATCH/site" "$ROOT"/.whl/*.whl || exit 1
+  export PYTHONPATH="$SCRATCH/site${PYTHONPATH:+:$PYTHONPATH}"
+fi
+export PYTHONPATH="$ROOT:$ROOT/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 OMP_NUM_THREADS=${THREADS:-8}
+tar -C "$SCRATCH" -xJf "$KIT/data.tar.xz" || exit 1
+cat "$SCRATCH/work/test/kit.json"
+"$PYTHON" - <<'PY' || exit 1
+import bm25s, datasets, dill, multiprocess, pyarrow, faiss, peft, pytrec_eval, sentence_transformers, torch, transformers
+import benchmarks.bench_real_weights, care.cli, care.train.sweep, care.train.validation
+print("pyarrow", pyarrow.__version__, "datasets", datasets.__version__)
+print("torch", torch.__version__, "cuda", torch.cuda.is_available(),
+      torch.cuda.get_device_name(0) if torch.cuda.is_available() else "-", "transformers", transformers.__version__,
+      "sentence-transformers", sentence_transformers.__version__, "peft", peft.__version__, "faiss", faiss.__version__)
+PY
+[ -f "$SCRATCH/e5/config.json" ] || "$PYTHON" -m care.cli model export-e5 --image "$KIT/e5-dev.bin" -o "$SCRATCH/e5" || exit 1
+echo "setup done in $(( $(date +%s) - T0 )) s"
+} 2>&1  # to stdout: $OUT holds at most 8 files (3 seed logs + 5 records)
+export PYTHONPATH="$ROOT:$ROOT/src:$SCRATCH/site" PYTHONUNBUFFERED=1 OMP_NUM_THREADS=${THREADS:-8}
+[ -n "${NO_WHEELS:-}" ] && export PYTHONPATH="$ROOT:$ROOT/src${EXTRA_PYTHONPATH:+:$EXTRA_PYTHONPATH}"
+DATA=$(ls -d "$SCRATCH"/data/*/ | head -n 1)
+if command -v nvidia-smi >/dev/null; then  # GPU use every 20 s, beside the setup log
+  ( while sleep 20; do echo "[$(( $(date +%s) - T0 )) s] $(nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader)"; done ) &
+  SAMPLER=$!
+fi
+RICH="$SCRATCH/work/test/alignment_rich.jsonl"
+VARIANT="rich=stage1:data.train_file=$RICH;stage1:optim.epochs=$S1_EPOCHS;stage1_rank:data.train_file=$RICH;stage1_rank:optim.epochs=$RANK_EPOCHS"
+for s in $SEEDS; do
+  W="$SCRATCH/work/s$s"
+  mkdir -p "$W/test" && cp "$SCRATCH/work/test/train.jsonl" "$SCRATCH/work/test/alignment.jsonl" "$W/test/"
+  (
+    common=(--data "$DATA" --e5 "$SCRATCH/e5" --work "$W" --out "$OUT" --seeds "$s" --layers 1 --max-length "$MAXLEN"
+            --no-int8 --no-student --skip-rows peer without_stage1 --travel $EXTRA)
+    echo "[$(( $(date +%s) - T0 )) s] seed $s: base"
+    "$PYTHON" -m benchmarks.bench_real_weights "${common[@]}" --extra-layers 3 --tag frontier; rc=$?
+    echo "[$(( $(date +%s) - T0 )) s] seed $s: base done rc=$rc"
+    case " $RICH_SEEDS " in *" $s "*) ;; *) exit 0;; esac
+    "$PYTHON" -m benchmarks.bench_real_weights "${common[@]}" --variant "$VARIANT" --tag frontier_rich; rc=$?
+    echo "[$(( $(date +%s) - T0 )) s] seed $s: variant done rc=$rc"
+  ) > "$OUT/log_seed$s.txt" 2>&1 &
+done
+for job in $(jobs -p); do [ "$job" = "${SAMPLER:-}" ] || wait "$job"; done
+[ -n "${SAMPLER:-}" ] && kill "$SAMPLER"
+echo "all done in $(( $(date +%s) - T0 )) s"
+ls -la "$OUT" "$OUT/real_weights" 2>/dev/null
+for s in $SEEDS; do grep -E "^\[|seed [0-9]+: |Error|error" "$OUT/log_seed$s.txt" | tail -n 12; done

@@ -1,0 +1,83 @@
+"""The frontier's travel kit for a GPU machine without jieba (benchmarks/frontier_gpu.sh): the data archive, built
+here because Stage I's BM25 negatives need jieba.
+
+    python -m benchmarks.frontier_kit DATA OUT_ARCHIVE [--max-train N] [--tiny N]
+
+The archive holds data/<name>/ (the dev set, or with --tiny a small cut of it for a dry run) and
+work/test/{train,alignment,alignment_rich}.jsonl: alignment_rich.jsonl is CARE [rich]'s Stage I data, the training
+queries and every corpus sentence of 6 to 150 characters, each with one BM25 negative
+(``care run``: ``recipes.care.alignment_sentence_max_chars: 150``).
+"""
+import argparse
+import json
+import random
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from benchmarks.real_weights_setup import prepare
+from care.data.io import iter_jsonl, write_jsonl
+from care.data.retrieval import load_corpus
+from care.train.alignment import build_alignment_data, document_sentences
+
+RICH_MAX_CHARS = 150  # every corpus sentence of 6..150 characters (the preset: 10,000 of 6..60)
+
+
+def main() -> None:
+    """Build the archive the command line names."""
+    p = argparse.ArgumentParser()
+    p.add_argument("data", type=Path)
+    p.add_argument("archive", type=Path)
+    p.add_argument("--max-train", type=int, default=None)
+    p.add_argument("--tiny", type=int, default=0, help="cut the dev set to this many test queries (dry run)")
+    a = p.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="kit-"))
+    name = a.data.name
+    data = tmp / "data" / name
+    if a.tiny:  # a small cut of the dev set: the first N test queries, their answers, 40 training rows' answers
+        data.mkdir(parents=True)
+        qrels = [l.split("\t") for l in (a.data / "test_qrels.tsv").read_text(encoding="utf-8").splitlines()]
+        header = qrels[0] if not qrels[0][-1].strip().isdigit() else None
+        rows = qrels[1:] if header else qrels
+        test = [r for _, r in iter_jsonl(a.data / "test_queries.jsonl")][:a.tiny]
+        ids = {str(r.get("id") or r.get("_id")) for r in test}
+        keep_rows = [r for r in rows if r[0] in ids]
+        train = [r for _, r in iter_jsonl(a.data / "train.jsonl")][:a.max_train or 40]
+        corpus = [r for _, r in iter_jsonl(a.data / "corpus.jsonl")]
+        wanted = {r[1] for r in keep_rows}
+        texts = {t["positive"] for t in train}
+        rng = random.Random(0)
+        kept = [c for c in corpus if str(c.get("id") or c.get("_id")) in wanted or c.get("text") in texts]
+        kept += rng.sample([c for c in corpus if c not in kept], 100)
+        write_jsonl(data / "corpus.jsonl", kept)
+        write_jsonl(data / "train.jsonl", train)
+        write_jsonl(data / "test_queries.jsonl", test)
+        (data / "test_qrels.tsv").write_text("\n".join("\t".join(r) for r in ([header] if header else []) + keep_rows)
+                                             + "\n", encoding="utf-8")
+        shutil.copy(data / "test_queries.jsonl", data / "queries.jsonl")
+        shutil.copy(data / "test_qrels.tsv", data / "qrels.tsv")
+    else:
+        shutil.copytree(a.data, data)
+        for f in data.rglob("*"):
+            f.chmod(0o644 if f.is_file() else 0o755)
+        data.chmod(0o755)
+    work = tmp / "work"
+    prep = prepare(data, work, False, "", a.max_train)
+    docs = [d.text for d in load_corpus(data / "corpus.jsonl").values()]
+    queries = [r["query"] for _, r in iter_jsonl(prep.train_file)]
+    sentences = document_sentences(docs, limit=a.max_train, seed=0, max_chars=RICH_MAX_CHARS)
+    rows = list(build_alignment_data(queries + sentences, [], seed=0))
+    write_jsonl(work / "test" / "alignment_rich.jsonl", rows)
+    base = sum(1 for _ in iter_jsonl(prep.alignment_file))
+    print(json.dumps({"alignment_rows": base, "alignment_rich_rows": len(rows), "sentences": len(sentences)}))
+    (work / "test" / "kit.json").write_text(json.dumps({"alignment_rows": base, "alignment_rich_rows": len(rows),
+                                                        "rich_max_chars": RICH_MAX_CHARS}) + "\n")
+    subprocess.run(["tar", "-C", str(tmp), "-cJf", str(a.archive), "data", "work"], check=True)
+    shutil.rmtree(tmp)
+    print(a.archive, a.archive.stat().st_size)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""The generated ``frontier-table``: the query tower's quality against its latency on real weights, from
+``frontier.py``'s record ``frontier/test.json`` (one row per tower on the curve)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks._common import RESULTS
+from care.bench.record import read_records
+from care.bench.tables import markdown_table
+
+#: The record ``python -m benchmarks.frontier`` writes.
+FRONTIER_EXPERIMENT, FRONTIER_RECORD = "frontier", "test"
+#: Row names in the record: the curves and the 12-layer references (shown in one row, in this order).
+CARE, SMALL, REFERENCES, FULL_DEPTH = "CARE", "symmetric small", ("symmetric large", "e5 zero-shot"), 12
+
+
+def _score(tower: dict | None) -> str | None:
+    if tower is None:
+        return None
+    return f"{tower['ndcg_at_10_mean']:.3f} ± {tower['ndcg_at_10_std']:.3f} ({tower['ratio_to_symmetric_large']:.1%})"
+
+
+def frontier_table(results: Path = RESULTS) -> str:
+    """One row per query-tower depth (and per CARE variant): its query speed-up over the 12-layer query side in
+    ONNX int8 and fp32 (one thread, batch 1), CARE's and symmetric small's nDCG@10 mean ± std over the seeds (with
+    the share of symmetric large); the last row holds the 12-layer references."""
+    record = read_records(results, FRONTIER_EXPERIMENT).get(FRONTIER_RECORD) if (
+        results / FRONTIER_EXPERIMENT).is_dir() else None
+    if record is None:
+        return "No frontier record yet: run `python -m benchmarks.frontier`."
+    towers = record.extra["frontier"]
+    by = {(t["row"], t["layers"]): t for t in towers}
+    rows = []
+    for tower in sorted(towers, key=lambda t: (t["layers"], t["row"])):
+        if tower["row"] in (SMALL, *REFERENCES):
+            continue
+        depth = f"{tower['layers']} layer{'s' if tower['layers'] != 1 else ''}"
+        variant = tower["row"].removeprefix(CARE).strip()
+        small = by.get((SMALL, tower["layers"])) if not variant else None
+        seeds = ", ".join(map(str, sorted(set(tower["seeds"]) | set(small["seeds"] if small else []))))
+        rows.append([f"{depth} {variant}".strip(), f"{tower['speedup_int8']:.2f}×", f"{tower['speedup_fp32']:.2f}×",
+                     _score(tower), _score(small), seeds])
+    refs = [by.get((name, FULL_DEPTH)) for name in REFERENCES]
+    if all(refs):
+        rows.append([f"{FULL_DEPTH} layers: {' / '.join(REFERENCES)}", "1.00×", "1.00×", _score(refs[0]), _score(refs[1]),
+                     ", ".join(map(str, refs[0]["seeds"]))])
+    return markdown_table(["query tower", "int8 speed-up", "fp32 speed-up", "CARE (of symmetric large)",
+                           "symmetric small", "seeds"], rows)
