@@ -184,6 +184,11 @@ class CareRecipeConfig(Config):
             random-init tower learns nothing useful through LoRA; the paper's LoRA setup is ``configs/care_paper``).
         tiny_document_dims: Matryoshka widths of a tiny document tower's MRL loss in init_document (``null``:
             the stage's own settings).
+        query_speedup: a query-latency budget: the query tower becomes the deepest cut of the document model at
+            least this many times faster than the document model's own query side, measured on this machine
+            (:mod:`care.pipeline.query_budget`; ONNX int8 when installed, one thread, batch 1), with the frontier's
+            richer Stage I where that is one layer; ``models.query`` must then be a tower spec of
+            ``models.document`` (``e5?layers=6`` with ``e5``). ``null`` (the default): ``models.query`` as named.
         overrides: more ``key=value`` / ``stage:key=value`` settings (applied last).
         ablations: ``{row label: recipe switches}`` trained besides the full recipe (in their own folders,
             sharing the finished initialisations), e.g. ``{"CARE w/o Stage I": {skip_stage1: true}}``.
@@ -211,6 +216,7 @@ class CareRecipeConfig(Config):
     mine_negatives: dict[str, Any] | None = None
     full_fine_tune_document: bool | None = None
     tiny_document_dims: list[int] | None = field(default_factory=lambda: [32, 64, 128])
+    query_speedup: float | None = None
     overrides: list[str] = field(default_factory=list)
     ablations: dict[str, RecipeConfig] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=lambda: {
@@ -339,6 +345,24 @@ class RunConfig(Config):
                 parse_tower_spec(getattr(self.models, side))
             except CareError as exc:
                 raise ConfigError(f"config field 'models.{side}': {exc}") from None
+        self._check_query_speedup()
+
+    def _check_query_speedup(self) -> None:
+        """``recipes.care.query_speedup`` needs a speed-up of at least 1 and a query tower cut from the document
+        model."""
+        budget = self.recipes.care.query_speedup
+        if budget is None:
+            return
+        name = "config field 'recipes.care.query_speedup'"
+        if not budget >= 1:  # NaN too
+            raise ConfigError(f"{name}: must be at least 1 (how many times faster than the document model's query "
+                              f"side the query tower must answer), got {budget}; null: no budget")
+        from care.train.query_budget import budget_towers_error
+
+        problem = budget_towers_error(self.models.query, self.models.document, query_name="models.query",
+                                      document_name="models.document")
+        if problem:
+            raise ConfigError(f"{name}: {problem}")
 
     @property
     def main_task(self) -> str:

@@ -1,6 +1,6 @@
 """The last step of a run: one results table (quality per task + query latency), the trained models
 ranked on the main task, the quality-vs-QPS figure, and the ``care serve`` command for the index built
-with the best of them."""
+with the best of them (and, with ``recipes.care.query_speedup``, the query tower the budget picked and why)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from care.bench.result import TaskResult
 from care.data.io import atomic_write, write_json
 from care.pipeline.context import RunContext
 from care.pipeline.evaluate import INDEX_FOLDER, LATENCY_FILE, load_results, model_labels, selection_task
+from care.pipeline.query_budget import OUTPUT_KEY as QUERY_BUDGET_KEY
+from care.pipeline.query_budget import report_lines as query_budget_lines
 from care.pipeline.sources import evaluated_tasks
 
 logger = logging.getLogger(__name__)
@@ -107,6 +109,8 @@ def step_report(ctx: RunContext) -> dict[str, Any]:
     if ranked:
         lines += [f"Trained models on {selection_task(ctx)}, best first: "
                   + ", ".join(f"{r['model']} ({r['score']:.{SCORE_DIGITS}f})" for r in ranked) + ".", ""]
+    budget = ctx.step_outputs("train_care").get(QUERY_BUDGET_KEY)
+    lines += query_budget_lines(budget)
     checks = ctx.step_outputs("train_care").get("validation")
     if checks:
         lines += ["CARE's stages on validation (each against the stage it started from):", ""]
@@ -128,6 +132,7 @@ def step_report(ctx: RunContext) -> dict[str, Any]:
     summary = {"table": table, "rows": rows, "main_task": task_names(ctx)[0], "ranking": ranked,
                "ranked_on": selection_task(ctx), "warnings": (index or {}).get("warnings", []),
                "figure": _figure(ctx, rows, results),
-               "index": index, "serve_command": command}
+               "index": index, "serve_command": command,
+               **({QUERY_BUDGET_KEY: budget} if budget else {})}
     write_json(ctx.root / RESULTS_JSON, summary)
     return summary

@@ -45,6 +45,7 @@ from care.pipeline.data import step_curate, step_label
 from care.pipeline.evaluate import step_evaluate, step_index, step_latency
 from care.pipeline.manifest import DONE, MANIFEST_FILE, RunManifest
 from care.pipeline.preflight import check_inputs
+from care.pipeline.query_budget import with_query_budget
 from care.pipeline.report import serve_command, step_report
 from care.pipeline.train import step_train_baselines, step_train_care, step_train_student
 
@@ -52,13 +53,14 @@ logger = logging.getLogger(__name__)
 
 StepFunction = Callable[[RunContext], dict[str, Any]]
 
-#: The function of every step (looked up at run time, so tests can replace one).
+#: The function of every step (looked up at run time, so tests can replace one). The steps that take CARE's query
+#: base run on the query tower ``recipes.care.query_speedup`` picks, when it is set (:mod:`care.pipeline.query_budget`).
 STEPS: dict[str, StepFunction] = {
     "curate": step_curate,
     "label": step_label,
-    "train_care": step_train_care,
+    "train_care": with_query_budget(step_train_care),
     "train_student": step_train_student,
-    "train_baselines": step_train_baselines,
+    "train_baselines": with_query_budget(step_train_baselines),
     "evaluate": step_evaluate,
     "latency": step_latency,
     "index": step_index,

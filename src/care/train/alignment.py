@@ -266,11 +266,11 @@ def document_sentences(documents: Iterable[str], *, limit: int | None = None, se
 
 def alignment_from_training_file(train_jsonl: str | Path, out_jsonl: str | Path, *,
                                  negative_miner: NegativeMiner | None = None, n_negatives: int = 1,
-                                 seed: int = 0) -> int:
+                                 seed: int = 0, extra_queries: Sequence[str] = ()) -> int:
     """Build Stage I data from a retrieval training file's queries and positives; write it atomically.
 
-    Alignment rows already in the input (``type`` query_align / doc_align) are ignored. Returns the
-    number of rows written to ``out_jsonl``.
+    Alignment rows already in the input (``type`` query_align / doc_align) are ignored; ``extra_queries`` (corpus
+    sentences, :func:`document_sentences`) join the query side. Returns the number of rows written to ``out_jsonl``.
     """
     queries: list[str] = []
     documents: list[str] = []
@@ -279,6 +279,7 @@ def alignment_from_training_file(train_jsonl: str | Path, out_jsonl: str | Path,
             continue
         queries.append(example.query)
         documents.extend(example.pos)
+    queries += extra_queries
     rows = build_alignment_data(queries, documents, negative_miner=negative_miner,
                                 n_negatives=n_negatives, seed=seed)
     n = write_jsonl(out_jsonl, rows)

