@@ -178,3 +178,15 @@ def test_a_bad_tower_spec_fails_when_the_config_loads():
         load_run_config(demo_config_path(), ["models.query=e5?layerz=6"])
     assert load_run_config(demo_config_path(), ["models.query=e5?layers=6", "models.document=e5"]).models.query == \
         "e5?layers=6"
+
+
+def test_validation_checks_name_stage_one_as_the_evaluation_does():
+    """With a ranking part, Stage I's row (``CARE w/o Stage II``) is the ranking part's model, as the evaluation
+    scores it; the alignment before it keeps its own name. Without one, the labels are the recipe's."""
+    from care.pipeline.train import STAGE1_ALIGNMENT_LABEL, check_labels
+
+    labels = {"init_query": "symmetric small", "stage1": "CARE w/o Stage II", "stage2": "CARE"}
+    ranked = check_labels(["init_query", "stage1", "stage1_rank", "stage2"], labels)
+    assert ranked["stage1_rank"] == "CARE w/o Stage II" and ranked["stage1"] == STAGE1_ALIGNMENT_LABEL
+    assert check_labels(["init_query", "stage1", "stage2"], labels) == labels
+    assert labels["stage1"] == "CARE w/o Stage II"  # the caller's mapping is left as it was

@@ -102,11 +102,14 @@ def test_the_safety_net_scores_every_stage_and_the_index_serves_the_best_on_vali
     manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
     checks = manifest["steps"]["train_care"]["outputs"]["validation"]
     assert set(checks) >= set(TRAINED)
-    # Stage II starts from the ranking part of Stage I, which starts from Stage I's alignment
-    assert checks["CARE"]["started_from"] == "stage1_rank"
-    assert checks["stage1_rank"]["started_from"] == "CARE w/o Stage II"
-    assert all(0 < checks[row]["fidelity"] <= 1.0001 for row in ("CARE w/o Stage II", "CARE"))
+    # the checks name their rows as the evaluation does: Stage I's row is its ranking part, which Stage II starts
+    # from and which starts from Stage I's alignment part
+    assert checks["CARE"]["started_from"] == "CARE w/o Stage II"
+    assert checks["CARE w/o Stage II"]["started_from"] == "Stage I alignment part"
     results = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    validation = {r["model"]: r["scores"]["validation"] for r in results["rows"]}
+    assert all(checks[row]["ndcg_at_10"] == pytest.approx(validation[row], abs=1e-4) for row in TRAINED)
+    assert all(0 < checks[row]["fidelity"] <= 1.0001 for row in ("CARE w/o Stage II", "CARE"))
     ranked = [r["model"] for r in results["ranking"]]
     assert sorted(ranked) == sorted(TRAINED) and results["index"]["label"] == ranked[0]
     assert results["ranked_on"] == "validation"

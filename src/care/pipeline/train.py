@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,8 @@ TOWERS_CACHE = "towers"
 PAIR_STAGES: tuple[str, ...] = ("init_query", "init_document", "stage2")
 #: Recipe stages that train on Stage I's alignment data (``recipes.care.max_alignment_rows`` caps them).
 ALIGNMENT_STAGES: tuple[str, ...] = ("stage1", "stage1_rank")
+#: The validation check's row of Stage I's alignment part when a ranking part follows it (whose model is Stage I's row).
+STAGE1_ALIGNMENT_LABEL = "Stage I alignment part"
 #: Stages whose output a recipe ablation shares with the full recipe when it keeps both initialisations.
 SHARED_INIT_STAGES: tuple[str, ...] = ("init_query", "init_document")
 
@@ -195,6 +198,17 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
                                          for stage, r in results.items()}, **checks}
 
 
+def check_labels(stages: Iterable[str], labels: dict[str, str]) -> dict[str, str]:
+    """The row labels of the recipe's validation checks: as the evaluation names its rows, where Stage I's row
+    is its last model — the ranking part (``stage1_rank``) when the stage configs ship one — and the alignment
+    before it is :data:`STAGE1_ALIGNMENT_LABEL`."""
+    names = dict(labels)
+    if "stage1_rank" in stages and "stage1" in names:
+        names["stage1_rank"] = names.pop("stage1")
+        names["stage1"] = STAGE1_ALIGNMENT_LABEL
+    return names
+
+
 def _validation_summary(out: Path, labels: dict[str, str]) -> dict[str, Any]:
     """The recipe's validation record as step outputs (each stage's score, fidelity and change from its start),
     logged on the terminal: ``{}`` when the recipe ran without validation."""
@@ -203,6 +217,7 @@ def _validation_summary(out: Path, labels: dict[str, str]) -> dict[str, Any]:
     record = read_validation(out)
     if not record:
         return {}
+    labels = check_labels(record["models"], labels)
     stages = {}
     for stage, row in record["models"].items():
         stages[labels.get(stage, stage)] = {"ndcg_at_10": row["scores"].get("ndcg_at_10"), "fidelity": row["fidelity"],
