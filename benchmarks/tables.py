@@ -3,7 +3,7 @@
 Each table below reads records (``care.bench.record``) and fills the section of a document marked
 ``<!-- results:NAME -->`` ... ``<!-- /results:NAME -->`` (:mod:`care.bench.tables`); the prose around a
 table stays hand-written; the anonymiser's tables are in ``tables_pii.py``, the transfer table in
-``tables_transfer.py``, the frontier in ``tables_frontier.py``, all listed in :data:`TABLES`. Run it after a benchmark writes new records::
+``tables_transfer.py``, the frontier in ``tables_frontier.py``, the demo's in ``tables_demo.py``, all listed in :data:`TABLES`. Run it after a benchmark writes new records::
 
     python -m benchmarks.tables            # rewrite README.md and docs/*.md in place
     python -m benchmarks.tables --check    # exit 1 when a document is out of date (what the tests run)
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from benchmarks._common import RESULTS, ROOT
 from benchmarks.bench_results import record
+from benchmarks.tables_demo import demo_table
 from benchmarks.tables_frontier import frontier_table
 from benchmarks.tables_pii import pii_table, pii_taggers_table
 from benchmarks.tables_transfer import transfer_table
@@ -25,7 +26,7 @@ from care.bench.tables import markdown_table, mean_std, replace_sections, sectio
 from care.data.io import atomic_write
 
 #: The documents whose marked sections are generated.
-DOCUMENTS: tuple[str, ...] = ("README.md", "docs/results.md", "docs/paper-setup.md", "docs/curate.md")
+DOCUMENTS: tuple[str, ...] = ("README.md", "docs/results.md", "docs/paper-setup.md", "docs/curate.md", "docs/demo.md")
 
 
 def first(scores: dict, labels: Sequence[str]) -> dict | None:
@@ -212,7 +213,7 @@ def gpu_shapes_tables(results: Path = RESULTS) -> str:
     return f"{encoding}\n\n{stage2}"
 
 
-TABLES: dict[str, Callable[[Path], str]] = {"transfer-table": transfer_table, "frontier-table": frontier_table,"harness-table": harness_table, "care-table": care_table,
+TABLES: dict[str, Callable[[Path], str]] = {"transfer-table": transfer_table, "frontier-table": frontier_table, "demo-table": demo_table,"harness-table": harness_table, "care-table": care_table,
                                             "real-weights-table": real_weights_table, "results-index": results_index,
                                             "real-weights-gpu-table": real_weights_gpu_table,
                                             "gpu-shapes-tables": gpu_shapes_tables, "pii-table": pii_table,

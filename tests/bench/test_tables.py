@@ -160,3 +160,15 @@ def test_transfer_table_reads_both_dev_sets_and_says_what_is_missing(tmp_path):
     table = tables.transfer_table(tmp_path)
     assert "| seeds | 0, 1 | 0, 1 |" in table and "not yet through care run" in table
     assert "| CARE / symmetric large | 99.5% | 99.5% |" in table
+
+
+def test_demo_table_reads_the_last_demo_record(tmp_path):
+    from care.bench.record import BenchmarkRecord, write_record
+
+    assert "bench_demo" in tables.demo_table(tmp_path)  # no record: says which command makes one
+    scores = {"BM25": {"CMedTEB-Demo-Retrieval": 0.3871, "CMedTEB-Demo-STS": 0.7006},
+              "CARE": {"CMedTEB-Demo-Retrieval": 0.4471, "CMedTEB-Demo-Rerank": 0.8661, "validation": 0.0462}}
+    write_record(BenchmarkRecord("demo_run", "demo", config={}, scores=scores), tmp_path)
+    table = tables.demo_table(tmp_path)
+    assert "| BM25 | 0.387 | – | 0.701 | – |" in table
+    assert "| CARE | 0.447 | 0.866 | – | 0.046 |" in table

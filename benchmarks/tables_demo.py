@@ -1,0 +1,29 @@
+"""The generated ``demo-table``: what ``care demo`` scored in its last measured run, from ``bench_demo.py``'s
+record ``demo_run/demo.json`` (one row per model, the demo's three tasks and the run's validation split)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks._common import RESULTS
+from care.bench.record import read_records
+from care.bench.tables import markdown_table
+
+#: The record ``python -m benchmarks.bench_demo`` writes.
+DEMO_EXPERIMENT, DEMO_RECORD = "demo_run", "demo"
+#: Columns: (score key in the record, column title).
+DEMO_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("CMedTEB-Demo-Retrieval", "Retrieval nDCG@10"), ("CMedTEB-Demo-Rerank", "Rerank MAP@10"),
+    ("CMedTEB-Demo-STS", "STS Pearson"), ("validation", "validation nDCG@10 (held-out training queries)"),
+)
+
+
+def demo_table(results: Path = RESULTS) -> str:
+    """One row per model of the last measured ``care demo``, its scores to three decimals (– where not scored),
+    then the run's wall time."""
+    record = read_records(results, DEMO_EXPERIMENT).get(DEMO_RECORD) if (results / DEMO_EXPERIMENT).is_dir() else None
+    if record is None:
+        return "No demo record yet: run `python -m benchmarks.bench_demo`."
+    rows = [[model, *(f"{scores[key]:.3f}" if scores.get(key) is not None else None for key, _ in DEMO_COLUMNS)]
+            for model, scores in record.scores.items()]
+    return markdown_table(["model", *(title for _, title in DEMO_COLUMNS)], rows)
