@@ -13,7 +13,7 @@ documents) and keeps a candidate only when it scores clearly below the labelled 
 ``absolute_margin = a`` iff ``s(q, c) < s(q, d⁺) − a``; then the top ``n`` remaining candidates are the
 row's ``neg``. On cosine models with crowded scores (e5) 5 % is a wide band: on the dev set most
 candidates of the top 100 sit inside it, so a looser margin or a deeper ``range_max`` is what leaves
-negatives to keep (``docs/training.md``, "A looser mining filter"). The search, the margin and the ranking are
+negatives to keep (``docs/lab-notes.md``, 2026-11-27, "A looser mining filter"). The search, the margin and the ranking are
 sentence-transformers' :func:`sentence_transformers.util.mine_hard_negatives`; this module feeds it a
 training file and writes the result back in the training format. A row for which no candidate
 passes the filter (every candidate in ranks ``range_min``..``range_max`` scores within the margin)

@@ -3,7 +3,7 @@ teacher's *ranking* of every document of the training file, not only of one batc
 
 Not one of the paper's objectives: this project's second part of Stage I for real-weight towers
 (recipe stage ``stage1_rank``), added because aligning vectors (Stage I's MSE + Asym-InfoNCE) did not
-reproduce the ranking of an anisotropic document tower (``docs/training.md``)."""
+reproduce the ranking of an anisotropic document tower (``docs/lab-notes.md``, 2026-11-26)."""
 
 from __future__ import annotations
 
