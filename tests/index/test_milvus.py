@@ -16,6 +16,16 @@ from care.index.milvus import MilvusIndex  # noqa: E402
 DIM = 16
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _stop_embedded_servers():
+    """Milvus Lite serves each database from gRPC threads that outlive the client's ``close()``; stop them after
+    this module so they do not run beside the rest of the suite (a full run once crashed later, with them alive)."""
+    yield
+    from milvus_lite import server_manager_instance
+
+    server_manager_instance.release_all()
+
+
 def _unit(n: int, seed: int) -> np.ndarray:
     x = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
     return x / np.linalg.norm(x, axis=1, keepdims=True)
