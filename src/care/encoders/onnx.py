@@ -30,7 +30,8 @@ from care.config import Config, build
 from care.encoders.base import format_instruction
 from care.encoders.fingerprint import digest, file_identity
 from care.encoders.hf import DEFAULT_INSTRUCTION_TEMPLATE
-from care.encoders.vectors import empty_embeddings, truncate_and_normalize
+from care.encoders.token_feeds import TokenFeeds
+from care.encoders.vectors import empty_embeddings, l2_normalize
 from care.errors import CareError
 
 logger = logging.getLogger(__name__)
@@ -110,9 +111,12 @@ class OnnxQueryEncoder:
         int8: run ``model.int8.onnx`` instead of ``model.onnx``.
         threads: onnxruntime intra-op threads (0 = onnxruntime's default).
         batch_size: default batch size.
+        direct_tokenizer: build the graph's inputs with the Rust tokenizer directly where it gives the same ones
+            (:class:`~care.encoders.token_feeds.TokenFeeds`); False keeps the ``transformers`` call.
     """
 
-    def __init__(self, folder: str | Path, *, int8: bool = False, threads: int = 0, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+    def __init__(self, folder: str | Path, *, int8: bool = False, threads: int = 0, batch_size: int = DEFAULT_BATCH_SIZE,
+                 direct_tokenizer: bool = True) -> None:
         try:
             import onnxruntime as ort
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -141,6 +145,8 @@ class OnnxQueryEncoder:
         if int8 and self.config.extra.get("int8_options", {}).get("reduce_range") is not True:
             self._warn_if_not_portable(model_path)
         self._tokenizer = AutoTokenizer.from_pretrained(str(self.folder / TOKENIZER_DIR))
+        self._feeds = TokenFeeds(self._tokenizer, self.config.max_seq_length, self.config.input_names,
+                                 allow_direct=direct_tokenizer)
         self.int8 = int8
         self.threads = threads
         self.batch_size = batch_size
@@ -191,13 +197,12 @@ class OnnxQueryEncoder:
         size = batch_size or self.batch_size
         out = [self._session.run(None, self.feeds(prepared[start : start + size]))[0]
                for start in range(0, len(prepared), size)]
-        return truncate_and_normalize(np.concatenate(out).astype(np.float32), None)
+        return l2_normalize(out[0] if len(out) == 1 else np.concatenate(out))
 
     def feeds(self, prepared: list[str]) -> dict[str, np.ndarray]:
-        """The graph's inputs for texts that already carry their prompt / instruction (one padded batch)."""
-        batch = self._tokenizer(prepared, padding=True, truncation=True, max_length=self.config.max_seq_length,
-                                return_tensors="np")
-        return {name: np.asarray(batch[name], dtype=np.int64) for name in self.config.input_names}
+        """The graph's inputs for texts that already carry their prompt / instruction (one padded batch; the Rust
+        tokenizer called directly where it gives the same inputs, :mod:`care.encoders.token_feeds`)."""
+        return self._feeds(prepared)
 
     def encode_documents(self, texts: Sequence[str], *, batch_size: int | None = None, show_progress: bool = False) -> np.ndarray:
         raise CareError("an ONNX export holds only the query encoder; encode documents with the PyTorch model")

@@ -16,7 +16,7 @@ def l2_normalize(vectors: np.ndarray) -> np.ndarray:
     array = np.asarray(vectors, dtype=np.float32)
     if array.ndim != 2:
         raise ValueError(f"expected a 2-d array of embeddings, got shape {array.shape}")
-    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    norms = np.sqrt(np.einsum("ij,ij->i", array, array))[:, None]  # cheaper than np.linalg.norm on a query's row
     return np.ascontiguousarray(array / np.maximum(norms, MIN_NORM), dtype=np.float32)
 
 
