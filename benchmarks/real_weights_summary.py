@@ -95,19 +95,32 @@ def summarise(args) -> None:
             ratio = lat.get("large_over_this")
             lines.append(f"| {label} | {lat['engine']} | {lat['p50_ms']:.2f} | {lat['p10_ms']:.2f} | {lat['p90_ms']:.2f} | "
                          f"{f'{ratio:.2f}x' if ratio else '– (not comparable)'} |")
-        if "_self_check" in latency:
-            lines += ["", latency["_self_check"]["description"] + "."]
+        for key in ("_self_check", SELF_CHECK_BACK_TO_BACK):
+            if key in latency:
+                lines += ["", ("Back to back: " if key != "_self_check" else "") + latency[key]["description"] + "."]
     with atomic_write(args.out / EXPERIMENT / f"{name}.md") as fh:
         fh.write("\n".join(lines) + "\n")
     print("\n".join(lines))  # noqa: T201 - the script's report
 
 
+#: Rows timed with ``transformers``' tokenizer call instead of the Rust tokenizer (care.encoders.token_feeds).
+TOKENIZER_CALL = "transformers tokenizer call"
+#: Suffix of the rows timed back to back (each tower answers half the queries in a row, as a service runs its one
+#: tower; :class:`care.bench.latency.LatencySettings` ``block_calls``) instead of interleaved per query.
+BACK_TO_BACK = ", back to back"
+SELF_CHECK_BACK_TO_BACK = "_self_check_back_to_back"
+
+
 def query_latency(args) -> dict[str, dict]:
-    """Single-query latency of e5's 12-layer query side and its strided cuts, ONNX fp32 and int8, side by side.
+    """Single-query latency of e5's 12-layer query side and its strided cuts, ONNX fp32 and int8, side by side;
+    the 12-layer and shallowest int8 graphs also with ``transformers``' tokenizer call (the fixed cost the
+    direct Rust tokenizer removes), each compared with the 12-layer graph under the same tokenizer path; all of
+    it twice: interleaved per query (every call follows another tower's: the conservative figure) and back to back
+    (:data:`BACK_TO_BACK`).
 
     Latency depends on the shape, not the weights: the untrained cuts time exactly as the trained towers.
     """
-    from care.bench.latency import measure_latency
+    from care.bench.latency import LatencySettings, measure_latency
     from care.encoders.onnx import OnnxQueryEncoder
     from care.models.onnx_export import export_query_encoder
 
@@ -125,14 +138,23 @@ def query_latency(args) -> dict[str, dict]:
             key = f"{label}, ONNX {'int8' if int8 else 'fp32'}"
             models[key] = OnnxQueryEncoder(folder, int8=int8, threads=1)
             engines[key] = f"onnxruntime {'int8' if int8 else 'fp32'}"
+    for layers in (12, min(args.latency_layers)):  # the same graphs with transformers' tokenizer call: its cost
+        label = f"{layers} layers" + (" (symmetric large's query side)" if layers == 12 else "")
+        key = f"{label}, ONNX int8, {TOKENIZER_CALL}"
+        models[key] = OnnxQueryEncoder(args.work / "latency" / f"L{layers}", int8=True, threads=1,
+                                       direct_tokenizer=False)
+        engines[key] = f"onnxruntime int8, {TOKENIZER_CALL}"
     control = next(k for k in models if k.endswith("ONNX int8") and not k.startswith("12 "))
-    report = measure_latency(models, queries, control=(control, OnnxQueryEncoder(models[control].folder, int8=True,
-                                                                                  threads=1)))
-    logger.info("latency: %s", report.self_check.describe())
-    out = {k: {"engine": engines[k], **report.models[k].to_dict()} for k in report.medians()}
-    for k in out:  # the speed-up over symmetric large's query side in the same engine (None: not comparable)
-        same_engine_large = next(m for m in models if m.startswith("12 ") and engines[m] == engines[k])
-        out[k]["large_over_this"] = report.ratio(same_engine_large, k) if k != same_engine_large else 1.0
-    out["_self_check"] = {"engine": "", "description": report.self_check.describe(), "passed": report.trusted}
+    copy = OnnxQueryEncoder(models[control].folder, int8=True, threads=1)
+    out: dict[str, dict] = {}
+    for suffix, settings in (("", LatencySettings()), (BACK_TO_BACK, LatencySettings(block_calls=len(queries) // 2))):
+        report = measure_latency(models, queries, control=(control, copy), settings=settings)
+        logger.info("latency%s: %s", suffix, report.self_check.describe())
+        for k in report.medians():  # the speed-up over symmetric large's query side in the same engine
+            same_engine_large = next(m for m in models if m.startswith("12 ") and engines[m] == engines[k])
+            out[k + suffix] = {"engine": engines[k], **report.models[k].to_dict(),
+                               "large_over_this": report.ratio(same_engine_large, k) if k != same_engine_large else 1.0}
+        out[SELF_CHECK_BACK_TO_BACK if suffix else "_self_check"] = {
+            "engine": "", "description": report.self_check.describe(), "passed": report.trusted}
     return out
 

