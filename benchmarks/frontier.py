@@ -30,6 +30,8 @@ EXPERIMENT = "frontier"
 SOURCE = "real_weights"
 #: Record groups (name -> record-name prefix before the seed), in priority order.
 GROUPS = {"gpu": "test_gpu_seed", "frontier": "test_frontier_seed", "frontier_rich": "test_frontier_rich_seed"}
+#: Records of other frontier runs (``test_frontier_<tag>_seedK``), found by :func:`with_discovered_groups`.
+DISCOVERED_GROUP = re.compile(r"test_(frontier_[A-Za-z0-9_-]+?)_seed\d+")
 #: The summary record whose ``latencies`` hold the side-by-side CPU latency of e5's cuts.
 LATENCY_RECORD = "test_frontier"
 #: ``CARE [NAME]`` rows that are frontier towers (other variants in the records are screens of one seed).
@@ -87,6 +89,18 @@ def collect(records: dict[str, BenchmarkRecord], groups: dict[str, str] = GROUPS
     return towers
 
 
+def with_discovered_groups(records: dict[str, BenchmarkRecord], groups: dict[str, str] = GROUPS) -> dict[str, str]:
+    """``groups`` followed by every other ``test_frontier_<tag>_seedK`` group among ``records`` (tag order): the
+    records of a later run (``TAG=frontier_L0 bash benchmarks/frontier_gpu.sh``) join the frontier without a change
+    here, behind the groups named first."""
+    known = set(groups.values())
+    found = {}
+    for name in sorted(records):
+        if (match := DISCOVERED_GROUP.fullmatch(name)) and f"test_{match[1]}_seed" not in known:
+            found.setdefault(match[1], f"test_{match[1]}_seed")
+    return {**groups, **found}
+
+
 def latency_by_depth(latencies: dict[str, Any]) -> dict[tuple[int, str], dict[str, Any]]:
     """``{(layers, "int8" | "fp32" | "int8_back_to_back" | "fp32_back_to_back"): timing}`` from a ``--summarise
     --latency`` record's latencies (interleaved per query, and back to back where measured)."""
@@ -119,6 +133,7 @@ def display(row: str, layers: int | None) -> str:
 def build(records: dict[str, BenchmarkRecord], shapes: dict[str, int] | None = None,
           groups: dict[str, str] = GROUPS, variants: tuple[str, ...] = VARIANTS) -> BenchmarkRecord:
     """The frontier record (not written): ``extra.frontier`` one entry per tower, deepest rows last."""
+    groups = with_discovered_groups(records, groups)
     towers = collect(records, groups, variants)
     if not towers:
         raise SystemExit(f"no records named {', '.join(p + 'K' for p in groups.values())} to build the frontier from")

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # The quality-latency frontier on the device (issue 41): per seed, in parallel, one process that trains and scores
-# CARE with e5 cut to 1 layer (+ 3 layers) -> test_frontier_seedK, then CARE [rich] (Stage I on every corpus
+# CARE with e5 cut to 1 layer (+ 3 layers; LAYERS / EXTRA_LAYERS below) -> test_frontier_seedK, then CARE [rich] (Stage I on every corpus
 # sentence, more epochs) on the same finished stages -> test_frontier_rich_seedK. Logs and records under $OUT.
 # The kit (KIT, default .gpu/): data.tar.xz from `python -m benchmarks.frontier_kit`, e5-dev.bin from
 # `care model shrink-e5`; wheels of what the machine lacks in .whl/ (faiss-cpu, pytrec_eval-terrier, bm25s,
 # datasets, dill, multiprocess). Run from the repository root: OUT=<results> bash benchmarks/frontier_gpu.sh
+# Other points of the curve: LAYERS (the query tower's depth; 0 = the static-embedding tower), EXTRA_LAYERS (more
+# depths sharing the run's document tower; "" for none) and TAG / RICH_TAG (the records' names: a new tag joins the
+# frontier by itself, benchmarks/frontier.py), e.g. the static tower and the rich Stage I at 3 layers:
+#   LAYERS=0 EXTRA_LAYERS="" TAG=frontier_L0 RICH_TAG=frontier_rich_L0 OUT=... bash benchmarks/frontier_gpu.sh
+#   LAYERS=3 EXTRA_LAYERS="" TAG=frontier_L3 RICH_TAG=frontier_rich_L3 OUT=... bash benchmarks/frontier_gpu.sh
 set -uo pipefail
 : "${OUT:?}"
 ROOT=$(pwd)
@@ -17,6 +22,10 @@ MAXLEN=${MAXLEN:-128}
 EXTRA=${EXTRA:-}
 S1_EPOCHS=${S1_EPOCHS:-6}
 RANK_EPOCHS=${RANK_EPOCHS:-3}
+LAYERS=${LAYERS:-1}
+EXTRA_LAYERS=${EXTRA_LAYERS-3}
+TAG=${TAG:-frontier}
+RICH_TAG=${RICH_TAG:-frontier_rich}
 mkdir -p "$SCRATCH" "$OUT"
 T0=$(date +%s)
 {
@@ -51,13 +60,13 @@ for s in $SEEDS; do
   W="$SCRATCH/work/s$s"
   mkdir -p "$W/test" && cp "$SCRATCH/work/test/train.jsonl" "$SCRATCH/work/test/alignment.jsonl" "$W/test/"
   (
-    common=(--data "$DATA" --e5 "$SCRATCH/e5" --work "$W" --out "$OUT" --seeds "$s" --layers 1 --max-length "$MAXLEN"
-            --no-int8 --no-student --skip-rows peer without_stage1 --travel $EXTRA)
+    common=(--data "$DATA" --e5 "$SCRATCH/e5" --work "$W" --out "$OUT" --seeds "$s" --layers "$LAYERS"
+            --max-length "$MAXLEN" --no-int8 --no-student --skip-rows peer without_stage1 --travel $EXTRA)
     echo "[$(( $(date +%s) - T0 )) s] seed $s: base"
-    "$PYTHON" -m benchmarks.bench_real_weights "${common[@]}" --extra-layers 3 --tag frontier; rc=$?
+    "$PYTHON" -m benchmarks.bench_real_weights "${common[@]}" --extra-layers $EXTRA_LAYERS --tag "$TAG"; rc=$?
     echo "[$(( $(date +%s) - T0 )) s] seed $s: base done rc=$rc"
     case " $RICH_SEEDS " in *" $s "*) ;; *) exit 0;; esac
-    "$PYTHON" -m benchmarks.bench_real_weights "${common[@]}" --variant "$VARIANT" --tag frontier_rich; rc=$?
+    "$PYTHON" -m benchmarks.bench_real_weights "${common[@]}" --variant "$VARIANT" --tag "$RICH_TAG"; rc=$?
     echo "[$(( $(date +%s) - T0 )) s] seed $s: variant done rc=$rc"
   ) > "$OUT/log_seed$s.txt" 2>&1 &
 done

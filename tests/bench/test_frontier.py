@@ -84,6 +84,19 @@ def test_the_frontier_takes_each_tower_from_the_first_group_with_its_own_seeds(t
     assert json.loads(path.read_text(encoding="utf-8"))["extra"]["frontier"][0]["row"] == "CARE"
 
 
+def test_records_of_a_later_frontier_run_join_by_their_tag():
+    records = _records()
+    records["test_frontier_L0_seed0"] = _record("test_frontier_L0_seed0", 0, 0, {
+        "symmetric large": 0.30, "CARE": 0.15, "symmetric small": 0.01, "CARE [rich]": 0.18})
+    records["test_frontier"].latencies["0 layers, ONNX int8"] = {"p50_ms": 0.4, "large_over_this": 14.0}
+    entries = {(e["row"], e["layers"]): e for e in build(records, SHAPES).extra["frontier"]}
+    static, rich = entries[("CARE", 0)], entries[("CARE [rich]", 0)]
+    assert static["records"] == ["test_frontier_L0_seed0"] and static["speedup_int8"] == 14.0
+    assert static["ratio_to_symmetric_large"] == pytest.approx(0.5) and rich["ndcg_at_10_mean"] == 0.18
+    assert static["params_transformer"] == 0 and entries[("symmetric small", 0)]["seeds"] == [0]
+    assert entries[("CARE", 1)]["records"] == ["test_frontier_seed0", "test_frontier_seed1", "test_frontier_seed2"]
+
+
 def test_parameter_counts_match_a_bert_tower():
     transformers = pytest.importorskip("transformers")
     config = transformers.BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=3, num_attention_heads=2,

@@ -38,6 +38,37 @@ def test_pruned_bert_equals_layer_n_hidden_states(tiny, tmp_path):
     torch.testing.assert_close(pruned.last_hidden_state, original.hidden_states[1], rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("keep", ["first", "strided"])
+def test_a_cut_to_no_layer_is_the_static_embedding_tower(tiny, tmp_path, keep):
+    """0 layers: each token's output is the original's embedding output (token + position + type, LayerNorm);
+    the folder reloads, trains its embeddings and exports to ONNX like any cut."""
+    torch.set_num_threads(1)
+    from care.models.prune import STATIC_TOWER, select_layers
+
+    assert select_layers(12, STATIC_TOWER, keep) == []
+    query_dir, _ = tiny
+    out = prune_layers(query_dir, STATIC_TOWER, tmp_path / f"bert-0-{keep}", keep=keep)
+    assert AutoConfig.from_pretrained(out).num_hidden_layers == 0
+    _, original = _states(query_dir, TEXTS, output_hidden_states=True)
+    model, pruned = _states(out, TEXTS)
+    assert len(model.encoder.layer) == 0
+    torch.testing.assert_close(pruned.last_hidden_state, original.hidden_states[0], rtol=0, atol=1e-6)
+
+
+def test_the_static_tower_exports_to_onnx_with_the_same_vectors(tiny, tmp_path):
+    pytest.importorskip("onnxruntime")
+    from care.encoders.onnx import FP32_MAX_COSINE_GAP, OnnxQueryEncoder, cosine_agreement
+    from care.encoders.sides import load_side
+    from care.models.onnx_export import export_query_encoder
+
+    out = prune_layers(tiny[0], 0, tmp_path / "bert-0")
+    spec = f"{out}?pooling=mean"
+    export_query_encoder(spec, tmp_path / "onnx", quantize=False)
+    reference = load_side(spec, "query", device="cpu", dtype="float32").encode_queries(TEXTS)
+    got = OnnxQueryEncoder(tmp_path / "onnx").encode_queries(TEXTS)
+    assert cosine_agreement(reference, got).min() >= 1 - FP32_MAX_COSINE_GAP
+
+
 def test_pruned_qwen3_equals_layer_n_states_up_to_final_norm(tiny, tmp_path):
     torch.set_num_threads(1)
     _, document_dir = tiny
@@ -89,7 +120,7 @@ def test_prune_from_a_trained_sentence_transformer_folder_merges_lora(tiny, tmp_
 
 
 def test_bad_layer_count_is_rejected(tiny, tmp_path):
-    with pytest.raises(CareError, match="between 1 and 2"):
+    with pytest.raises(CareError, match="between 0 and 2"):
         prune_layers(tiny[0], 3, tmp_path / "x")
     assert not (tmp_path / "x").exists()
 
@@ -118,8 +149,10 @@ def test_select_layers_rejects_unknown_mode_and_count():
 
     with pytest.raises(CareError, match="keep='last'"):
         select_layers(12, 6, "last")
-    with pytest.raises(CareError, match="between 1 and 12"):
+    with pytest.raises(CareError, match="between 0 and 12"):
         select_layers(12, 13, "strided")
+    with pytest.raises(CareError, match="between 0 and 12"):
+        select_layers(12, -1, "first")
 
 
 def _deep(tmp_path, tiny, kind: str, depth: int = 4):

