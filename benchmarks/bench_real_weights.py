@@ -39,8 +39,8 @@ from pathlib import Path
 
 from benchmarks._common import RESULTS, RUNS, dev_set, portable
 from benchmarks.real_weights_setup import (CONFIGS, DEMO_RETRIEVAL, E5_OPTIONS, EXPERIMENT, LENGTH_OVERRIDES, PEER,
-                                           PEER_ROW, PROBE_FOLDER, QUERY_LAYERS, Prepared, e5_cuts, e5_spec, ensure_e5,
-                                           model_spec, peer_config, prepare, score_rows)
+                                           PEER_ROW, PROBE_FOLDER, QUERY_LAYERS, Prepared, e5_cuts, e5_narrow, e5_spec,
+                                           ensure_e5, model_spec, peer_config, prepare, score_rows)
 from care.bench.record import BenchmarkRecord, read_records, write_record
 from care.train.recipe import MINED_FILE, RecipeConfig, RecipePaths
 from care.train.sweep import RecipeRun, pick_best, share_mined_file, train_variant
@@ -212,6 +212,10 @@ def build_parser() -> argparse.ArgumentParser:
     add("--care-settings", default=None, metavar="ITEM;ITEM;...", type=lambda s: _variant("care=" + s),
         help="the CARE rows' own settings in the variant grammar, e.g. 'stage2:mine=0'")
     add("--extra-layers", type=int, nargs="*", default=[], help="also train CARE with query towers of these depths")
+    add("--ffn-width", type=int, default=None, help="narrow the query tower's feed-forward blocks to this many neurons "
+                                                    "(ranked on the training queries; care model prune --ffn-width)")
+    add("--latency-ffn", type=int, nargs="*", default=[], help="with --latency: also time each latency depth narrowed "
+                                                               "to these feed-forward widths")
     add("--diagnose", action="store_true", help="instead: the query-side fine-tune against frozen e5 (diagnosis)")
     add("--travel", type=Path, nargs="*", default=[DEMO_RETRIEVAL],
         help="task folders every row is also scored on zero-shot (default: the embedded demo benchmark)")
@@ -277,10 +281,12 @@ def main() -> None:
         from benchmarks.real_weights_diagnosis import run_diagnosis
 
         return run_diagnosis(prep, e5, args.seeds, args.work, args.out)
-    cut = e5_cuts(e5, args.layers, args.work)
+    cut = (e5_narrow(e5, args.layers, args.ffn_width, args.work, prep.train_file) if args.ffn_width
+           else e5_cuts(e5, args.layers, args.work))
     for seed in args.seeds:
         result = run_seed(args, seed, prep, e5, cut)
-        config = {"peer": PEER, "recipe": "preset:e5", "layers": args.layers, "length_overrides": LENGTH_OVERRIDES,
+        config = {"peer": PEER, "recipe": "preset:e5", "layers": args.layers, "ffn_width": args.ffn_width,
+                  "length_overrides": LENGTH_OVERRIDES,
                   "variants": {v.name: list(v.items) for v in args.variant},
                   "symmetric_variants": args.symmetric_variant, "soups": dict(args.soup), "max_train": args.max_train,
                   "care_variant": {"name": args.care_variant.name, "settings": list(args.care_variant.items)},

@@ -42,7 +42,10 @@ E5_CONFIG = RUNS / "e5" / "L12" / "config.json"
 SHAPE_KEYS = ("vocab_size", "hidden_size", "intermediate_size", "max_position_embeddings", "type_vocab_size")
 DEPTH_LABEL = re.compile(r"^(CARE|symmetric small) \((\d+) layers?\)$")
 VARIANT_LABEL = re.compile(r"^CARE \[(.+)\]$")
-LATENCY_KEY = re.compile(r"^(\d+) layers.*, ONNX (int8|fp32)(, back to back)?$")
+LATENCY_KEY = re.compile(r"^(\d+) layers(?:, FFN (\d+))?(?: \(symmetric large's query side\))?, ONNX (int8|fp32)"
+                         r"(, back to back)?$")
+#: A narrowed tower's row: ``CARE [FFN 768]``, ``CARE [rich, FFN 768]`` (records whose config has ``ffn_width``).
+FFN_SUFFIX = re.compile(r"FFN (\d+)\]$")
 #: Suffix of a timing measured back to back (each tower answering consecutive queries, as a service runs it).
 WARM = "_back_to_back"
 #: Figure: the curves (towers of one row at several depths) and the single points.
@@ -76,8 +79,12 @@ def collect(records: dict[str, BenchmarkRecord], groups: dict[str, str] = GROUPS
             if not re.fullmatch(re.escape(prefix) + r"\d+", name) or len(record.seeds) != 1:
                 continue
             seed, large = record.seeds[0], record.scores.get("symmetric large", {}).get("ndcg_at_10")
+            width = record.config.get("ffn_width")
             for label, scores in record.scores.items():
                 tower = tower_of(label, record.config.get("layers"), variants)
+                if tower is not None and width and not DEPTH_LABEL.match(label) and tower[0] not in POINTS \
+                        and tower[0] != "BM25":  # the run's own query tower was narrowed (not its extra depths)
+                    tower = (narrowed(tower[0], width), tower[1])
                 if tower is None or tower in towers or "ndcg_at_10" not in scores:
                     continue
                 entry = found.setdefault(tower, {"group": group, "per_seed": {}, "large": {}, "records": []})
@@ -101,19 +108,35 @@ def with_discovered_groups(records: dict[str, BenchmarkRecord], groups: dict[str
     return {**groups, **found}
 
 
-def latency_by_depth(latencies: dict[str, Any]) -> dict[tuple[int, str], dict[str, Any]]:
-    """``{(layers, "int8" | "fp32" | "int8_back_to_back" | "fp32_back_to_back"): timing}`` from a ``--summarise
-    --latency`` record's latencies (interleaved per query, and back to back where measured)."""
-    return {(int(m[1]), m[2] + (WARM if m[3] else "")): value for key, value in latencies.items()
-            if (m := LATENCY_KEY.match(key))}
+def latency_by_depth(latencies: dict[str, Any]) -> dict[tuple[int, int | None, str], dict[str, Any]]:
+    """``{(layers, feed-forward width or None, "int8" | "fp32" | "int8_back_to_back" | "fp32_back_to_back"): timing}``
+    from a ``--summarise --latency`` record's latencies (interleaved per query, and back to back where measured)."""
+    return {(int(m[1]), int(m[2]) if m[2] else None, m[3] + (WARM if m[4] else "")): value
+            for key, value in latencies.items() if (m := LATENCY_KEY.match(key))}
 
 
-def query_params(shapes: dict[str, int] | None, layers: int | None) -> dict[str, int | None]:
+def narrowed(row: str, width: int | None) -> str:
+    """The row of a tower whose feed-forward blocks are narrowed to ``width``: ``CARE [FFN 768]``,
+    ``CARE [rich, FFN 768]`` (``row`` itself for ``None``)."""
+    if width is None:
+        return row
+    if match := VARIANT_LABEL.match(row):
+        return f"CARE [{match[1]}, FFN {width}]"
+    return f"{row} [FFN {width}]"
+
+
+def ffn_width(row: str) -> int | None:
+    """The feed-forward width a row names (:func:`narrowed`), or None."""
+    match = FFN_SUFFIX.search(row)
+    return int(match[1]) if match else None
+
+
+def query_params(shapes: dict[str, int] | None, layers: int | None, width: int | None = None) -> dict[str, int | None]:
     """Parameters of a BERT query tower of ``layers`` layers (embeddings + layers, no pooler: mean pooling),
-    and of its transformer layers alone, from e5's shapes."""
+    and of its transformer layers alone, from e5's shapes (the feed-forward blocks ``width`` wide if given)."""
     if not shapes or layers is None:
         return {"params": None, "params_transformer": None}
-    h, i = shapes["hidden_size"], shapes["intermediate_size"]
+    h, i = shapes["hidden_size"], width or shapes["intermediate_size"]
     embeddings = (shapes["vocab_size"] + shapes["max_position_embeddings"] + shapes["type_vocab_size"]) * h + 2 * h
     layer = 4 * (h * h + h) + 2 * h + (h * i + i) + (i * h + h) + 2 * h
     return {"params": embeddings + layers * layer, "params_transformer": layers * layer}
@@ -145,10 +168,11 @@ def build(records: dict[str, BenchmarkRecord], shapes: dict[str, int] | None = N
         values = [found["per_seed"][s] for s in seeds]
         mean = statistics.mean(values)
         paired = all(s in found["large"] for s in seeds)
-        int8, fp32 = timings.get((layers, "int8")), timings.get((layers, "fp32"))
-        warm = {kind: timings.get((layers, kind + WARM)) for kind in ("int8", "fp32")}
+        width = ffn_width(row)
+        int8, fp32 = timings.get((layers, width, "int8")), timings.get((layers, width, "fp32"))
+        warm = {kind: timings.get((layers, width, kind + WARM)) for kind in ("int8", "fp32")}
         entries.append({
-            "row": row, "layers": layers, **query_params(shapes, layers),
+            "row": row, "layers": layers, "ffn_width": width, **query_params(shapes, layers, width),
             "speedup_int8": int8.get("large_over_this") if int8 else None,
             "speedup_fp32": fp32.get("large_over_this") if fp32 else None,
             **{f"speedup_{kind}{WARM}": t.get("large_over_this") if t else None for kind, t in warm.items()},

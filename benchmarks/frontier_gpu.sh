@@ -10,6 +10,8 @@
 # frontier by itself, benchmarks/frontier.py), e.g. the static tower and the rich Stage I at 3 layers:
 #   LAYERS=0 EXTRA_LAYERS="" TAG=frontier_L0 RICH_TAG=frontier_rich_L0 OUT=... bash benchmarks/frontier_gpu.sh
 #   LAYERS=3 EXTRA_LAYERS="" TAG=frontier_L3 RICH_TAG=frontier_rich_L3 OUT=... bash benchmarks/frontier_gpu.sh
+# FFN narrows the run's query tower's feed-forward blocks (care model prune --ffn-width, ranked on the training
+# queries), e.g. LAYERS=4 FFN=768 EXTRA_LAYERS="" TAG=frontier_L4_ffn768 RICH_TAG=frontier_rich_L4_ffn768
 set -uo pipefail
 : "${OUT:?}"
 ROOT=$(pwd)
@@ -25,6 +27,7 @@ RANK_EPOCHS=${RANK_EPOCHS:-3}
 LAYERS=${LAYERS:-1}
 EXTRA_LAYERS=${EXTRA_LAYERS-3}
 TAG=${TAG:-frontier}
+FFN=${FFN:-}
 RICH_TAG=${RICH_TAG:-frontier_rich}
 mkdir -p "$SCRATCH" "$OUT"
 T0=$(date +%s)
@@ -61,7 +64,8 @@ for s in $SEEDS; do
   mkdir -p "$W/test" && cp "$SCRATCH/work/test/train.jsonl" "$SCRATCH/work/test/alignment.jsonl" "$W/test/"
   (
     common=(--data "$DATA" --e5 "$SCRATCH/e5" --work "$W" --out "$OUT" --seeds "$s" --layers "$LAYERS"
-            --max-length "$MAXLEN" --no-int8 --no-student --skip-rows peer without_stage1 --travel $EXTRA)
+            --max-length "$MAXLEN" --no-int8 --no-student --skip-rows peer without_stage1 --travel
+            ${FFN:+--ffn-width "$FFN"} $EXTRA)
     echo "[$(( $(date +%s) - T0 )) s] seed $s: base"
     "$PYTHON" -m benchmarks.bench_real_weights "${common[@]}" --extra-layers $EXTRA_LAYERS --tag "$TAG"; rc=$?
     echo "[$(( $(date +%s) - T0 )) s] seed $s: base done rc=$rc"

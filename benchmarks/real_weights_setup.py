@@ -122,6 +122,19 @@ def e5_cuts(e5: Path, layers: int, work: Path) -> Path:
     return out
 
 
+def e5_narrow(e5: Path, layers: int, width: int, work: Path, texts_file: Path | None = None) -> Path:
+    """e5 cut to ``layers`` strided layers with every feed-forward block narrowed to ``width`` neurons (care model
+    prune --ffn-width), the neurons ranked on the queries of ``texts_file`` (weights only without it), once."""
+    from care.data.text_files import texts_of_files
+    from care.models.ffn_prune import prune_ffn
+
+    out = work / f"e5-L{layers}-strided-ffn{width}{'-queries' if texts_file else ''}"
+    if not out.is_dir():
+        texts = [r["query"] for _, r in iter_jsonl(texts_file)] if texts_file else []
+        prune_ffn(e5_cuts(e5, layers, work), width, out, texts=texts)
+    return out
+
+
 def ensure_e5(args) -> Path:
     """The exported e5 folder (``--e5``), written with ``care model export-e5`` when missing."""
     if (args.e5 / "config.json").is_file():

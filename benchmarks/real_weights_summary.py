@@ -10,7 +10,7 @@ import logging
 import statistics
 from urllib.parse import quote
 
-from benchmarks.real_weights_setup import EXPERIMENT, PEER, PEER_ROW, QUERY_LAYERS, e5_cuts, ensure_e5
+from benchmarks.real_weights_setup import EXPERIMENT, PEER, PEER_ROW, QUERY_LAYERS, e5_cuts, e5_narrow, ensure_e5
 from care.bench.record import BenchmarkRecord, read_records, write_record
 from care.data.io import atomic_write, iter_jsonl
 from care.models.e5_export import QUERY_PREFIX
@@ -127,14 +127,20 @@ def query_latency(args) -> dict[str, dict]:
     e5 = ensure_e5(args)
     queries = [r["text"] for _, r in iter_jsonl(args.data / "test_queries.jsonl")][:50]
     models, engines = {}, {}
-    for layers in (12, *sorted(set(args.latency_layers), reverse=True)):
-        base = e5 if layers == 12 else e5_cuts(e5, layers, args.work)
-        folder = args.work / "latency" / f"L{layers}"
+    depths = sorted(set(args.latency_layers), reverse=True)
+    # narrowed cuts of 2+ layers (a 1-layer tower's time is mostly fixed cost), int8 only: every session holds its
+    # own copy of e5's 250k-row embedding table (~0.4 GB), so all of them at once would not fit in 24 GB
+    towers = [(12, None), *((d, None) for d in depths), *((d, w) for w in args.latency_ffn for d in depths if d > 1)]
+    for layers, width in towers:  # (depth, feed-forward width or None): the cuts, then the narrowed cuts
+        base = (e5 if layers == 12 and not width else
+                e5_narrow(e5, layers, width, args.work) if width else e5_cuts(e5, layers, args.work))
+        folder = args.work / "latency" / (f"L{layers}" + (f"-ffn{width}" if width else ""))
         if not (folder / "model.int8.onnx").is_file():
             export_query_encoder(f"{base}?pooling=mean&query_prefix={quote(QUERY_PREFIX)}&instructions=false",
                                  folder, quantize=True)
-        for int8 in (False, True):
-            label = f"{layers} layers" + (" (symmetric large's query side)" if layers == 12 else "")
+        for int8 in ((True,) if width else (False, True)):
+            label = (f"{layers} layers" + (f", FFN {width}" if width else "")
+                     + (" (symmetric large's query side)" if layers == 12 and not width else ""))
             key = f"{label}, ONNX {'int8' if int8 else 'fp32'}"
             models[key] = OnnxQueryEncoder(folder, int8=int8, threads=1)
             engines[key] = f"onnxruntime {'int8' if int8 else 'fp32'}"

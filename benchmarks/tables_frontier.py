@@ -32,12 +32,14 @@ def frontier_table(results: Path = RESULTS) -> str:
     towers = record.extra["frontier"]
     by = {(t["row"], t["layers"]): t for t in towers}
     rows = []
-    for tower in sorted(towers, key=lambda t: (t["layers"], t["row"])):
-        if tower["row"] in (SMALL, *REFERENCES):
+    for tower in sorted((t for t in towers if t["layers"] is not None), key=lambda t: (t["layers"], t["row"])):
+        if tower["row"].startswith(SMALL) or tower["row"] in REFERENCES:  # (BM25, no tower, has no depth)
             continue
         depth = f"{tower['layers']} layer{'s' if tower['layers'] != 1 else ''}"
         variant = tower["row"].removeprefix(CARE).strip()
-        small = by.get((SMALL, tower["layers"])) if not variant else None
+        width = tower.get("ffn_width")
+        plain = variant == (f"[FFN {width}]" if width else "")  # no variant but the narrowing: paired with small's
+        small = by.get((f"{SMALL} [FFN {width}]" if width else SMALL, tower["layers"])) if plain else None
         seeds = ", ".join(map(str, sorted(set(tower["seeds"]) | set(small["seeds"] if small else []))))
         rows.append([f"{depth} {variant}".strip(), _speedup(tower, "speedup_int8"),
                      _speedup(tower, "speedup_int8_back_to_back"), _speedup(tower, "speedup_fp32"),

@@ -97,6 +97,36 @@ def test_records_of_a_later_frontier_run_join_by_their_tag():
     assert entries[("CARE", 1)]["records"] == ["test_frontier_seed0", "test_frontier_seed1", "test_frontier_seed2"]
 
 
+def test_a_narrowed_run_gets_its_own_rows_timings_and_table_line(tmp_path):
+    """A record whose query tower was narrowed (config ``ffn_width``) gives ``CARE [FFN W]`` rows with the narrowed
+    timings; its extra depths and the 12-layer points stay plain."""
+    from benchmarks.tables_frontier import frontier_table
+
+    records = _records()
+    records["test_frontier_L4_ffn8_seed0"] = BenchmarkRecord(
+        "real_weights", "test_frontier_L4_ffn8_seed0", config={"layers": 4, "ffn_width": 8}, seeds=[0],
+        scores={name: {"ndcg_at_10": value} for name, value in {
+            "symmetric large": 0.30, "CARE": 0.27, "symmetric small": 0.2, "CARE [rich]": 0.28,
+            "CARE (2 layers)": 0.22, "e5 zero-shot": 0.26}.items()})
+    latencies = records["test_frontier"].latencies
+    latencies["4 layers, FFN 8, ONNX int8"] = {"p50_ms": 1.5, "large_over_this": 4.0}
+    latencies["4 layers, FFN 8, ONNX int8, back to back"] = {"p50_ms": 1.0, "large_over_this": 6.0}
+    latencies["4 layers, ONNX int8"] = {"p50_ms": 2.0, "large_over_this": 3.0}
+    record = build(records, SHAPES)
+    entries = {(e["row"], e["layers"]): e for e in record.extra["frontier"]}
+    narrow = entries[("CARE [FFN 8]", 4)]
+    assert (narrow["ffn_width"], narrow["speedup_int8"], narrow["speedup_int8_back_to_back"]) == (8, 4.0, 6.0)
+    assert narrow["params_transformer"] == query_params({**SHAPES, "intermediate_size": 8}, 4)["params_transformer"]
+    assert narrow["params_transformer"] < query_params(SHAPES, 4)["params_transformer"]
+    assert entries[("CARE [rich, FFN 8]", 4)]["ndcg_at_10_mean"] == 0.28
+    assert entries[("symmetric small [FFN 8]", 4)]["ndcg_at_10_mean"] == 0.2
+    assert entries[("CARE", 2)]["ffn_width"] is None and ("CARE", 4) not in entries  # extra depths stay plain
+    write_record(record, tmp_path)
+    table = frontier_table(tmp_path)
+    assert "| 4 layers [FFN 8] | 4.00× | 6.00× | – | 0.270 ± 0.000 (90.0%) | 0.200 ± 0.000 (66.7%) | 0 |" in table
+    assert "| 4 layers [rich, FFN 8] |" in table and "symmetric small [" not in table
+
+
 def test_parameter_counts_match_a_bert_tower():
     transformers = pytest.importorskip("transformers")
     config = transformers.BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=3, num_attention_heads=2,

