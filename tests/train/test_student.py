@@ -74,6 +74,28 @@ def test_student_cuts_the_teacher_and_trains_both_stages(student):
     assert {row["type"] for row in align} == {"query_align"} and len(align) == len(alignment_texts(config, paths)) > 4
 
 
+def test_a_static_embedding_student_trains_its_embeddings(tiny_dir, tmp_path):
+    """layers: 0 is the static-embedding tower; it must train its embeddings (frozen ones are refused)."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoConfig
+
+    with pytest.raises(ConfigError, match="set freeze_embeddings: false"):
+        StudentConfig.from_dict({**FAST, "teacher": _teacher(tiny_dir), "layers": 0})
+    with pytest.raises(ConfigError, match="'layers': must be >= 0"):
+        StudentConfig.from_dict({**FAST, "teacher": _teacher(tiny_dir), "layers": -1, "freeze_embeddings": False})
+    write_rows(tmp_path / "train.jsonl", ROWS)
+    config = StudentConfig.from_dict({**FAST, "teacher": _teacher(tiny_dir), "layers": 0, "freeze_embeddings": False,
+                                      "pooling": "mean"})
+    result = train_student(config, StudentPaths(str(tmp_path / "train.jsonl"), str(tmp_path / "run")))
+    assert AutoConfig.from_pretrained(result.base).num_hidden_layers == 0
+    before = load_file(str(Path(result.base) / "model.safetensors"))
+    after = load_file(str(next((tmp_path / "run" / "finetune").rglob("model.safetensors"))))
+    table = next(k for k in before if k.endswith("word_embeddings.weight"))
+    assert not torch.equal(before[table], after[next(k for k in after if k.endswith("word_embeddings.weight"))])
+    assert load_model(result.model).encode_queries(["头痛怎么办"]).shape[0] == 1
+
+
 def test_model_folder_pairs_the_student_with_the_teacher(student, tiny_dir):
     config, _, result = student
     spec = (Path(result.model) / SPEC_FILE_IN_FOLDER).read_text(encoding="utf-8")

@@ -120,7 +120,8 @@ class StudentConfig(Config):
     Attributes:
         teacher: the frozen document encoder's model spec.
         base: the student's starting weights (a local model folder); ``null``: the teacher's own.
-        layers / keep: the cut — layers kept, ``first`` or ``strided``.
+        layers / keep: the cut — layers kept, ``first`` or ``strided`` (0: the static-embedding tower,
+            :data:`care.models.prune.STATIC_TOWER`, which trains its embeddings: ``freeze_embeddings`` false).
         pooling: the student's pooling (``mean`` for e5).
         query_prefix: prepended to every query, in training and at search time; the student then
             ignores task instructions (``null``: queries get the task instruction, as CARE's towers).
@@ -152,9 +153,14 @@ class StudentConfig(Config):
     finetune: StudentFineTune = field(default_factory=StudentFineTune)
 
     def validate(self) -> None:
-        for name in ("layers", "query_max_length", "document_max_length", "batch_size", "checkpoint_every"):
+        for name in ("query_max_length", "document_max_length", "batch_size", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"config field '{name}': must be >= 1, got {getattr(self, name)}")
+        if self.layers < 0:
+            raise ConfigError(f"config field 'layers': must be >= 0 (0: a static-embedding student), got {self.layers}")
+        if self.layers == 0 and self.freeze_embeddings:
+            raise ConfigError("config field 'freeze_embeddings': a static-embedding student (layers: 0) has only its "
+                              "embeddings to train; set freeze_embeddings: false")
         if not self.teacher:
             raise ConfigError("config field 'teacher': name the frozen document encoder, e.g. e5")
         for stage in ("stage1", "finetune"):
