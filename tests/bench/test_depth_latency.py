@@ -81,6 +81,28 @@ def test_the_onnx_int8_curve_times_exported_cuts(three_layers, tmp_path) -> None
     assert [p.name for p in tmp_path.iterdir()] == [cache_path(tmp_path, three_layers, ONNX_INT8).name]
 
 
+def test_back_to_back_timing_runs_blocks_and_is_its_own_cache_entry(three_layers, tmp_path, monkeypatch) -> None:
+    seen = []
+
+    def measured(models, control, queries, engine, layers, fingerprint, settings, clock):
+        seen.append(settings.block_calls)
+        return DepthLatency(engine, layers, {d: float(d) for d in models}, True, "self-check passed", fingerprint,
+                            len(queries))
+
+    monkeypatch.setattr(depth_latency, "_measure", measured)
+    four = [*QUERIES, "感冒发烧多喝水", "胃痛可能是胃炎引起的"]
+    warm = measure_depth_latency(three_layers, four, tmp_path, engine=PYTORCH, settings=QUICK, timing="back_to_back")
+    cold = measure_depth_latency(three_layers, four, tmp_path, engine=PYTORCH, settings=QUICK)
+    assert seen == [2, 1]  # half the queries in a row, then one at a time
+    assert (warm.timing, cold.timing) == ("back_to_back", "interleaved")
+    assert warm.engine_description.endswith(", back to back") and "back" not in cold.engine_description
+    warm_file = cache_path(tmp_path, three_layers, PYTORCH, timing="back_to_back")
+    assert warm_file.name.endswith("-pytorch-back_to_back.json") and warm_file.is_file()
+    assert DepthLatency.from_dict(json.loads(warm_file.read_text(encoding="utf-8"))) == warm
+    with pytest.raises(CareError, match="unknown latency timing 'warm'; choose from interleaved, back_to_back"):
+        measure_depth_latency(three_layers, four, tmp_path, engine=PYTORCH, timing="warm")
+
+
 def test_bad_requests_are_named(three_layers, tmp_path) -> None:
     with pytest.raises(CareError, match="unknown latency engine 'tpu'; choose from onnx-int8, pytorch"):
         measure_depth_latency(three_layers, QUERIES, tmp_path, engine="tpu")

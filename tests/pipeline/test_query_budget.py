@@ -87,9 +87,9 @@ def recipe_calls(monkeypatch, tmp_path):
     return calls
 
 
-def _context(tmp_path: Path, budget: float) -> RunContext:
+def _context(tmp_path: Path, budget: float, *more: str) -> RunContext:
     config = load_run_config(demo_config_path(), [*E5_TOWERS, f"recipes.care.query_speedup={budget}",
-                                                  "recipes.care.epochs=null"])
+                                                  "recipes.care.epochs=null", *more])
     ctx = RunContext(config, tmp_path / "run")
     ctx.train_file.parent.mkdir(parents=True)
     shutil.copy(config.inputs.train_file, ctx.train_file)
@@ -126,6 +126,17 @@ def test_a_deeper_pick_trains_with_the_stage_settings_as_they_are(tmp_path, curv
     assert Path(paths.query_model).name == "L3-strided" and paths.alignment_file is None
     assert not any(o.startswith("stage1") for o in overrides)
     assert outputs[OUTPUT_KEY]["settings"] == {"models.query": "e5?layers=3"}
+
+
+def test_the_budget_times_the_cuts_as_the_config_says(tmp_path, curve, recipe_calls) -> None:
+    with pytest.raises(ConfigError, match="'recipes.care.query_speedup_timing': must be one of interleaved, "
+                                          "back_to_back, got 'warm'"):
+        load_run_config(demo_config_path(), [*E5_TOWERS, "recipes.care.query_speedup=5",
+                                             "recipes.care.query_speedup_timing=warm"])
+    with_query_budget(step_train_care)(_context(tmp_path, 2.5, "recipes.care.query_speedup_timing=back_to_back"))
+    assert curve[0][3] == "back_to_back"
+    with_query_budget(step_train_care)(_context(tmp_path / "b", 2.5))
+    assert curve[1][3] == "interleaved"  # the default: the conservative figure
 
 
 def test_a_budget_no_cut_meets_stops_before_training(tmp_path, curve, recipe_calls) -> None:

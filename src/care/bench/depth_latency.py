@@ -23,6 +23,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shutil
@@ -50,6 +51,10 @@ KEEP = "strided"
 #: Timings of one curve: the latency routine's defaults, as the frontier was measured with
 #: (``benchmarks/results/frontier/test.md``: 60-1000 calls per model, medians stable to ±3 %, 2 minutes at most).
 SETTINGS = LatencySettings()
+#: How the cuts take turns (:class:`care.bench.latency.LatencySettings` ``block_calls``): ``interleaved`` — a fresh
+#: order per query, every call after another cut's (the conservative figure, the frontier's first column);
+#: ``back_to_back`` — each cut answers half the queries in a row, as a query service runs its one tower.
+TIMINGS: tuple[str, ...] = ("interleaved", "back_to_back")
 #: A measurement whose self-check fails (the machine too noisy to tell two copies apart) is taken again, up to
 #: this many times in all, before it is returned untrusted (and not cached).
 MEASURE_ATTEMPTS = 2
@@ -71,6 +76,7 @@ class DepthLatency:
         queries: how many queries were timed.
         overhead_dominated: depths whose time barely grows with 4x the text (mostly per-call cost).
         context: threads, load average, CPU, timed seconds (:func:`care.bench.latency.measure_latency`).
+        timing: one of :data:`TIMINGS`.
     """
 
     engine: str
@@ -82,10 +88,11 @@ class DepthLatency:
     queries: int
     overhead_dominated: list[int] = field(default_factory=list)
     context: dict[str, Any] = field(default_factory=dict)
+    timing: str = TIMINGS[0]
 
     @property
     def engine_description(self) -> str:
-        return ENGINES.get(self.engine, self.engine)
+        return ENGINES.get(self.engine, self.engine) + (", back to back" if self.timing == "back_to_back" else "")
 
     def speedups(self) -> dict[int, float]:
         """depth -> the full depth's median over this depth's (1.0 at full depth), deepest first."""
@@ -106,7 +113,7 @@ class DepthLatency:
                    median_ms={int(k): float(v) for k, v in data["median_ms"].items()}, trusted=bool(data["trusted"]),
                    self_check=data["self_check"], fingerprint=data["fingerprint"], queries=int(data["queries"]),
                    overhead_dominated=[int(d) for d in data.get("overhead_dominated", [])],
-                   context=dict(data.get("context", {})))
+                   context=dict(data.get("context", {})), timing=data.get("timing", TIMINGS[0]))
 
 
 def default_engine() -> str:
@@ -137,14 +144,17 @@ def curve_fingerprint(folder: str | Path, options: str = "") -> str:
     return folder_fingerprint(folder, options=options, threads=THREADS, keep=KEEP)
 
 
-def cache_path(cache_dir: str | Path, folder: str | Path, engine: str, options: str = "") -> Path:
-    """Where the curve of ``folder`` in ``engine`` is kept: ``<cache_dir>/<fingerprint>-<engine>.json``."""
-    return Path(cache_dir) / f"{curve_fingerprint(folder, options)}-{engine}.json"
+def cache_path(cache_dir: str | Path, folder: str | Path, engine: str, options: str = "",
+               timing: str = TIMINGS[0]) -> Path:
+    """Where the curve of ``folder`` in ``engine`` is kept: ``<cache_dir>/<fingerprint>-<engine>.json``
+    (``...-<engine>-back_to_back.json`` for that timing)."""
+    suffix = "" if timing == TIMINGS[0] else f"-{timing}"
+    return Path(cache_dir) / f"{curve_fingerprint(folder, options)}-{engine}{suffix}.json"
 
 
 def measure_depth_latency(folder: str | Path, queries: Sequence[str], cache_dir: str | Path, *,
                           engine: str | None = None, options: str = "", settings: LatencySettings = SETTINGS,
-                          clock: Clock = time.perf_counter) -> DepthLatency:
+                          clock: Clock = time.perf_counter, timing: str = TIMINGS[0]) -> DepthLatency:
     """The query latency of ``folder`` cut to each of its depths, side by side (cached; see the module docstring).
 
     Args:
@@ -154,18 +164,23 @@ def measure_depth_latency(folder: str | Path, queries: Sequence[str], cache_dir:
         engine: one of :data:`ENGINES`; ``None``: :func:`default_engine`.
         options: model spec options every cut is loaded with (``pooling=mean&query_prefix=...``).
         settings / clock: the latency routine's (tests pass a deterministic clock).
+        timing: one of :data:`TIMINGS` (``back_to_back`` sets ``settings.block_calls`` to half the queries).
     Returns:
         The :class:`DepthLatency`; an untrusted one (its self-check failed :data:`MEASURE_ATTEMPTS` times) is
         returned but not cached.
     Raises:
-        CareError: an unknown engine, no queries, a folder that cannot be cut.
+        CareError: an unknown engine or timing, no queries, a folder that cannot be cut.
     """
     engine = engine or default_engine()
     if engine not in ENGINES:
         raise CareError(f"unknown latency engine {engine!r}; choose from {', '.join(ENGINES)}")
+    if timing not in TIMINGS:
+        raise CareError(f"unknown latency timing {timing!r}; choose from {', '.join(TIMINGS)}")
     if not queries:
         raise CareError("timing the depth cuts needs at least one query")
-    target = cache_path(cache_dir, folder, engine, options)
+    if timing == "back_to_back":
+        settings = dataclasses.replace(settings, block_calls=max(1, len(queries) // 2))
+    target = cache_path(cache_dir, folder, engine, options, timing)
     if target.is_file():
         cached = json.loads(target.read_text(encoding="utf-8"))
         if cached.get("version") == CACHE_VERSION:
@@ -180,6 +195,7 @@ def measure_depth_latency(folder: str | Path, queries: Sequence[str], cache_dir:
         for attempt in range(1, MEASURE_ATTEMPTS + 1):
             curve = _measure(models, control, queries, engine, layers, curve_fingerprint(folder, options), settings,
                              clock)
+            curve.timing = timing
             if curve.trusted:
                 break
             logger.warning("query latency per depth, attempt %d of %d: %s", attempt, MEASURE_ATTEMPTS, curve.self_check)

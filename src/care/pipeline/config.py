@@ -189,6 +189,10 @@ class CareRecipeConfig(Config):
             (:mod:`care.pipeline.query_budget`; ONNX int8 when installed, one thread, batch 1), with the frontier's
             richer Stage I where that is one layer; ``models.query`` must then be a tower spec of
             ``models.document`` (``e5?layers=6`` with ``e5``). ``null`` (the default): ``models.query`` as named.
+        query_speedup_timing: how the budget's cuts are timed (:data:`care.bench.depth_latency.TIMINGS`):
+            ``interleaved`` (the default, conservative: each call after another cut's) or ``back_to_back`` (each cut
+            answering consecutive queries, as a query service runs its one tower; a 5x budget then picks about 3
+            layers of e5 instead of 1, ``benchmarks/results/real_weights/test_frontier.md``).
         overrides: more ``key=value`` / ``stage:key=value`` settings (applied last).
         ablations: ``{row label: recipe switches}`` trained besides the full recipe (in their own folders,
             sharing the finished initialisations), e.g. ``{"CARE w/o Stage I": {skip_stage1: true}}``.
@@ -217,6 +221,7 @@ class CareRecipeConfig(Config):
     full_fine_tune_document: bool | None = None
     tiny_document_dims: list[int] | None = field(default_factory=lambda: [32, 64, 128])
     query_speedup: float | None = None
+    query_speedup_timing: str = "interleaved"
     overrides: list[str] = field(default_factory=list)
     ablations: dict[str, RecipeConfig] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=lambda: {
@@ -353,6 +358,12 @@ class RunConfig(Config):
         budget = self.recipes.care.query_speedup
         if budget is None:
             return
+        from care.bench.depth_latency import TIMINGS
+
+        timing = self.recipes.care.query_speedup_timing
+        if timing not in TIMINGS:
+            raise ConfigError(f"config field 'recipes.care.query_speedup_timing': must be one of {', '.join(TIMINGS)}, "
+                              f"got {timing!r}")
         name = "config field 'recipes.care.query_speedup'"
         if not budget >= 1:  # NaN too
             raise ConfigError(f"{name}: must be at least 1 (how many times faster than the document model's query "

@@ -84,7 +84,8 @@ def apply_query_budget(ctx: RunContext,
 
     document = resolve_tower_spec(config.models.document, towers_dir or ctx.cache_dir(TOWERS_CACHE))
     queries = training_queries(ctx.require(ctx.train_file, "label"))
-    choice = choose_query_tower(config.models.query, document, budget, queries, ctx.cache_dir(QUERY_LATENCY_CACHE))
+    choice = choose_query_tower(config.models.query, document, budget, queries, ctx.cache_dir(QUERY_LATENCY_CACHE),
+                                timing=config.recipes.care.query_speedup_timing)
     recipe, applied, kept = (rich_stage1(config.recipes.care) if choice.rich_stage1
                              else (config.recipes.care, {}, []))
     choice.settings = {"models.query": choice.query_spec, **applied}

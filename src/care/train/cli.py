@@ -106,6 +106,10 @@ def recipe_command(
              f"thread, batch 1; cached in OUTPUT/{TOWERS_FOLDER}/query_latency/); --query-model must be a tower spec "
              "(e5?layers=6). At one layer, Stage I also trains 6 epochs and its ranking part 3 (unless --set), and "
              "with --corpus and no --alignment on every corpus sentence of 6-150 characters."),
+    query_speedup_timing: str = typer.Option(
+        "interleaved", "--query-speedup-timing",
+        help="How --query-speedup times the cuts: interleaved (each call after another cut's: conservative) or "
+             "back_to_back (each cut answering consecutive queries, as a query service runs its one tower)."),
 ) -> None:
     """Run init (query, document) -> Stage I (+ stage1_rank where the configs ship it) -> Stage II, skipping
     finished stages on rerun, each stage scored on a held-out validation split (see docs: Ablations, the
@@ -125,7 +129,7 @@ def recipe_command(
     towers = Path(output) / TOWERS_FOLDER
     if query_speedup is not None:
         query_model, set_, alignment = _query_budget(query_speedup, query_model, document_model, train_file, output,
-                                                     list(set_), alignment, corpus)
+                                                     list(set_), alignment, corpus, query_speedup_timing)
     pretrained_query_model = pretrained_query_model or base.pretrained_query_model
     recipe = RecipeConfig(skip_query_init=base.skip_query_init or skip_query_init,
                           skip_document_init=base.skip_document_init or skip_document_init,
@@ -148,7 +152,8 @@ def recipe_command(
 
 
 def _query_budget(budget: float, query_model: str, document_model: str, train_file: str, output: str,
-                  overrides: list[str], alignment: str | None, corpus: str | None) -> tuple[str, list[str], str | None]:
+                  overrides: list[str], alignment: str | None, corpus: str | None,
+                  timing: str = "interleaved") -> tuple[str, list[str], str | None]:
     """``--query-speedup``: the query tower it picks (:func:`care.train.query_budget.choose_query_tower`), the
     overrides and Stage I data of the richer Stage I at one layer (where the flags leave them unset); the choice is
     printed in one line and kept in ``OUTPUT/query_budget.json``. Returns ``(query model, overrides, alignment)``."""
@@ -171,7 +176,7 @@ def _query_budget(budget: float, query_model: str, document_model: str, train_fi
         raise CareError(f"--query-speedup: {problem}")
     towers = Path(output) / TOWERS_FOLDER
     choice = choose_query_tower(query_model, resolve_tower_spec(document_model, towers), budget,
-                                training_queries(train_file), towers / "query_latency")
+                                training_queries(train_file), towers / "query_latency", timing=timing)
     choice.settings = {"--query-model": choice.query_spec}
     if choice.rich_stage1:
         added, choice.kept = rich_epoch_overrides(overrides)

@@ -192,7 +192,7 @@ def choose_query_tower(query_spec: str, document_folder: str | Path, budget: flo
         queries: a few of the run's queries to time.
         cache_dir: where the curve is kept.
         engine / measure: :func:`care.bench.depth_latency.measure_depth_latency`'s (``None``: ONNX int8 when
-            installed).
+            installed; ``timing="back_to_back"`` times each cut over consecutive queries).
     Raises:
         QueryBudgetError: the measurement could not be trusted (its self-check failed), or no cut meets the budget.
     """
