@@ -222,11 +222,8 @@ def _cut(full: Path, tower: E5Tower, out: Path) -> None:
     else:
         from care.models.ffn_prune import prune_ffn
 
-        scratch = Path(tempfile.mkdtemp(prefix=".cut-", dir=out.parent))
-        try:
-            prune_ffn(prune_layers(full, tower.layers, scratch / "cut", keep=tower.keep), tower.ffn, out)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        # out's parent is _build_once's scratch folder, removed once the tower is in place
+        prune_ffn(prune_layers(full, tower.layers, out.parent / "cut", keep=tower.keep), tower.ffn, out)
     record = json.loads((full / EXPORT_RECORD).read_text(encoding="utf-8"))
     record.update({"layers": tower.layers, "keep": tower.keep, "ffn": tower.ffn,
                    "kept_layers": select_layers(record.get("of_layers", E5_LAYERS), tower.layers, tower.keep),
