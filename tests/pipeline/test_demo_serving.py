@@ -30,8 +30,8 @@ STUDENT_ONLY = ["recipes.care.enabled=false", f"inputs.tasks=[demo:{RETRIEVAL}]"
 
 
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("demo_serving")
+def demo_run(module_scratch):
+    root = module_scratch
     report = run_pipeline(load_run_config(demo_config_path(), STUDENT_ONLY), root / "run")
     return root, report
 

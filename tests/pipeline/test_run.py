@@ -36,9 +36,9 @@ def shrunk_config(*extra: str):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(module_scratch):
     """Three runs into one folder: crashing in ``index``, resuming, then rerunning; with every step call logged."""
-    folder = tmp_path_factory.mktemp("demo") / "run"
+    folder = module_scratch / "run"
     config = shrunk_config()
     real = dict(pipeline.STEPS)
     calls: list[str] = []

@@ -65,8 +65,8 @@ def _fake_train(good: Path, other: Path):
 
 
 @pytest.fixture(scope="module")
-def run(towers, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("net") / "run"
+def run(towers, module_scratch):
+    folder = module_scratch / "run"
     config = shrunk_config("inputs.raw_queries=null", "validation.share=0.15", "validation.min_queries=5",
                            "inputs.tasks=[demo:CMedTEB-Demo-Retrieval]", f"steps={json.dumps(STEPS)}")
     mp = pytest.MonkeyPatch()

@@ -66,8 +66,8 @@ def make_clinic_folder(root: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def clinic(tmp_path_factory):
-    root = make_clinic_folder(tmp_path_factory.mktemp("clinic"))
+def clinic(module_scratch):
+    root = make_clinic_folder(module_scratch)
     result = CliRunner().invoke(app, ["run", str(root / "run.yaml"), "-o", str(root / "runs" / "clinic"), "--no-progress"])
     assert result.exit_code == 0, result.output
     return root, result.output
