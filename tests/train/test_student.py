@@ -96,6 +96,49 @@ def test_a_static_embedding_student_trains_its_embeddings(tiny_dir, tmp_path):
     assert load_model(result.model).encode_queries(["头痛怎么办"]).shape[0] == 1
 
 
+def test_stage1_can_distill_the_teachers_layers_beside_the_output_alignment(tiny_dir, tmp_path):
+    layered = {**FAST, "stage1": {**FAST["stage1"], "lambda_hidden": 1.0, "lambda_relations": 0.5, "relation_heads": 4}}
+    with pytest.raises(ConfigError, match="no layers to distill"):
+        StudentConfig.from_dict({**layered, "teacher": _teacher(tiny_dir), "layers": 0, "freeze_embeddings": False})
+    # older runs' recorded settings stay valid: the layer keys join the resume key only when they are used
+    assert "lambda_hidden" not in StudentConfig().resume_key()["stage1"]
+    write_rows(tmp_path / "train.jsonl", ROWS)
+    config = StudentConfig.from_dict({**layered, "teacher": _teacher(tiny_dir), "layers": 1, "keep": "first",
+                                      "pooling": "mean"})
+    assert config.resume_key()["stage1"]["lambda_relations"] == 0.5
+    train_student(config, StudentPaths(str(tmp_path / "train.jsonl"), str(tmp_path / "run")))
+    logged = [json.loads(line) for line in (tmp_path / "run" / "stage1" / "metrics.jsonl").read_text().splitlines()]
+    assert all({"loss/hidden", "loss/relations", "loss/mse"} <= set(row) for row in logged)
+    finetune = (tmp_path / "run" / "finetune" / "metrics.jsonl").read_text().splitlines()
+    assert "loss/hidden" not in json.loads(finetune[0])  # the fine-tune is the plain one
+
+
+def test_an_e5_student_keeps_the_export_it_was_cut_from_as_its_layer_teacher(tiny_dir, tmp_path, monkeypatch):
+    import shutil
+
+    from care.models import e5_export
+    from care.train.student import LAYER_TEACHER_FOLDER, layer_teacher, make_base
+
+    exports: list[Path] = []
+
+    def fake_export(folder):  # the tiny BERT stands in for e5's weights: one export per run, not two
+        exports.append(Path(folder))
+        shutil.copytree(tiny_dir / "tiny-bert", folder)
+
+    monkeypatch.setattr(e5_export, "export_e5", fake_export)
+    plain = StudentConfig.from_dict({**FAST, "layers": 1})
+    make_base(plain, tmp_path / "plain")
+    assert layer_teacher(plain, tmp_path / "plain") is None and not (tmp_path / "plain" / LAYER_TEACHER_FOLDER).exists()
+    layered = StudentConfig.from_dict({**FAST, "layers": 1, "stage1": {**FAST["stage1"], "lambda_hidden": 1.0}})
+    base = make_base(layered, tmp_path / "layered")
+    deep = layer_teacher(layered, tmp_path / "layered")
+    assert deep == str(tmp_path / "layered" / LAYER_TEACHER_FOLDER) and (Path(deep) / "config.json").is_file()
+    assert (base / "config.json").is_file() and len(exports) == 2  # one per run folder
+    with pytest.raises(ConfigError, match="no local weights whose layers"):
+        layer_teacher(StudentConfig.from_dict({**FAST, "teacher": "openai:text-embedding-3-small",
+                                                "stage1": {**FAST["stage1"], "lambda_hidden": 1.0}}), tmp_path)
+
+
 def test_model_folder_pairs_the_student_with_the_teacher(student, tiny_dir):
     config, _, result = student
     spec = (Path(result.model) / SPEC_FILE_IN_FOLDER).read_text(encoding="utf-8")

