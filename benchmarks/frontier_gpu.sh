@@ -12,6 +12,9 @@
 #   LAYERS=3 EXTRA_LAYERS="" TAG=frontier_L3 RICH_TAG=frontier_rich_L3 OUT=... bash benchmarks/frontier_gpu.sh
 # FFN narrows the run's query tower's feed-forward blocks (care model prune --ffn-width, ranked on the training
 # queries), e.g. LAYERS=4 FFN=768 EXTRA_LAYERS="" TAG=frontier_L4_ffn768 RICH_TAG=frontier_rich_L4_ffn768
+# HIDDEN / RELATIONS add layer-wise distillation from the fine-tuned 12-layer tower to CARE [rich]'s Stage I
+# (stage1:loss.lambda_hidden / lambda_relations, care.train.layer_distill), e.g. HIDDEN=1 RELATIONS=1
+# RICH_TAG=frontier_rich_layers EXTRA_LAYERS="" (the base records of LAYERS are rebuilt from the finished stages).
 set -uo pipefail
 : "${OUT:?}"
 ROOT=$(pwd)
@@ -59,6 +62,8 @@ if command -v nvidia-smi >/dev/null; then  # GPU use every 20 s, beside the setu
 fi
 RICH="$SCRATCH/work/test/alignment_rich.jsonl"
 VARIANT="rich=stage1:data.train_file=$RICH;stage1:optim.epochs=$S1_EPOCHS;stage1_rank:data.train_file=$RICH;stage1_rank:optim.epochs=$RANK_EPOCHS"
+[ -n "${HIDDEN:-}" ] && VARIANT="$VARIANT;stage1:loss.lambda_hidden=$HIDDEN"
+[ -n "${RELATIONS:-}" ] && VARIANT="$VARIANT;stage1:loss.lambda_relations=$RELATIONS"
 for s in $SEEDS; do
   W="$SCRATCH/work/s$s"
   mkdir -p "$W/test" && cp "$SCRATCH/work/test/train.jsonl" "$SCRATCH/work/test/alignment.jsonl" "$W/test/"
