@@ -25,7 +25,6 @@ and decoder LLMs (``layers[i].self_attn.{q,k,v}_proj``: Qwen, Llama). A 0-layer 
 from __future__ import annotations
 
 import contextlib
-import logging
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -35,8 +34,6 @@ import torch
 from torch import nn
 
 from care.errors import CareError
-
-logger = logging.getLogger(__name__)
 
 #: Names of the query / key / value projections inside an attention block, per family (BERT, decoder LLMs).
 PROJECTION_NAMES: tuple[tuple[str, str, str], ...] = (("query", "key", "value"), ("q_proj", "k_proj", "v_proj"))

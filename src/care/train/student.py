@@ -226,7 +226,8 @@ class StudentResult:
 
     def summary(self) -> dict[str, Any]:
         return {"model": self.model, "base": self.base,
-                "stages": {k: {"steps": r.global_step, "final_loss": r.final_loss} for k, r in self.stages.items()}}
+                "stages": {k: {"steps": r.global_step, "final_loss": r.final_loss, "train_seconds": r.train_seconds}
+                           for k, r in self.stages.items()}}
 
 
 def load_student_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> StudentConfig:

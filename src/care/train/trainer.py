@@ -213,7 +213,7 @@ class Trainer:
         logger.info("stage %s: the query tower distills the layers of %s (hidden %.3g, relations %.3g)",
                     self.config.stage, path, lo.lambda_hidden, lo.lambda_relations)
         teacher = load_layer_teacher(str(path), trust_remote_code=mc.trust_remote_code)
-        return LayerDistiller(teacher.to(self.accelerator.device), towers[QUERY_TOWER], settings)
+        return LayerDistiller(teacher, towers[QUERY_TOWER], settings)  # it follows the batch's device
 
     def _check_dims(self, towers: dict[str, Any]) -> None:
         dims = {name: int(m.get_embedding_dimension()) for name, m in towers.items()}
