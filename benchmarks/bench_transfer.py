@@ -16,6 +16,10 @@ Usage::
     python -m benchmarks.bench_transfer --dataset kuake_qtr --seeds 0 1 2
     python -m benchmarks.bench_transfer --dataset kuake_qtr --seeds 0 --without-stored-prompts   # the prompt check
     CARE_DEV_SET=/path/to/toyhom_neike_sample python -m benchmarks.bench_transfer --dataset toyhom --seeds 0
+    CARE_DEV_SET=... python -m benchmarks.bench_transfer --dataset toyhom --seeds 1 --keep-recorded-seeds
+
+``--keep-recorded-seeds`` adds the seeds run now to those the dataset's record already holds (a seed run again
+replaces its recorded figures), so a CPU can run one seed per sitting, on a machine that kept no run folders.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any
 
 from benchmarks._common import ROOT, RUNS, portable, run_config_parser
 
-from care.bench.record import BenchmarkRecord, write_record
+from care.bench.record import BenchmarkRecord, git_commit, write_record
 from care.data.io import atomic_write
 from care.pipeline.config import load_run_config
 from care.pipeline.run import run_pipeline
@@ -58,7 +62,29 @@ def run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
     return {"main_task": results["main_task"], "rows": results["rows"], "index": results.get("index"),
             "validation": manifest["steps"]["train_care"]["outputs"].get("validation", {}),
             "step_seconds": {name: step.get("seconds") for name, step in manifest["steps"].items()},
-            "stage_train_seconds": stage_seconds}
+            "stage_train_seconds": stage_seconds, "overrides": list(args.set), "commit": git_commit(ROOT)}
+
+
+def recorded_runs(record: BenchmarkRecord, dataset: str) -> dict[int, dict[str, Any]]:
+    """The per-seed runs a record of :func:`summarise` holds, rebuilt as :func:`run_seed` returns them (each row's
+    main-task and validation nDCG@10 from ``scores``; the rest from ``extra.per_seed``; a seed recorded before
+    seeds carried their overrides and commit takes the record's); ``{}`` for a record of another run config."""
+    if record.config.get("run_config") != str(CONFIGS[dataset].relative_to(ROOT)):
+        return {}
+    runs: dict[int, dict[str, Any]] = {}
+    for key, run in record.extra.get("per_seed", {}).items():
+        seed = int(key)
+        rows = []
+        for label, entry in record.scores.items():
+            if label.endswith(" (validation)") or seed not in entry["seeds"]:
+                continue
+            row_scores = {run["main_task"]: entry["per_seed"][entry["seeds"].index(seed)]}
+            val = record.scores.get(f"{label} (validation)")
+            if val and seed in val["seeds"]:
+                row_scores[VALIDATION_TASK] = val["per_seed"][val["seeds"].index(seed)]
+            rows.append({"model": label, "scores": row_scores})
+        runs[seed] = {"overrides": list(record.config.get("overrides", [])), "commit": record.commit, **run, "rows": rows}
+    return runs
 
 
 def without_stored_prompts(args: argparse.Namespace, seed: int) -> BenchmarkRecord:
@@ -100,14 +126,15 @@ def summarise(dataset: str, runs: dict[int, dict[str, Any]], args: argparse.Name
     scores: dict[str, Any] = {}
     for row in (r["model"] for r in runs[seeds[0]]["rows"]):
         for task, suffix in ((None, ""), (VALIDATION_TASK, " (validation)")):
-            values = []
+            values, scored = [], []
             for seed in seeds:
                 found = next((r for r in runs[seed]["rows"] if r["model"] == row), None)
                 name = task or runs[seed]["main_task"]
                 if found and name in found["scores"]:
                     values.append(found["scores"][name])
+                    scored.append(seed)
             if values:
-                scores[row + suffix] = {"per_seed": values, "seeds": seeds[:len(values)],
+                scores[row + suffix] = {"per_seed": values, "seeds": scored,
                                         "mean": statistics.mean(values),
                                         "std": statistics.stdev(values) if len(values) > 1 else 0.0}
     mean = {row: scores[row]["mean"] for row in ROWS if row in scores}
@@ -147,13 +174,21 @@ def main() -> None:
     parser.add_argument("--without-stored-prompts", action="store_true",
                         help="score the first seed's finished CARE and symmetric large rows also as care run did before "
                              "model folders carried their prefixes (record <dataset>_without_stored_prompts)")
+    parser.add_argument("--keep-recorded-seeds", action="store_true",
+                        help="add the seeds run now to those the dataset's record holds (a seed run again is replaced)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     if args.without_stored_prompts:
         path = write_record(without_stored_prompts(args, args.seeds[0]), args.results)
         logger.info("%s: %s", path, json.loads(path.read_text(encoding="utf-8"))["scores"])
         return
-    runs = {seed: run_seed(args, seed) for seed in args.seeds}
+    runs: dict[int, dict[str, Any]] = {}
+    previous = args.results / EXPERIMENT / f"{args.dataset}.json"
+    if args.keep_recorded_seeds and previous.exists():
+        runs = recorded_runs(BenchmarkRecord.from_dict(json.loads(previous.read_text(encoding="utf-8")), str(previous)),
+                             args.dataset)
+        logger.info("%s: keeping recorded seeds %s", previous, sorted(set(runs) - set(args.seeds)))
+    runs.update({seed: run_seed(args, seed) for seed in args.seeds})
     record = summarise(args.dataset, runs, args)
     path = write_record(record, args.results)
     with atomic_write(path.with_suffix(".md")) as fh:

@@ -1,0 +1,62 @@
+"""``benchmarks/bench_transfer.py``: per-seed figures summarised over seeds, and a record's seeds kept when
+another seed is run later (``--keep-recorded-seeds``), without the run folders."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+
+import pytest
+
+from benchmarks.bench_transfer import CARE, E5, SYM_LARGE, SYM_SMALL, recorded_runs, summarise
+from care.bench.record import BenchmarkRecord
+from care.pipeline.sources import VALIDATION_TASK
+
+TASK = "kuake_qtr_search"
+
+
+def _run(seed: int, scores: dict[str, tuple[float, float]]) -> dict:
+    """What run_seed returns for one seed: rows with a main-task and a validation score, the step times."""
+    return {"main_task": TASK, "index": None, "validation": {}, "step_seconds": {"train_care": 10.0 + seed},
+            "stage_train_seconds": {}, "overrides": [f"x={seed}"], "commit": f"c{seed}",
+            "rows": [{"model": row, "scores": {TASK: test, VALIDATION_TASK: val}} for row, (test, val) in scores.items()]}
+
+
+BASES = {E5: (0.85, 0.75), SYM_SMALL: (0.84, 0.74)}
+RUNS = {0: _run(0, BASES | {SYM_LARGE: (0.90, 0.80), CARE: (0.88, 0.79), "CARE w/o Stage II": (0.85, 0.75)}),
+        1: _run(1, BASES | {SYM_LARGE: (0.92, 0.82), CARE: (0.86, 0.77)})}
+ARGS = argparse.Namespace(set=[])
+
+
+def test_rows_are_averaged_over_the_seeds_that_scored_them():
+    record = summarise("kuake_qtr", RUNS, ARGS)
+    assert record.seeds == [0, 1]
+    assert record.scores[CARE]["per_seed"] == [0.88, 0.86]
+    assert record.scores[CARE]["mean"] == pytest.approx(0.87)
+    assert record.scores[CARE]["std"] == pytest.approx(statistics.stdev([0.88, 0.86]))
+    assert record.scores[f"{SYM_LARGE} (validation)"]["per_seed"] == [0.80, 0.82]
+    # a row only seed 0 has is said to come from seed 0 alone
+    assert record.scores["CARE w/o Stage II"] == {"per_seed": [0.85], "seeds": [0], "mean": 0.85, "std": 0.0}
+
+
+def test_a_record_gives_back_its_seeds_and_a_later_seed_joins_them():
+    written = json.loads(json.dumps(summarise("kuake_qtr", RUNS, ARGS).to_dict() | {"commit": "old"}))
+    record = BenchmarkRecord.from_dict(written)  # as read back from the file: seeds are string keys
+    back = recorded_runs(record, "kuake_qtr")
+    assert sorted(back) == [0, 1]
+    assert {r["model"]: r["scores"] for r in back[0]["rows"]} == {r["model"]: r["scores"] for r in RUNS[0]["rows"]}
+    assert back[1]["step_seconds"] == {"train_care": 11.0} and back[1]["overrides"] == ["x=1"]
+    assert back[1]["commit"] == "c1"
+
+    merged = summarise("kuake_qtr", back | {2: _run(2, BASES | {SYM_LARGE: (0.91, 0.81), CARE: (0.90, 0.80)})}, ARGS)
+    assert merged.seeds == [0, 1, 2]
+    assert merged.scores[CARE]["per_seed"] == [0.88, 0.86, 0.90]
+    assert merged.extra["per_seed"][2]["commit"] == "c2"
+    assert merged.extra["targets"]["CARE / symmetric large"] == pytest.approx(0.88 / 0.91)
+    assert merged.extra["targets"]["CARE >= symmetric small + 0.02"] is True
+
+
+def test_a_record_of_another_run_config_gives_nothing():
+    record = summarise("kuake_qtr", RUNS, ARGS)
+    assert recorded_runs(record, "toyhom") == {}
