@@ -221,6 +221,107 @@ def test_a_routed_folder_identifies_each_route_by_content(tmp_path, tiny_bert, t
     np.testing.assert_allclose(b.encode_documents(TEXTS), stored, atol=1e-5)  # and the hit is right
 
 
+def _plain_and_routed(tmp_path, tiny_bert, tiny_qwen3):
+    """A plain sentence-transformers folder (BERT, mean pooling) and a CARE-shaped folder whose document
+    route is the same loaded modules, saved after the plain model has encoded (as a recipe stage that
+    froze the tower saves it)."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules import Normalize
+    from sentence_transformers.base.modules.router import Router
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+
+    tower = [Transformer(str(tiny_bert)), None, Normalize()]
+    tower[1] = Pooling(tower[0].get_embedding_dimension(), pooling_mode="mean")
+    plain = SentenceTransformer(modules=list(tower), device="cpu")
+    plain.save(str(tmp_path / "plain"))
+    plain.encode(TEXTS)
+    query = Transformer(str(tiny_qwen3))
+    router = Router.for_query_document(
+        query_modules=[query, Pooling(query.get_embedding_dimension(), pooling_mode="lasttoken"), Normalize()],
+        document_modules=tower,
+    )
+    SentenceTransformer(modules=[router], device="cpu").save(str(tmp_path / "routed"))
+    return tmp_path / "plain", tmp_path / "routed"
+
+
+def test_a_plain_folder_and_a_routed_copy_of_its_tower_share_document_vectors(tmp_path, tiny_bert, tiny_qwen3):
+    """The frozen document tower a CARE stage saves inside its routed folder is identified by content
+    like the plain folder it came from, so the corpus is encoded once for both; the copy's tokenizer
+    config records the call state of a used tokenizer, which does not change a vector."""
+    from care.bench.encoding import encode_collection
+    from care.encoders.cache import EmbeddingCache
+
+    plain_dir, routed_dir = _plain_and_routed(tmp_path, tiny_bert, tiny_qwen3)
+    plain, routed = load_model(str(plain_dir)), load_model(str(routed_dir))
+    assert plain.role_fingerprint("document") == routed.role_fingerprint("document")
+    assert plain.role_fingerprint("query") != routed.role_fingerprint("query")
+    assert plain.fingerprint != routed.fingerprint
+
+    cache = EmbeddingCache(tmp_path / "cache")
+    ids = [str(i) for i in range(len(TEXTS))]
+    args = {"instruction": None, "batch_size": 4, "show_progress": False, "desc": "docs"}
+    stored = encode_collection(plain, cache, role="document", ids=ids, texts=TEXTS, **args)
+    routed.encode_documents = lambda *x, **k: pytest.fail("a cache hit was expected")
+    np.testing.assert_allclose(encode_collection(routed, cache, role="document", ids=ids, texts=TEXTS, **args), stored)
+    np.testing.assert_allclose(load_model(str(routed_dir)).encode_documents(TEXTS), stored, atol=1e-5)
+
+
+def test_what_changes_documents_changes_a_plain_folders_document_fingerprint(tmp_path, tiny_bert, tiny_qwen3):
+    """A stored document prompt, a document prefix, a truncation side or other weights: each a miss.
+    A query-only setting is not."""
+    import json
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    plain_dir, _ = _plain_and_routed(tmp_path, tiny_bert, tiny_qwen3)
+    base = load_model(str(plain_dir)).role_fingerprint("document")
+    assert load_model(f"{plain_dir}?query_prefix=query:+&instructions=false").role_fingerprint("document") == base
+    assert load_model(f"{plain_dir}?document_prefix=passage:+").role_fingerprint("document") != base
+
+    def variant(name, edit):
+        folder = tmp_path / name
+        shutil.copytree(plain_dir, folder)
+        edit(folder)
+        return load_model(str(folder)).role_fingerprint("document")
+
+    def prompt(folder):
+        path = folder / "config_sentence_transformers.json"
+        config = json.loads(path.read_text(encoding="utf-8"))
+        config["prompts"] = {**config.get("prompts", {}), "document": "文档："}
+        path.write_text(json.dumps(config), encoding="utf-8")
+
+    def left_truncation(folder):
+        path = folder / "tokenizer_config.json"
+        path.write_text(json.dumps({**json.loads(path.read_text(encoding="utf-8")), "truncation_side": "left"}),
+                        encoding="utf-8")
+
+    def weights(folder):
+        tensors = load_file(folder / "model.safetensors")
+        save_file({k: v + 0.01 if v.is_floating_point() else v for k, v in tensors.items()}, folder / "model.safetensors")
+
+    for name, edit in (("prompt", prompt), ("left", left_truncation), ("weights", weights)):
+        assert variant(name, edit) != base, name
+    assert variant("copy", lambda folder: None) == base  # the same files elsewhere: a hit
+
+
+@pytest.mark.parametrize("prompts, default", [
+    ({"query": "q: "}, None),
+    ({"query": "q: ", "passage": "p: ", "corpus": "c: "}, None),
+    ({"corpus": "c: "}, None),
+    ({"query": "q: ", "task": "t: "}, "task"),
+    ({"document": "d: ", "task": "t: "}, "task"),
+])
+def test_document_prompt_is_the_prompt_sentence_transformers_puts_before_documents(tiny_bert, prompts, default):
+    encoder = load_model(f"{tiny_bert}?pooling=mean")
+    encoder.model.prompts, encoder.model.default_prompt_name = dict(prompts), default
+    prompt = encoder.document_prompt()
+    np.testing.assert_allclose(encoder.model.encode_document(TEXTS),
+                               encoder.model.encode_document(TEXTS, prompt=prompt), atol=1e-6)
+    assert not np.allclose(encoder.model.encode_document(TEXTS),
+                           encoder.model.encode_document(TEXTS, prompt=prompt + "x"), atol=1e-4)
+
+
 def test_router_with_different_route_widths_needs_a_declared_dim(tmp_path, tiny_bert, wide_qwen3):
     folder = _router_folder(tmp_path, tiny_bert, wide_qwen3, "wide-doc")
     with pytest.raises(DimensionMismatchError, match="32-d.*48-d"):

@@ -67,6 +67,22 @@ def file_identity(path: str | Path) -> dict[str, Any]:
 _HASH_BLOCK = 1 << 20
 #: ``router_config.json`` of a sentence-transformers folder whose first module is a Router.
 ROUTER_CONFIG = "router_config.json"
+#: ``modules.json``: the module list of a sentence-transformers folder.
+MODULES_FILE = "modules.json"
+#: Files of a sentence-transformers folder that put modules together or describe the folder rather than
+#: belong to a module (prompts and CARE's prefixes reach a fingerprint through the encoder's settings).
+PIPELINE_FILES = frozenset({MODULES_FILE, ROUTER_CONFIG, "config_sentence_transformers.json", "README.md",
+                            "care_prompts.json", "care_config.json"})
+#: Per tokenizer file, the JSON keys that record the tokenizer's truncation / padding state when it was
+#: saved (written once it has been called): transformers sets that state again on every call from the
+#: arguments sentence-transformers passes (truncation, padding, maximum length) and the tokenizer's
+#: sides, which the encoder's settings carry as loaded. So the same tokenizer saved before and after a
+#: call gets one digest.
+TOKENIZER_CALL_STATE: dict[str, frozenset[str]] = {
+    "tokenizer_config.json": frozenset({"max_length", "stride", "truncation_strategy", "truncation_side",
+                                        "pad_to_multiple_of", "pad_token_type_id", "padding_side"}),
+    "tokenizer.json": frozenset({"truncation", "padding"}),
+}
 
 
 def file_sha256(path: str | Path) -> str:
@@ -78,27 +94,64 @@ def file_sha256(path: str | Path) -> str:
     return sha.hexdigest()
 
 
-def route_content_identity(folder: str | Path, route: str) -> dict[str, Any] | None:
-    """Identify one route of a routed sentence-transformers folder (a CARE model) by *content*: each of
-    the route's modules (its position, type and every file's SHA-256 — not the module folder's name,
-    which carries the route), so two folders holding the same document tower — a recipe stage that froze it
-    and saved its own copy — get the same identity wherever they are. ``None`` when ``folder`` has no
-    ``router_config.json`` or no such route.
+def _content_digest(path: Path) -> str:
+    """A file's SHA-256; for a tokenizer file, of its JSON without the keys of :data:`TOKENIZER_CALL_STATE`."""
+    call_state = TOKENIZER_CALL_STATE.get(path.name)
+    if call_state is not None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+        if isinstance(data, dict):
+            return digest({path.name: {key: value for key, value in data.items() if key not in call_state}})
+    return file_sha256(path)
 
-    Reads every byte of the route's files: about a second per GB.
+
+def _module_files(module_dir: Path, *, skip: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+    """``(relative path, content digest)`` of every file under ``module_dir``, sorted; hidden files and
+    folders, and top-level entries named in ``skip``, are left out."""
+    files = []
+    for path in module_dir.rglob("*"):
+        parts = path.relative_to(module_dir).parts
+        if path.is_file() and parts[0] not in skip and not any(part.startswith(".") for part in parts):
+            files.append((path.relative_to(module_dir).as_posix(), _content_digest(path)))
+    return sorted(files)
+
+
+def role_content_identity(folder: str | Path, role: str) -> dict[str, Any] | None:
+    """Identify the modules of a local sentence-transformers folder that serve ``role`` by *content*:
+    each module's position, type and every file's digest — never the folder's path or the module
+    folder's name — so the same tower gets the same identity wherever it lies: a routed folder's
+    ``role`` route (a CARE model), and the one pipeline of a plain folder (it serves every role). A
+    recipe stage that froze a document tower and saved its own copy therefore shares the document
+    vectors cached for the folder it came from. ``None`` when ``folder`` is no such folder, or routed
+    without a ``role`` route.
+
+    Reads every byte of the modules' files: about a second per GB.
     """
     root = Path(folder).expanduser().resolve()
-    config_file = root / ROUTER_CONFIG
-    if not config_file.is_file():
+    router_file, modules_file = root / ROUTER_CONFIG, root / MODULES_FILE
+    if router_file.is_file():
+        config = json.loads(router_file.read_text(encoding="utf-8"))
+        names = config.get("structure", {}).get(role)
+        if not names:
+            return None
+        types = config.get("types", {})
+        modules = [{"position": position, "type": types.get(name), "files": _module_files(root / name)}
+                   for position, name in enumerate(names)]
+    elif modules_file.is_file():
+        entries = json.loads(modules_file.read_text(encoding="utf-8"))
+        if not isinstance(entries, list):
+            return None
+        # a module stored at the root ("path": "") owns the root's files but not the pipeline's nor the
+        # folders of the modules after it
+        module_dirs = frozenset(str(entry.get("path", "")).split("/")[0] for entry in entries) - {""}
+        modules = []
+        for position, entry in enumerate(entries):
+            path = str(entry.get("path", ""))
+            files = (_module_files(root, skip=PIPELINE_FILES | module_dirs) if path in ("", ".")
+                     else _module_files(root / path))
+            modules.append({"position": position, "type": entry.get("type"), "files": files})
+    else:
         return None
-    config = json.loads(config_file.read_text(encoding="utf-8"))
-    names = config.get("structure", {}).get(route)
-    if not names:
-        return None
-    modules = []
-    for position, name in enumerate(names):
-        module_dir = root / name
-        files = sorted((p.relative_to(module_dir).as_posix(), file_sha256(p)) for p in module_dir.rglob("*")
-                       if p.is_file() and not any(part.startswith(".") for part in p.relative_to(module_dir).parts))
-        modules.append({"position": position, "type": config.get("types", {}).get(name), "files": files})
-    return {"route": route, "modules": modules}
+    return {"modules": modules}

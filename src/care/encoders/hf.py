@@ -35,7 +35,7 @@ import numpy as np
 
 from care.config import Config
 from care.encoders.base import LongQueries, format_instruction
-from care.encoders.fingerprint import digest, folder_identity, route_content_identity
+from care.encoders.fingerprint import digest, folder_identity, role_content_identity
 from care.encoders.vectors import empty_embeddings, truncate_and_normalize
 from care.errors import CareError, DimensionMismatchError
 
@@ -51,6 +51,10 @@ DEFAULT_INSTRUCTION_TEMPLATE = "Instruct: {instruction}\nQuery: {query}"
 DEFAULT_BATCH_SIZE = 32
 #: The route name of queries in a Router model (``Router.for_query_document``) and the key of a stored query prompt.
 QUERY_ROUTE = "query"
+#: The prompts ``SentenceTransformer.encode_document`` looks for, in its order, when it is given none.
+DOCUMENT_PROMPT_NAMES = ("document", "passage", "corpus")
+#: Encoder settings that change query vectors only: a document-role fingerprint leaves them out.
+QUERY_ONLY_SETTINGS = ("instruction_template", "query_prefix", "instructions")
 #: Text encoded once at load time to measure each route's output width when the modules cannot say.
 PROBE_TEXT = "probe"
 #: Seconds to wait for the Hub's host before calling it unreachable: a model id that is not cached then
@@ -471,17 +475,46 @@ class HFEncoder:
         return self._fingerprint
 
     def role_fingerprint(self, role: str) -> str:
-        """For a local routed folder (a CARE model), the fingerprint of the route that serves ``role``:
-        its modules' file *contents* and every encoding setting, so a saved CARE model whose document
-        tower did not change (a new query tower, trained against the frozen one) reuses the document
-        vectors cached for an earlier folder. Otherwise the whole-model :attr:`fingerprint`.
-        Computed once per role (hashing reads the route's files)."""
+        """For a local sentence-transformers folder, the fingerprint of the modules that serve ``role``
+        (a routed CARE folder's route, a plain folder's pipeline): their files' *contents* and the
+        settings that reach that role, so a saved CARE model whose document tower did not change (a new
+        query tower, trained against the frozen one) reuses the document vectors cached for an earlier
+        CARE folder or for the plain folder the tower came from. Otherwise the whole-model
+        :attr:`fingerprint`. Computed once per role (hashing reads the modules' files)."""
         if role not in self._role_fingerprints:
-            identity = (route_content_identity(self.location.path, role)
+            identity = (role_content_identity(self.location.path, role)
                         if self.location.is_sentence_transformer and "path" in self.location.identity else None)
             self._role_fingerprints[role] = self._fingerprint if identity is None else digest(
-                {"kind": "hf-route", "weights": identity, "settings": self._settings, "dim": self.dim})
+                {"kind": "hf-role", "role": role, "weights": identity, "settings": self._role_settings(role),
+                 "dim": self.dim})
         return self._role_fingerprints[role]
+
+    def _role_settings(self, role: str) -> dict[str, Any]:
+        """The encoding settings that can change ``role``'s vectors: every setting and the stored prompts
+        for queries; for documents, the settings less :data:`QUERY_ONLY_SETTINGS`, with the prompt
+        documents actually get. Both carry the padding and truncation sides of the tokenizers loaded."""
+        sides = [(module.tokenizer.padding_side, module.tokenizer.truncation_side)
+                 for module in self._role_transformers(role) if getattr(module, "tokenizer", None) is not None]
+        if role == QUERY_ROUTE:
+            stored = {"prompts": dict(getattr(self.model, "prompts", None) or {}),
+                      "default_prompt_name": getattr(self.model, "default_prompt_name", None)}
+            return {**self._settings, "stored_prompts": stored, "tokenizer_sides": sides}
+        settings = {key: value for key, value in self._settings.items()
+                    if key not in QUERY_ONLY_SETTINGS and key != "document_prefix"}
+        return {**settings, "document_prompt": self.document_prompt(), "tokenizer_sides": sides}
+
+    def document_prompt(self) -> str:
+        """The text put before every document: ``document_prefix`` when set, else the model's stored
+        prompt as ``SentenceTransformer.encode_document`` picks it (the first of
+        :data:`DOCUMENT_PROMPT_NAMES` stored, else the default prompt), else none."""
+        if self.config.document_prefix is not None:
+            return self.config.document_prefix
+        prompts = getattr(self.model, "prompts", None) or {}
+        for name in DOCUMENT_PROMPT_NAMES:
+            if name in prompts:
+                return prompts[name]
+        default = getattr(self.model, "default_prompt_name", None)
+        return prompts.get(default, "") if default is not None else ""
 
     @property
     def dim(self) -> int:
@@ -527,16 +560,19 @@ class HFEncoder:
             prompt = ""  # the instruction replaces any stored query prompt
         return list(texts), prompt
 
-    def _query_transformer(self) -> Any:
-        """The ``Transformer`` module (tokenizer, ``max_seq_length``) that reads queries: the query
-        route's in a Router model, else the model's only one; None when there is none."""
+    def _role_transformers(self, role: str) -> list[Any]:
+        """The ``Transformer`` modules (tokenizer, ``max_seq_length``) that read ``role``'s texts: the
+        ``role`` route's in a Router model, else the model's own."""
         from sentence_transformers.base.modules.router import Router
 
         for module in self.model.modules():
-            if isinstance(module, Router) and QUERY_ROUTE in module.sub_modules:
-                found = _transformer_modules(module.sub_modules[QUERY_ROUTE])
-                return found[0] if found else None
-        found = _transformer_modules(self.model)
+            if isinstance(module, Router) and role in module.sub_modules:
+                return _transformer_modules(module.sub_modules[role])
+        return _transformer_modules(self.model)
+
+    def _query_transformer(self) -> Any:
+        """The first ``Transformer`` module that reads queries; None when there is none."""
+        found = self._role_transformers(QUERY_ROUTE)
         return found[0] if found else None
 
     def long_queries(self, texts: Sequence[str], *, instruction: str | None = None) -> LongQueries | None:
