@@ -112,9 +112,9 @@ def _module_files(module_dir: Path, *, skip: frozenset[str] = frozenset()) -> li
     folders, and top-level entries named in ``skip``, are left out."""
     files = []
     for path in module_dir.rglob("*"):
-        parts = path.relative_to(module_dir).parts
-        if path.is_file() and parts[0] not in skip and not any(part.startswith(".") for part in parts):
-            files.append((path.relative_to(module_dir).as_posix(), _content_digest(path)))
+        relative = path.relative_to(module_dir)
+        if path.is_file() and relative.parts[0] not in skip and not any(p.startswith(".") for p in relative.parts):
+            files.append((relative.as_posix(), _content_digest(path)))
     return sorted(files)
 
 
