@@ -159,7 +159,7 @@ class CareRecipeConfig(Config):
             checkpoint_every / checkpoint_minutes: settings of every stage (they win over ``config_dir``'s files;
             ``checkpoint_minutes`` is ``checkpoint.every_minutes``, a wall-clock cadence); ``null`` (the
             default): each stage file's own — the ``e5`` preset's for e5 towers, as ``care train recipe``
-            uses them (the demo's tiny values are set in ``configs/demo.yaml``).
+            uses them (the demo's tiny values are set in ``care/pipeline/configs/demo.yaml``).
         query_prompt: prepended to training queries (e.g. the paper's instruction format, as the demo sets
             it); ``null`` (the default): the stages' own (the ``e5`` preset's ``query: ``).
         init_negatives / stage2_negatives: hard negatives per row in the initialisations and in Stage II
