@@ -1,10 +1,10 @@
 """The docs' config reference tables name exactly the fields of the typed configs they describe.
 
-Three tables are references a user configures from: a training stage's fields (docs/training.md,
+These tables are what users configure from: a training stage's fields (docs/training.md,
 :class:`care.train.config.TrainConfig`), a run config's sections and fields (docs/pipeline.md,
-:class:`care.pipeline.config.RunConfig`) and the FAISS index's (docs/index.md,
-:class:`care.index.config.IndexConfig`). A field added to a config without a row, or a row left behind by a
-removed field, fails here with its name.
+:class:`care.pipeline.config.RunConfig`), and the flat tables of the index, index build, benchmark run,
+service, diversify and STS options (:data:`FLAT_TABLES`). A field added to a config without a row, or a row
+left behind by a removed field, fails here with its name.
 """
 
 from __future__ import annotations
@@ -13,8 +13,15 @@ import dataclasses
 import re
 from pathlib import Path
 
+import pytest
+
+from care.bench.options import RunOptions
+from care.curate.diversify import DiversifyConfig
+from care.curate.sts import StsConfig
+from care.index.build import BuildOptions
 from care.index.config import IndexConfig
 from care.pipeline.config import RunConfig
+from care.serve.config import ServeConfig
 from care.train.config import TrainConfig
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -37,20 +44,20 @@ def field_paths(cls: type, prefix: str = "", whole: frozenset[str] = frozenset()
     return paths
 
 
-def table_rows(doc: Path, start: str, end: str) -> list[list[str]]:
-    """The cells of the markdown table rows between the first line containing ``start`` and the next
-    line starting with ``end`` after it (header and separator rows left out)."""
+def table_rows(doc: Path, start: str) -> list[list[str]]:
+    """The cells of the rows of the first markdown table after the first occurrence of ``start`` in ``doc``
+    (header and separator rows left out)."""
     text = doc.read_text(encoding="utf-8")
-    assert start in text, f"{doc} lost the line {start!r} that opens its config table"
-    section = text.split(start, 1)[1].split(f"\n{end}", 1)[0]
-    rows = []
-    for line in section.splitlines():
-        if not line.startswith("|") or set(line) <= set("|-: "):
+    assert start in text, f"{doc} lost the text {start!r} that opens its config table"
+    rows: list[list[str]] = []
+    for line in text.split(start, 1)[1].splitlines():
+        if not line.startswith("|"):
+            if rows:
+                break
             continue
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if cells[0] not in ("field", "section"):  # header rows
-            rows.append(cells)
-    return rows
+        rows.append(cells)
+    return [cells for cells in rows[1:] if not set("".join(cells)) <= set("-: ")]  # rows[0]: the header
 
 
 def expand_names(cell: str) -> set[str]:
@@ -73,7 +80,7 @@ def expand_names(cell: str) -> set[str]:
 
 
 def test_training_table_names_every_stage_field():
-    rows = table_rows(DOCS / "training.md", "Every field (default in the second column", "## ")
+    rows = table_rows(DOCS / "training.md", "Every field (default in the second column")
     documented = set().union(*(expand_names(row[0]) for row in rows))
     expected = field_paths(TrainConfig, whole=frozenset({"model.lora"}))
     assert not expected - documented, f"docs/training.md's field table lacks {sorted(expected - documented)}"
@@ -81,7 +88,7 @@ def test_training_table_names_every_stage_field():
 
 
 def test_run_table_names_every_run_field():
-    rows = table_rows(DOCS / "pipeline.md", "| section | field | default | meaning |", "## ")
+    rows = table_rows(DOCS / "pipeline.md", "| section | field | default | meaning |")
     documented: set[str] = set()
     section = ""
     for row in rows:
@@ -97,11 +104,24 @@ def test_run_table_names_every_run_field():
     assert not documented - expected, f"docs/pipeline.md's run config table names unknown fields {sorted(documented - expected)}"
 
 
-def test_index_table_names_every_index_field():
-    rows = table_rows(DOCS / "index.md", "`care.index.config.IndexConfig`", "## ")
-    documented = {CODE.findall(row[0])[0] for row in rows if CODE.findall(row[0])}
-    expected = field_paths(IndexConfig)
-    assert documented == expected, (f"docs/index.md's IndexConfig table: missing {sorted(expected - documented)}, "
+#: ``(doc, the line that opens the table, the class)`` of the tables whose first column lists a class's own
+#: fields, each with its CLI flag in brackets where it has one (```chunk_size` [`--chunk-size`]``).
+FLAT_TABLES = (
+    ("index.md", "`care.index.config.IndexConfig`", IndexConfig),
+    ("index.md", "`care.index.build.BuildOptions`", BuildOptions),
+    ("bench.md", "`care.bench.options.RunOptions`", RunOptions),
+    ("serve.md", "`--config` is a JSON object of `care.serve.config.ServeConfig` fields", ServeConfig),
+    ("curate.md", "`care.curate.diversify.DiversifyConfig`", DiversifyConfig),
+    ("curate.md", "`care.curate.sts.StsConfig`", StsConfig),
+)
+
+
+@pytest.mark.parametrize(("doc", "start", "cls"), FLAT_TABLES, ids=[cls.__name__ for _, _, cls in FLAT_TABLES])
+def test_flat_table_names_every_field(doc: str, start: str, cls: type):
+    rows = table_rows(DOCS / doc, start)
+    documented = {name for row in rows for name in CODE.findall(row[0]) if not name.startswith("-")}
+    expected = {f.name for f in dataclasses.fields(cls)}
+    assert documented == expected, (f"docs/{doc}'s {cls.__name__} table: missing {sorted(expected - documented)}, "
                                     f"unknown {sorted(documented - expected)}")
 
 
