@@ -221,6 +221,25 @@ def test_a_routed_folder_identifies_each_route_by_content(tmp_path, tiny_bert, t
     np.testing.assert_allclose(b.encode_documents(TEXTS), stored, atol=1e-5)  # and the hit is right
 
 
+def test_one_route_loaded_alone_shares_that_roles_fingerprint_and_no_other(tmp_path, tiny_bert, tiny_qwen3):
+    """``care index build`` loads only a CARE folder's document route; its document vectors are the whole
+    model's, so the role fingerprint (the cache key ``care bench`` wrote them under) must agree. The route
+    asked for the other role's vectors would encode with the wrong tower: it must not claim that role's key."""
+    from care.encoders.sides import load_side
+
+    folder = _router_folder(tmp_path, tiny_bert, tiny_qwen3, "care-like")
+    whole = load_model(str(folder))
+    document, query = load_side(str(folder), "document"), load_side(str(folder), "query")
+    assert document.role_fingerprint("document") == whole.role_fingerprint("document")
+    assert query.role_fingerprint("query") == whole.role_fingerprint("query")
+    assert document.role_fingerprint("query") != whole.role_fingerprint("query")
+    assert query.role_fingerprint("document") != whole.role_fingerprint("document")
+    assert document.fingerprint != whole.fingerprint != query.fingerprint  # the loaded models differ
+    np.testing.assert_allclose(document.encode_documents(TEXTS), whole.encode_documents(TEXTS), atol=1e-5)
+    prefixed = load_side(f"{folder}?document_prefix=passage: ", "document")
+    assert prefixed.role_fingerprint("document") != document.role_fingerprint("document")
+
+
 def _plain_and_routed(tmp_path, tiny_bert, tiny_qwen3):
     """A plain sentence-transformers folder (BERT, mean pooling) and a CARE-shaped folder whose document
     route is the same loaded modules, saved after the plain model has encoded (as a recipe stage that

@@ -55,6 +55,8 @@ QUERY_ROUTE = "query"
 DOCUMENT_PROMPT_NAMES = ("document", "passage", "corpus")
 #: Encoder settings that change query vectors only: a document-role fingerprint leaves them out.
 QUERY_ONLY_SETTINGS = ("instruction_template", "query_prefix", "instructions")
+#: The setting naming the one route an encoder loaded from a routed folder (:func:`care.encoders.sides.load_side`).
+ROUTE_SETTING = "route"
 #: Text encoded once at load time to measure each route's output width when the modules cannot say.
 PROBE_TEXT = "probe"
 #: Seconds to wait for the Hub's host before calling it unreachable: a model id that is not cached then
@@ -317,6 +319,20 @@ def ensure_eos_appended(tokenizer: Any) -> bool:
     return True
 
 
+def encoding_settings(config: HFEncoderConfig, dtype: torch.dtype) -> dict[str, Any]:
+    """The settings of ``config`` that can change an encoder's vectors, with the dtype the weights loaded in:
+    part of every :class:`HFEncoder`'s fingerprint, whether it loaded a whole model or one route of it."""
+    return {
+        "dtype": str(dtype).removeprefix("torch."),
+        "max_length": config.max_length,
+        "instruction_template": config.instruction_template,
+        "query_prefix": config.query_prefix,
+        "document_prefix": config.document_prefix,
+        "padding_side": config.padding_side,
+        "instructions": config.instructions,
+    }
+
+
 def _transformer_modules(model: SentenceTransformer) -> list[Any]:
     from sentence_transformers.base.modules import Transformer
 
@@ -368,15 +384,7 @@ class HFEncoder:
         if config.padding_side is not None:
             for module in _transformer_modules(model):
                 module.tokenizer.padding_side = config.padding_side
-        settings.update(
-            dtype=str(dtype).removeprefix("torch."),
-            max_length=config.max_length,
-            instruction_template=config.instruction_template,
-            query_prefix=config.query_prefix,
-            document_prefix=config.document_prefix,
-            padding_side=config.padding_side,
-            instructions=config.instructions,
-        )
+        settings.update(encoding_settings(config, dtype))
         logger.info("loaded %s on %s (%s)", config.model, device, settings["dtype"])
         return cls(config, model, location, settings)
 
@@ -482,8 +490,10 @@ class HFEncoder:
         CARE folder or for the plain folder the tower came from. Otherwise the whole-model
         :attr:`fingerprint`. Computed once per role (hashing reads the modules' files)."""
         if role not in self._role_fingerprints:
+            other_route = self._settings.get(ROUTE_SETTING) not in (None, role)  # one route loaded, asked for the other
             identity = (role_content_identity(self.location.path, role)
-                        if self.location.is_sentence_transformer and "path" in self.location.identity else None)
+                        if self.location.is_sentence_transformer and "path" in self.location.identity
+                        and not other_route else None)
             self._role_fingerprints[role] = self._fingerprint if identity is None else digest(
                 {"kind": "hf-role", "role": role, "weights": identity, "settings": self._role_settings(role),
                  "dim": self.dim})
@@ -495,11 +505,12 @@ class HFEncoder:
         documents actually get. Both carry the padding and truncation sides of the tokenizers loaded."""
         sides = [(module.tokenizer.padding_side, module.tokenizer.truncation_side)
                  for module in self._role_transformers(role) if getattr(module, "tokenizer", None) is not None]
+        shared = {key: value for key, value in self._settings.items() if key != ROUTE_SETTING}  # whole model or route
         if role == QUERY_ROUTE:
             stored = {"prompts": dict(getattr(self.model, "prompts", None) or {}),
                       "default_prompt_name": getattr(self.model, "default_prompt_name", None)}
-            return {**self._settings, "stored_prompts": stored, "tokenizer_sides": sides}
-        settings = {key: value for key, value in self._settings.items()
+            return {**shared, "stored_prompts": stored, "tokenizer_sides": sides}
+        settings = {key: value for key, value in shared.items()
                     if key not in QUERY_ONLY_SETTINGS and key != "document_prefix"}
         return {**settings, "document_prompt": self.document_prompt(), "tokenizer_sides": sides}
 

@@ -184,7 +184,16 @@ def load_side(
     if spec_file is not None:
         return _load_spec_folder_side(spec_file, side, device=device, batch_size=batch_size, dtype=dtype)
     if is_routed_folder(folder):
-        from care.encoders.hf import DEFAULT_BATCH_SIZE, HFEncoder, HFEncoderConfig, locate_model
+        from care.encoders.hf import (
+            DEFAULT_BATCH_SIZE,
+            ROUTE_SETTING,
+            HFEncoder,
+            HFEncoderConfig,
+            encoding_settings,
+            locate_model,
+            resolve_device,
+            resolve_dtype,
+        )
         from care.encoders.stored_prompts import stored_prompt_options
 
         unsupported = sorted(set(options) - ROUTE_OPTIONS)
@@ -198,8 +207,10 @@ def load_side(
                                             "name": f"{Path(folder).name}[{side}]", **options}, source=spec)
         if config.max_length is not None:
             model.max_seq_length = config.max_length
-        settings = {"format": "sentence-transformers", "route": side, "dtype": dtype,
-                    **{key: getattr(config, key) for key in sorted(options)}}
+        # as HFEncoder.from_config names a whole model's settings, so that the route's role fingerprint (the cache
+        # key of its vectors) equals the whole model's for that role; ROUTE_SETTING keeps the two models apart
+        settings = {"format": "sentence-transformers", "append_eos": bool(config.append_eos), "eos_added": False,
+                    ROUTE_SETTING: side, **encoding_settings(config, resolve_dtype(dtype, resolve_device(device)))}
         return HFEncoder(config, model, locate_model(folder), settings)
     from care.encoders.registry import load_model
 
