@@ -15,7 +15,7 @@ from care.index.build import BuildOptions, build, parse_shard, shard_ranges
 from care.index.bundle import open_index_folder
 from care.index.config import IndexConfig
 from care.encoders.sides import load_side
-from care.testing.tiny_model import SAMPLE_DOCS, make_tiny_care_model, write_corpus
+from care.testing.tiny_model import SAMPLE_DOCS, SAMPLE_QUERIES, make_tiny_care_model, write_corpus
 
 
 @pytest.fixture(scope="module")
@@ -240,3 +240,78 @@ def test_a_finished_shard_file_without_its_record_is_not_encoded_again(tiny_care
     rebuilt = json.loads((output / "shards" / "shard-00001-of-00002.json").read_text())
     assert {k: rebuilt[k] for k in ("start", "end", "dim", "encoder_fingerprint")} == \
         {k: record[k] for k in ("start", "end", "dim", "encoder_fingerprint")}
+
+
+def _bench_cache(tiny_care, corpus, root, *, dtype="float32"):
+    """The embedding cache ``care bench`` leaves after scoring a retrieval task on ``corpus`` with the whole model."""
+    from care.bench.encoding import DOCUMENT, encode_collection
+    from care.data.retrieval import iter_documents
+    from care.encoders.cache import EmbeddingCache
+    from care.encoders.registry import load_model
+
+    cache = EmbeddingCache(root, dtype=dtype)
+    docs = list(iter_documents(corpus))
+    vectors = encode_collection(load_model(str(tiny_care)), cache, role=DOCUMENT, ids=[d.id for d in docs],
+                                texts=[d.full_text for d in docs], instruction=None, batch_size=4,
+                                show_progress=False, desc="corpus")
+    return np.array(vectors)
+
+
+def _counting_encoder(tiny_care, monkeypatch):
+    from care.index import build as build_module
+
+    encoder = load_side(str(tiny_care), "document")
+    encoded: list[str] = []
+    original = encoder.encode_documents
+    monkeypatch.setattr(encoder, "encode_documents", lambda texts, **kw: (encoded.extend(texts), original(texts, **kw))[1])
+    monkeypatch.setattr(build_module, "_load_encoder", lambda options: encoder)
+    return encoded
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_vectors_care_bench_cached_for_this_corpus_are_copied_not_encoded(tiny_care, corpus, tmp_path, monkeypatch, dtype):
+    cached = _bench_cache(tiny_care, corpus, tmp_path / "cache", dtype=dtype)
+    encoded = _counting_encoder(tiny_care, monkeypatch)
+    output = tmp_path / "idx"
+    manifest = build(_options(tiny_care, corpus, output, num_shards=2, cache_dir=tmp_path / "cache"))
+    assert encoded == []  # the model's document side read no text
+    assert manifest is not None
+    assert [s["copied_rows"] for s in manifest.shards] == [end - start for start, end in shard_ranges(len(SAMPLE_DOCS), 2)]
+    shards = [np.load(output / "shards" / f"shard-0000{i}-of-00002.npy") for i in range(2)]
+    np.testing.assert_array_equal(np.concatenate(shards), cached.astype(np.float16))
+    _, rows = open_index_folder(output).index.search(cached.astype(np.float32), 1)
+    assert list(rows[:, 0]) == list(range(len(SAMPLE_DOCS)))
+
+
+def test_a_cache_of_another_corpus_or_model_is_not_used(tiny_care, corpus, tmp_path, monkeypatch):
+    _bench_cache(tiny_care, corpus, tmp_path / "cache")
+    other = tmp_path / "other.jsonl"
+    rows = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines()]
+    rows[-1]["text"] += "。"  # one document changed: the cache's vectors are not this corpus's
+    other.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    encoded = _counting_encoder(tiny_care, monkeypatch)
+    manifest = build(_options(tiny_care, other, tmp_path / "idx", cache_dir=tmp_path / "cache"))
+    assert len(encoded) == len(SAMPLE_DOCS) and manifest.shards[0]["copied_rows"] == 0
+
+    retrained = make_tiny_care_model(tmp_path / "retrained", SAMPLE_QUERIES)  # the same corpus, another model (vocabulary)
+    monkeypatch.undo()
+    encoded = _counting_encoder(retrained, monkeypatch)
+    manifest = build(_options(retrained, corpus, tmp_path / "idx2", cache_dir=tmp_path / "cache"))
+    assert len(encoded) == len(SAMPLE_DOCS) and manifest.shards[0]["copied_rows"] == 0
+
+
+def test_cli_reads_the_cache_unless_told_not_to(tiny_care, corpus, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from care.cli import app
+
+    _bench_cache(tiny_care, corpus, tmp_path / "cache")
+    encoded = _counting_encoder(tiny_care, monkeypatch)
+    base = ["index", "build", "--model", str(tiny_care), "--corpus", str(corpus)]
+    result = CliRunner().invoke(app, [*base, "--output", str(tmp_path / "a"), "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 0, result.output
+    assert encoded == [] and open_index_folder(tmp_path / "a").manifest.shards[0]["copied_rows"] == len(SAMPLE_DOCS)
+    result = CliRunner().invoke(app, [*base, "--output", str(tmp_path / "b"), "--cache-dir", str(tmp_path / "cache"),
+                                      "--no-cache"])
+    assert result.exit_code == 0, result.output
+    assert len(encoded) == len(SAMPLE_DOCS) and open_index_folder(tmp_path / "b").manifest.shards[0]["copied_rows"] == 0

@@ -146,6 +146,8 @@ def test_the_best_trained_model_is_ranked_first_and_indexed(runs):
     assert manifest["steps"]["index"]["outputs"]["label"] == best  # BM25 is a reference, never indexed
     index_manifest = json.loads((folder / "index" / "manifest.json").read_text(encoding="utf-8"))
     assert index_manifest["model"] == manifest["steps"]["index"]["outputs"]["model"]
+    # the evaluation encoded this corpus with this model: the index copied its vectors, encoding nothing again
+    assert manifest["steps"]["index"]["outputs"]["copied_from_cache"] == index_manifest["n_docs"] > 0
     assert report.serve_command == f"care serve --index {folder / 'index'}"
     assert report.serve_command in (folder / "results.md").read_text(encoding="utf-8")
 

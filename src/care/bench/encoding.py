@@ -8,10 +8,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from care.encoders.base import Encoder, role_fingerprint
-from care.encoders.cache import EmbeddingCache
+from care.encoders.cache import DOCUMENT_ROLE, QUERY_ROLE, EmbeddingCache
 from care.errors import DimensionMismatchError
 
-QUERY, DOCUMENT = "query", "document"
+QUERY, DOCUMENT = QUERY_ROLE, DOCUMENT_ROLE
 
 
 def encode_collection(

@@ -22,7 +22,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +45,8 @@ DEFAULT_CHUNK_SIZE = 256
 TARGET_CHUNK_SECONDS = 10.0
 MAX_CHUNK_SIZE = 65_536
 CACHE_DTYPES = ("float32", "float16")
+#: The roles entries are cached under: one text collection has one entry per role (and instruction).
+QUERY_ROLE, DOCUMENT_ROLE = "query", "document"
 CACHE_FORMAT_VERSION = 1
 
 EMBEDDINGS_FILE = "embeddings.npy"
@@ -65,13 +67,20 @@ def content_hash(ids: Sequence[str], texts: Sequence[str]) -> str:
     """Order-sensitive sha256 of ``(id, text)`` pairs (separators make the encoding unambiguous)."""
     if len(ids) != len(texts):
         raise CareError(f"content_hash: {len(ids)} ids but {len(texts)} texts")
+    return streamed_content_hash(zip(ids, texts))[0]
+
+
+def streamed_content_hash(pairs: Iterable[tuple[str, str]]) -> tuple[str, int]:
+    """:func:`content_hash` of ``(id, text)`` pairs read one at a time (a corpus of any size), and their count."""
     h = hashlib.sha256()
-    for doc_id, text in zip(ids, texts):
+    n = 0
+    for doc_id, text in pairs:
         h.update(doc_id.encode("utf-8"))
         h.update(b"\x1f")
         h.update(text.encode("utf-8"))
         h.update(b"\x1e")
-    return h.hexdigest()
+        n += 1
+    return h.hexdigest(), n
 
 
 def check_embeddings(arr: np.ndarray, n_rows: int, what: str, dim: int | None = None) -> np.ndarray:
@@ -132,6 +141,12 @@ class EmbeddingCache:
 
     def key(self, fingerprint: str, role: str, instruction: str | None, ids: Sequence[str], texts: Sequence[str]) -> CacheKey:
         return CacheKey(fingerprint, role, instruction or None, content_hash(ids, texts), len(texts))
+
+    def streamed_key(self, fingerprint: str, role: str, instruction: str | None,
+                     pairs: Iterable[tuple[str, str]]) -> CacheKey:
+        """:meth:`key` of ``(id, text)`` pairs read one at a time, without holding the texts."""
+        content, n_rows = streamed_content_hash(pairs)
+        return CacheKey(fingerprint, role, instruction or None, content, n_rows)
 
     def entry_dir(self, key: CacheKey) -> Path:
         digest = key.digest

@@ -10,7 +10,9 @@ Two steps, each safe to interrupt and re-run (layout in :mod:`care.index.manifes
    first, then ``.partial.npy`` is renamed to ``.npy`` — a shard is finished exactly when its
    ``.npy`` exists, and is then skipped (its record is rebuilt from the file if a crash of an older
    version lost it). A resumed shard removes the temporary files a kill -9 left behind. Only the
-   document encoder is loaded — for a CARE folder, only the document route.
+   document encoder is loaded — for a CARE folder, only the document route. Vectors already in an embedding
+   cache for this model and this exact corpus (``BuildOptions.cache_dir``: what ``care bench`` and ``care run``'s
+   evaluation wrote when they scored a task on it) are copied instead of encoded.
 2. **merge** (:func:`merge_shards`): once every shard is finished, the vectors are streamed into a
    FAISS index (flat / HNSW / IVF / IVF-PQ, :class:`~care.index.config.IndexConfig`) or a Milvus
    collection, the document store is written, and ``manifest.json`` last. It runs automatically in the
@@ -77,6 +79,10 @@ class BuildOptions:
         instruction: query instruction recorded for the service (documents are encoded without one).
         batch_size / chunk_size: encoder batch; rows per resumable chunk.
         device / dtype: for Hugging Face encoders.
+        cache_dir: an embedding cache (:mod:`care.encoders.cache`) read before encoding: when it holds this
+            corpus's document vectors from this model (what ``care bench`` and ``care run``'s evaluation
+            cache when they score a retrieval task on the same ``corpus.jsonl``), shards copy them instead of
+            encoding. Read only; ``None``: always encode.
     """
 
     model: str
@@ -92,9 +98,11 @@ class BuildOptions:
     chunk_size: int = DEFAULT_CHUNK_SIZE
     device: str | None = None
     dtype: str = "auto"
+    cache_dir: Path | None = None
 
     def __post_init__(self) -> None:
         self.corpus, self.output = Path(self.corpus), Path(self.output)
+        self.cache_dir = Path(self.cache_dir) if self.cache_dir is not None else None
         if self.backend not in BACKENDS:
             raise CareError(f"unknown backend {self.backend!r}; choose one of {', '.join(BACKENDS)}")
         for name in ("num_shards", "batch_size", "chunk_size"):
@@ -173,6 +181,29 @@ def prepare_plan(options: BuildOptions, num_shards: int, encoder: Any | None) ->
     return plan, encoder
 
 
+def cached_document_vectors(options: BuildOptions, encoder: Any) -> np.ndarray | None:
+    """The corpus's document vectors from the embedding cache at ``options.cache_dir`` (a read-only memmap,
+    one row per corpus row), or None when it holds none.
+
+    A cache entry matches when it was written for this encoder's document side (its role fingerprint), without an
+    instruction, for exactly this corpus: the same ids and texts (``Document.full_text``) in the same order. The
+    corpus is streamed once to hash it.
+    """
+    if options.cache_dir is None:
+        return None
+    from care.encoders.base import role_fingerprint
+    from care.encoders.cache import DOCUMENT_ROLE, EmbeddingCache
+
+    cache = EmbeddingCache(options.cache_dir)
+    key = cache.streamed_key(role_fingerprint(encoder, DOCUMENT_ROLE), DOCUMENT_ROLE, None,
+                             ((doc.id, doc.full_text) for doc in iter_documents(options.corpus)))
+    vectors = cache.lookup(key)
+    if vectors is not None:
+        logger.info("the embedding cache %s holds this corpus's document vectors from %s (%d rows): copying them, "
+                    "not encoding", options.cache_dir, encoder.name, key.n_rows)
+    return vectors
+
+
 def _load_encoder(options: BuildOptions) -> Any:
     from care.encoders.hf import launcher_device
     from care.encoders.sides import load_side
@@ -218,8 +249,10 @@ def _shard_texts(corpus: Path, start: int, end: int, chunk_size: int) -> Iterato
         yield chunk_start, chunk
 
 
-def encode_shard(options: BuildOptions, plan: BuildPlan, shard: int, encoder: Any) -> ShardRecord:
-    """Encode one shard, resuming from its last finished chunk; returns its record.
+def encode_shard(options: BuildOptions, plan: BuildPlan, shard: int, encoder: Any,
+                 cached: np.ndarray | None = None) -> ShardRecord:
+    """Encode one shard, resuming from its last finished chunk; returns its record. ``cached``: the whole
+    corpus's vectors (:func:`cached_document_vectors`), whose rows are copied instead of encoded.
 
     Raises:
         CareError: non-finite vectors, or an encoder whose fingerprint differs from the plan's.
@@ -240,8 +273,13 @@ def encode_shard(options: BuildOptions, plan: BuildPlan, shard: int, encoder: An
     if done:
         logger.info("shard %s: resuming at row %d of %d", shard_name(shard, plan.num_shards), done, end - start)
     began = time.perf_counter()
+    copied = 0
     for first, texts in _shard_texts(options.corpus, start + done, end, options.chunk_size):
-        vectors = encoder.encode_documents(texts, batch_size=options.batch_size)
+        if cached is not None:
+            vectors = np.asarray(cached[first : first + len(texts)], dtype=np.float32)
+            copied += len(texts)
+        else:
+            vectors = encoder.encode_documents(texts, batch_size=options.batch_size)
         vectors = check_embeddings(vectors, len(texts), f"{encoder.name} document embeddings", dim)
         if out is None:
             dim = int(vectors.shape[1])
@@ -255,7 +293,8 @@ def encode_shard(options: BuildOptions, plan: BuildPlan, shard: int, encoder: An
         raise CareError(f"shard {shard}: no rows to encode (corpus changed since planning?)")
     del out
     record = ShardRecord(shard=shard, num_shards=plan.num_shards, start=start, end=end, dim=dim,
-                         encoder_fingerprint=encoder.fingerprint, seconds=round(time.perf_counter() - began, 3))
+                         encoder_fingerprint=encoder.fingerprint, seconds=round(time.perf_counter() - began, 3),
+                         copied_rows=copied)
     write_json(paths["record"], record.to_dict())
     os.replace(paths["partial"], paths["vectors"])  # the commit point: the finished file is the record
     paths["progress"].unlink(missing_ok=True)
@@ -321,6 +360,8 @@ def encode_shards(options: BuildOptions, shard: tuple[int, int] | None = None) -
     num_shards = shard[1] if shard else options.num_shards
     plan, encoder = prepare_plan(options, num_shards, None)
     todo = [shard[0]] if shard else list(range(num_shards))
+    cached: np.ndarray | None = None
+    looked_up = False
     for i in todo:
         if read_shard_record(options.output, i, num_shards) is not None or recover_shard_record(options.output, plan, i):
             logger.info("shard %s is finished; skipping", shard_name(i, num_shards))
@@ -328,7 +369,9 @@ def encode_shards(options: BuildOptions, shard: tuple[int, int] | None = None) -
             continue
         _tidy_shard(options.output, i, num_shards)
         encoder = encoder or _load_encoder(options)
-        encode_shard(options, plan, i, encoder)
+        if not looked_up:
+            cached, looked_up = cached_document_vectors(options, encoder), True
+        encode_shard(options, plan, i, encoder, cached)
     return plan
 
 

@@ -42,8 +42,14 @@ def index_build(
     chunk_size: int = typer.Option(1024, "--chunk-size", help="Rows per resumable chunk."),
     device: Optional[str] = typer.Option(None, "--device"),
     dtype: str = typer.Option("auto", "--dtype", help="auto | float32 | float16 | bfloat16."),
+    cache_dir: Optional[Path] = typer.Option(
+        None, "--cache-dir",
+        help="Embedding cache to take the corpus's document vectors from when care bench already encoded this corpus "
+             "with this model (default $CARE_CACHE_DIR or ~/.cache/care/embeddings; read only)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Encode every document; do not look in the embedding cache."),
 ) -> None:
     """Encode CORPUS with the document encoder (sharded, resumable) and build the index in OUTPUT."""
+    from care.encoders.cache import default_cache_dir
     from care.encoders.cli import parse_option_flags
     from care.index.build import BuildOptions, build, parse_shard
     from care.index.config import IndexConfig
@@ -59,7 +65,8 @@ def index_build(
     config = IndexConfig.from_options(index_type, parse_option_flags(index_option or []))
     build_options = BuildOptions(model=model, corpus=corpus, output=output, num_shards=num_shards, index=config,
                                  backend=backend, milvus_uri=milvus_uri, milvus_collection=milvus_collection,
-                                 instruction=instruction, batch_size=batch_size, chunk_size=chunk_size, device=device, dtype=dtype)
+                                 instruction=instruction, batch_size=batch_size, chunk_size=chunk_size, device=device, dtype=dtype,
+                                 cache_dir=None if no_cache else cache_dir or default_cache_dir())
     manifest = build(build_options, shard=parse_shard(shard) if shard else None, merge=True if merge else (False if no_merge else None))
     if manifest is not None:
         typer.echo(f"index ready: {output} ({manifest.n_docs} documents, {manifest.dim}-d, {manifest.index.get('type')})")

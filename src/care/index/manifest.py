@@ -105,7 +105,8 @@ class BuildPlan:
 
 @dataclass(frozen=True)
 class ShardRecord:
-    """Written when a shard's vectors are complete (its presence marks the shard finished)."""
+    """Written when a shard's vectors are complete (its presence marks the shard finished). ``copied_rows``: rows
+    copied from an embedding cache instead of encoded (``BuildOptions.cache_dir``)."""
 
     shard: int
     num_shards: int
@@ -115,6 +116,7 @@ class ShardRecord:
     encoder_fingerprint: str
     seconds: float
     dtype: str = EMBEDDING_DTYPE
+    copied_rows: int = 0
 
     @property
     def rows(self) -> int:

@@ -31,6 +31,8 @@ from care.pipeline.manifest import RunManifest
 logger = logging.getLogger(__name__)
 
 MEMO_FILE = "encoder_memo.npz"
+#: The cache folder of the embedding cache shared by the steps (teacher vectors, evaluation, index).
+EMBEDDINGS_CACHE = "embeddings"
 
 
 @dataclass

@@ -26,7 +26,7 @@ from care.bench.result import TaskResult, safe_name
 from care.data.io import write_json
 from care.encoders.base import Encoder
 from care.errors import CareError
-from care.pipeline.context import RunContext
+from care.pipeline.context import EMBEDDINGS_CACHE, RunContext
 from care.pipeline.sources import VALIDATION_TASK, corpus_file, evaluated_tasks, main_queries, tasks
 
 logger = logging.getLogger(__name__)
@@ -133,7 +133,7 @@ def step_evaluate(ctx: RunContext) -> dict[str, Any]:
     from care.bench.runner import evaluate
     from care.encoders.cache import EmbeddingCache
 
-    options = RunOptions(cache=EmbeddingCache(ctx.cache_dir("embeddings")), show_progress=ctx.config.show_progress)
+    options = RunOptions(cache=EmbeddingCache(ctx.cache_dir(EMBEDDINGS_CACHE)), show_progress=ctx.config.show_progress)
     run_tasks = evaluated_tasks(ctx)
     scores: dict[str, dict[str, float]] = {}
     for label in model_labels(ctx):
@@ -232,7 +232,8 @@ def step_index(ctx: RunContext) -> dict[str, Any]:
     label, spec = best_model(ctx)
     model = str(Path(spec).resolve()) if Path(spec).exists() else spec
     options = BuildOptions(model=model, corpus=corpus_file(ctx), output=ctx.root / INDEX_FOLDER,
-                           index=IndexConfig.from_dict({"type": ctx.config.index.type}))
+                           index=IndexConfig.from_dict({"type": ctx.config.index.type}),
+                           cache_dir=ctx.cache_dir(EMBEDDINGS_CACHE))  # the evaluation's vectors of this corpus
     manifest = build(options)
     if manifest is None:
         raise CareError(f"index build in {options.output} did not merge; rerun the same command to finish it")
@@ -246,6 +247,7 @@ def step_index(ctx: RunContext) -> dict[str, Any]:
         logger.info("index: %s", alternative)
     return {"index": str(options.output), "label": label, "model": model, "documents": manifest.n_docs,
             "dim": manifest.dim, "type": manifest.index.get("type"), "chosen_by": how, "warnings": warnings,
+            "copied_from_cache": sum(int(shard.get("copied_rows", 0)) for shard in manifest.shards),
             "care_alternative": alternative}
 
 

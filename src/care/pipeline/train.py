@@ -29,7 +29,7 @@ from typing import Any
 from care.data.text_files import texts_of_files
 from care.errors import CareError
 from care.pipeline.config import TINY
-from care.pipeline.context import RunContext
+from care.pipeline.context import EMBEDDINGS_CACHE, RunContext
 from care.pipeline.sources import VALIDATION_TASK, corpus_file, evaluated_tasks
 
 logger = logging.getLogger(__name__)
@@ -166,7 +166,7 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
     corpus = _mining_corpus(ctx)
     validation = ctx.validation_task  # carved by the label step: the recipe scores its stages on it
     checked = {"validation_task": str(validation) if validation else None,
-               "cache_dir": str(ctx.cache_dir("embeddings")),  # shared with the evaluate step
+               "cache_dir": str(ctx.cache_dir(EMBEDDINGS_CACHE)),  # shared with the evaluate step
                "validation_instruction": evaluated_tasks(ctx)[VALIDATION_TASK].instruction if validation else None}
     no_carving = replace(ctx.config.validation, enabled=validation is not None)  # the label step held out the rows
     results = run_recipe(RecipePaths(query, document, train_file, str(out), alignment_file=alignment, corpus_file=corpus,
