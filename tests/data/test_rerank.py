@@ -16,7 +16,7 @@ def test_rerank_round_trip_and_single_string_positive(tmp_path):
 
 @pytest.mark.parametrize("row, message", [
     ('{"query": "q", "positive": []}', "field 'positive': empty list"),
-    ('{"query": "q", "positive": ["a", " "]}', "field 'positive': item 1 is not a non-empty string"),
+    ('{"query": "q", "positive": ["a", " "]}', "field 'positive': item 1 is not a string with visible text"),
     ('{"query": " ", "positive": ["a"]}', "field 'query': empty or whitespace-only text"),
     ('{"query": "q", "positive": ["a"], "negative": {"x": 1}}', "field 'negative': expected a list of strings, got dict"),
 ])

@@ -25,8 +25,10 @@ def test_duplicate_query_id(tmp_path):
 
 
 @pytest.mark.parametrize("row, message", [
-    ('{"id": "d1", "text": "   "}', "field 'text': empty or whitespace-only text"),
-    ('{"id": "d1", "text": ""}', "field 'text': empty or whitespace-only text"),
+    ('{"id": "d1", "text": "   "}', r"field 'text': no visible text \(empty, or only whitespace"),
+    ('{"id": "d1", "text": ""}', "field 'text': no visible text"),
+    ('{"id": "d1", "text": "\\u200b\\ufeff\\u0001"}', "field 'text': no visible text"),
+    ('{"id": "d1", "title": "\\u200b", "text": ""}', "field 'text': no visible text"),
     ('{"id": "d1"}', "field 'text': missing field"),
     ('{"id": "d1", "text": 5}', "field 'text': expected a string, got int"),
     ('{"id": true, "text": "a"}', "field 'id': id must be a string, got bool"),
@@ -36,6 +38,16 @@ def test_bad_corpus_rows(tmp_path, row, message):
     path = _write(tmp_path / "corpus.jsonl", '{"id": "d0", "text": "ok"}\n' + row + "\n")
     with pytest.raises(DataFormatError, match=f"line 2, {message}"):
         load_corpus(path)
+
+
+def test_an_invisible_query_loads_for_the_benchmark_to_refuse_but_an_invisible_document_does_not(tmp_path):
+    """A query of zero-width characters is the benchmark's to refuse by name (care.bench.query_check); a document
+    of them would be encoded as the empty text and score alike against every query, so loading stops on it."""
+    queries = _write(tmp_path / "queries.jsonl", '{"id": "q1", "text": "\\u200b"}\n')
+    assert load_queries(queries) == {"q1": "\u200b"}
+    corpus = _write(tmp_path / "corpus.jsonl", '{"id": "d1", "text": "\\u200b"}\n')
+    with pytest.raises(DataFormatError, match="line 1, field 'text': no visible text"):
+        load_corpus(corpus)
 
 
 def test_empty_corpus(tmp_path):

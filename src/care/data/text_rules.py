@@ -1,6 +1,6 @@
 """Which texts a model can take: the one rule shared by the service's edge (:mod:`care.serve.validation`),
-the benchmark's query check (:mod:`care.bench.query_check`) and the lexical tokenisers
-(:mod:`care.encoders.bm25`).
+the benchmark's query check (:mod:`care.bench.query_check`), the lexical tokenisers
+(:mod:`care.encoders.bm25`) and the loaders of document texts (:func:`care.data.fields.require_document_text`).
 
 A text is refused when it holds a lone UTF-16 surrogate (JSON ``"\\ud800"`` decodes to one: it is
 not a character, UTF-8 cannot encode it and tokenizers raise), a NUL character (C engines such as
@@ -25,6 +25,11 @@ def is_visible(char: str) -> bool:
     return not char.isspace() and unicodedata.category(char) not in INVISIBLE_CATEGORIES
 
 
+def has_visible(text: str) -> bool:
+    """True when ``text`` shows at least one character (:func:`is_visible`); False for ``""``."""
+    return any(is_visible(char) for char in text)
+
+
 def surrogate_at(text: str) -> int | None:
     """Position of the first lone surrogate in ``text``, or None."""
     bad = _SURROGATE.search(text)
@@ -44,6 +49,6 @@ def text_problem(text: str) -> str | None:
                 "Unicode character — send real text (a \\uD800-\\uDFFF escape must be half of a surrogate pair)")
     if _NUL in text:
         return f"contains a NUL character (\\u0000) at character {text.index(_NUL)}; remove control characters"
-    if not any(is_visible(char) for char in text):
+    if not has_visible(text):
         return "has no visible characters (only spaces or zero-width characters); send some text"
     return None

