@@ -195,6 +195,8 @@ def cached_document_vectors(options: BuildOptions, encoder: Any) -> np.ndarray |
     from care.encoders.cache import DOCUMENT_ROLE, EmbeddingCache
 
     cache = EmbeddingCache(options.cache_dir)
+    if not cache.root.is_dir():  # no cache at all: spare the pass over the corpus that hashing it takes
+        return None
     key = cache.streamed_key(role_fingerprint(encoder, DOCUMENT_ROLE), DOCUMENT_ROLE, None,
                              ((doc.id, doc.full_text) for doc in iter_documents(options.corpus)))
     vectors = cache.lookup(key)
