@@ -64,7 +64,12 @@ def build_train(
     config: TrainDataConfig | None = None,
     show_progress: bool = True,
 ) -> dict[str, Any]:
-    """Write the training JSONL; returns a report (also ``<out>.report.json``)."""
+    """Write the training JSONL; returns a report (also ``<out>.report.json``).
+
+    Raises:
+        CareError: no query got a unanimous positive; no training file is written (an empty one is a file
+            every reader refuses), the report is.
+    """
     config = config or TrainDataConfig()
     voting = voting or VotingConfig()
     check_corpus(corpus_path)  # a bad corpus (e.g. a repeated id) is refused before any retrieval or judging
@@ -102,10 +107,15 @@ def build_train(
             stats["positives"] += len(pos)
             stats["negatives"] += len(neg)
         checkpoint.append(rows, lines_done=start + len(chunk), state=stats)
-    checkpoint.finish()
-    write_json(Path(str(out_path) + ".report.json"), stats)
+    report_path = Path(str(out_path) + ".report.json")
+    write_json(report_path, stats)
     if not stats["rows"]:
-        raise CareError(f"build-train wrote no rows to {out_path}: no query got a unanimous positive")
+        checkpoint.discard()  # an empty training file is one every reader refuses; leave none behind
+        raise CareError(f"build-train wrote no rows to {out_path}: no query got a unanimous positive "
+                        f"({stats['queries']} queries, {stats['discarded_disagreement']} pairs the judges disagreed on; "
+                        f"counts in {report_path}); loosen the judges (their thresholds or voting.positive_grades "
+                        "in the judges config) or judge deeper (--depth)")
+    checkpoint.finish()
     logger.info("build-train: %s", stats)
     return stats
 
