@@ -84,6 +84,14 @@ def row_id(obj: dict[str, Any], path: Path, line: int) -> str:
     return value
 
 
+def is_title_only(obj: Mapping[str, Any], key: str = "text") -> bool:
+    """Whether a corpus row is BEIR's title-only document: a title that shows something beside a ``key``
+    string that shows nothing (:func:`parse_document` keeps it, with the text ``""``). Readers that want a
+    row's text alone (pretraining texts, pairs) skip such a row rather than refuse the corpus."""
+    title, text = obj.get("title"), obj.get(key)
+    return isinstance(title, str) and has_visible(title) and isinstance(text, str) and not has_visible(text)
+
+
 def parse_document(obj: dict[str, Any], path: Path, line: int) -> Document:
     """One corpus row as a :class:`Document` (``id`` or ``_id``).
 
@@ -97,8 +105,7 @@ def parse_document(obj: dict[str, Any], path: Path, line: int) -> Document:
         raise DataFormatError(path, "title must be a string", line=line, field="title")
     reject_surrogate(title, path, line, "title")
     metadata = {k: v for k, v in obj.items() if k not in DOCUMENT_FIELDS}
-    text = obj.get("text")
-    if has_visible(title) and isinstance(text, str) and not has_visible(text):
+    if is_title_only(obj):
         return Document(doc_id, "", title, metadata)
     return Document(doc_id, require_document_text(obj, "text", path, line), title, metadata)
 
