@@ -203,7 +203,10 @@ def load_qrels(
         try:
             score = int(score_s)
         except ValueError:
-            raise DataFormatError(path, f"score {score_s!r} is not an integer", line=line, field="score") from None
+            hint = (f"line 1 looks like a header: spell it {chr(9).join(QRELS_HEADER)!r} (tab-separated)" if line == 1
+                    else "grades are integers >= 0 (0: judged irrelevant); write 1.0 as 1")
+            raise DataFormatError(path, f"score {score_s!r} is not an integer", line=line, field="score",
+                                  hint=hint) from None
         if score < 0:
             raise DataFormatError(path, f"negative score {score}", line=line, field="score",
                                   hint="use 0 for judged-irrelevant pairs")
@@ -215,7 +218,8 @@ def load_qrels(
                                   hint="every qrels document must appear in corpus.jsonl")
         row = qrels.setdefault(qid, {})
         if did in row:
-            raise DataFormatError(path, f"pair ({qid}, {did}) listed twice", line=line)
+            raise DataFormatError(path, f"pair ({qid}, {did}) listed twice", line=line, field="corpus-id",
+                                  hint=f"keep one row per pair, with its grade (the other says {row[did]})")
         row[did] = score
     return qrels
 
