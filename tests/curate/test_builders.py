@@ -239,3 +239,21 @@ def test_build_train_without_positives_leaves_no_empty_training_file(world):
     assert "train.jsonl.report.json" in str(error.value) and "--depth" in str(error.value)
     assert not out.exists() and not (tmp / "train.jsonl.partial").exists()
     assert json.loads((tmp / "train.jsonl.report.json").read_text(encoding="utf-8"))["skipped_no_positive"] == 1
+
+
+@pytest.mark.parametrize("make", [
+    lambda: BenchmarkConfig(depth=0), lambda: BenchmarkConfig(depth=-3), lambda: BenchmarkConfig(rerank_negatives=-2),
+    lambda: TrainDataConfig(depth=0), lambda: TrainDataConfig(max_negatives=-1), lambda: TrainDataConfig(chunk_queries=0),
+])
+def test_builder_settings_that_would_silently_do_nothing_or_crash_are_refused(make):
+    """--max-negatives -1 dropped each row's last negative (neg[:-1]); --rerank-negatives -2 was an
+    'unexpected ValueError' from random.sample; --depth 0 judged nothing."""
+    with pytest.raises(CareError, match="must be"):
+        make()
+
+
+def test_audit_refuses_top_k_zero(world):
+    tmp, _, _, judges, server = world
+    with pytest.raises(CareError, match="--top-k must be at least 1"):
+        audit_benchmark(tmp / "no-task", CharEncoder(), judges, tmp / "audit", top_k=0, show_progress=False)
+    assert not server.requests and not (tmp / "audit").exists()

@@ -46,6 +46,13 @@ class BenchmarkConfig:
     instruction: str | None = None
     voting: VotingConfig = field(default_factory=VotingConfig)
 
+    def __post_init__(self) -> None:
+        # --depth 0 judged nothing and --rerank-negatives -2 ended in 'unexpected ValueError' from random.sample
+        if self.depth < 1:
+            raise CareError(f"build-benchmark: --depth must be at least 1 (the paper pools 500), got {self.depth}")
+        if self.rerank_negatives < 0:
+            raise CareError(f"build-benchmark: --rerank-negatives must be 0 or more, got {self.rerank_negatives}")
+
 
 def build_benchmark(
     corpus_path: str | Path,

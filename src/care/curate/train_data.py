@@ -51,6 +51,14 @@ class TrainDataConfig:
     instruction: str | None = None
     keep_without_positive: bool = False
 
+    def __post_init__(self) -> None:
+        # --max-negatives -1 sliced neg[:-1] (every row lost its last negative); --depth 0 judged nothing
+        if self.depth < 1 or self.chunk_queries < 1:
+            raise CareError(f"build-train: --depth (got {self.depth}) and chunk_queries (got {self.chunk_queries}) "
+                            "must be at least 1; the paper judges the top 50")
+        if self.max_negatives < 0:
+            raise CareError(f"build-train: --max-negatives must be 0 or more, got {self.max_negatives}")
+
 
 def build_train(
     corpus_path: str | Path,
