@@ -6,7 +6,8 @@ index (only vectors and ids are held, never all texts); a
 retriever's run is saved atomically under ``work_dir`` so a restarted build skips retrievers that
 already finished; a saved run is reused only for the same corpus file (path, size, modification
 time), query texts and instruction, so a work folder shared by two tasks (two audits into one
-``--out``, an edited corpus) never serves one task's ranking to the other. The union keeps rank order: every retriever's rank-1 document, then rank 2, ...
+``--out``, an edited corpus) never serves one task's ranking to the other. The union keeps rank
+order: every retriever's rank-1 document, then rank 2, ...
 """
 
 from __future__ import annotations
