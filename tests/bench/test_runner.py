@@ -179,3 +179,10 @@ def test_interrupted_run_resumes_without_re_encoding(retrieval_folder, tmp_path)
     enc = HashEncoder()  # same fingerprint: picks up the finished chunk
     evaluate(enc, get_task(retrieval_folder), options)
     assert enc.calls["document"] == 3, "the first 2 of 5 documents were already encoded"
+
+
+@pytest.mark.parametrize("settings", [{"top_k": 0}, {"top_k": -5}, {"batch_size": 0}])
+def test_run_options_that_score_nothing_are_refused(settings):
+    """`care bench --top-k 0` scored every model 0.0000 without a word; --batch-size 0 failed inside the encoder."""
+    with pytest.raises(CareError, match="must be a whole number of at least 1"):
+        RunOptions(show_progress=False, **settings)

@@ -20,6 +20,7 @@ from care.data.errors import DataFormatError
 from care.data.rerank import load_rerank
 from care.data.retrieval import load_retrieval_folder
 from care.data.training import iter_training_file
+from care.errors import CareError
 
 from .conftest import CharEncoder
 
@@ -201,3 +202,58 @@ def test_build_alignment_without_document_rows(tmp_path):
     only = build_alignment(train, tmp_path / "queries.jsonl", extra_queries=["咳嗽怎么办"], include_documents=False)
     kinds = [json.loads(line)["type"] for line in (tmp_path / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
     assert (both, only) == (7, 4) and set(kinds) == {"query_align"}
+
+
+def test_build_benchmark_without_positives_writes_the_report_its_error_names(world):
+    """The error sent the user to label_report.json, which was never written."""
+    tmp, corpus, _, judges, _ = world
+    queries = tmp / "unrelated.jsonl"
+    queries.write_text(json.dumps({"id": "1", "text": "骨折怎么办"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    out = tmp / "task"
+    with pytest.raises(CareError, match="label_report.json") as error:
+        build_benchmark(corpus, queries, [CharEncoder()], judges, out, config=BenchmarkConfig(depth=3),
+                        show_progress=False)
+    assert str(out / "label_report.json") in str(error.value) and "--depth" in str(error.value)
+    report = json.loads((out / "label_report.json").read_text(encoding="utf-8"))
+    assert report["queries_with_positive"] == 0 and report["pooled_pairs"] == 3
+
+
+def test_build_benchmark_without_negatives_writes_no_empty_rerank_file(world):
+    """Every pooled candidate a positive: an empty rerank.jsonl was written, which every reader refuses."""
+    tmp, corpus, queries, judges, _ = world
+    out = tmp / "task"
+    report = build_benchmark(corpus, queries, [CharEncoder()], judges, out, config=BenchmarkConfig(depth=1),
+                             show_progress=False)
+    assert report["rerank_queries"] == 0 and report["negatives"] == 0
+    assert not (out / "rerank.jsonl").exists()
+    assert load_retrieval_folder(out).qrels
+
+
+def test_build_train_without_positives_leaves_no_empty_training_file(world):
+    tmp, corpus, _, judges, _ = world
+    queries = tmp / "unrelated.jsonl"
+    queries.write_text(json.dumps({"id": "1", "text": "骨折怎么办"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    out = tmp / "train.jsonl"
+    with pytest.raises(CareError, match="wrote no rows") as error:
+        build_train(corpus, queries, CharEncoder(), judges, out, config=TrainDataConfig(depth=3), show_progress=False)
+    assert "train.jsonl.report.json" in str(error.value) and "--depth" in str(error.value)
+    assert not out.exists() and not (tmp / "train.jsonl.partial").exists()
+    assert json.loads((tmp / "train.jsonl.report.json").read_text(encoding="utf-8"))["skipped_no_positive"] == 1
+
+
+@pytest.mark.parametrize("make", [
+    lambda: BenchmarkConfig(depth=0), lambda: BenchmarkConfig(depth=-3), lambda: BenchmarkConfig(rerank_negatives=-2),
+    lambda: TrainDataConfig(depth=0), lambda: TrainDataConfig(max_negatives=-1), lambda: TrainDataConfig(chunk_queries=0),
+])
+def test_builder_settings_that_would_silently_do_nothing_or_crash_are_refused(make):
+    """--max-negatives -1 dropped each row's last negative (neg[:-1]); --rerank-negatives -2 was an
+    'unexpected ValueError' from random.sample; --depth 0 judged nothing."""
+    with pytest.raises(CareError, match="must be"):
+        make()
+
+
+def test_audit_refuses_top_k_zero(world):
+    tmp, _, _, judges, server = world
+    with pytest.raises(CareError, match="--top-k must be at least 1"):
+        audit_benchmark(tmp / "no-task", CharEncoder(), judges, tmp / "audit", top_k=0, show_progress=False)
+    assert not server.requests and not (tmp / "audit").exists()

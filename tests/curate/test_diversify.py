@@ -172,3 +172,15 @@ def test_calibrated_threshold_formula():
     assert calibrated_threshold(0.85, profile) == pytest.approx(0.97)
     isotropic = SimilarityProfile(60, -0.02, 0.2, 0.3, 0.4, 0.5, 0.7)
     assert calibrated_threshold(0.85, isotropic) == 0.85  # an encoder with spread-out cosines keeps the paper's value
+
+
+@pytest.mark.parametrize("name", ["missing.jsonl", "folder"])
+def test_an_input_that_is_no_file_leaves_no_checkpoint_files(tmp_path, char_encoder, name):
+    """Diversify made .partial, .progress.json and .vectors.f32 beside the output before finding its input
+    missing (or a folder), and 'resumed' them on the next try."""
+    from care.data.errors import DataFormatError
+
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(DataFormatError, match="file not found|is a folder"):
+        diversify_file(tmp_path / name, tmp_path / "out" / "kept.jsonl", char_encoder, show_progress=False)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

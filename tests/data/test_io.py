@@ -42,6 +42,14 @@ def test_missing_file(tmp_path):
         list(iter_jsonl(tmp_path / "nope.jsonl"))
 
 
+def test_a_folder_given_for_a_file_is_named_so(tmp_path):
+    """A task folder passed as --corpus said 'file not found — check the path, or create the file' of a path
+    that exists; it now says it is a folder and names the data files inside."""
+    (tmp_path / "corpus.jsonl").write_text('{"id": "1", "text": "头痛"}\n', encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"is a folder, not a file — give a file inside it \(corpus.jsonl\)"):
+        list(iter_jsonl(tmp_path))
+
+
 def test_atomic_write_leaves_nothing_on_exception(tmp_path):
     target = tmp_path / "out.json"
     target.write_text("old", encoding="utf-8")

@@ -79,8 +79,21 @@ def test_qrels_duplicate_pair_and_graded(tmp_path):
     path = _write(tmp_path / "qrels.tsv", "q1\td1\t2\nq1\td2\t0\n")  # no header is fine
     assert load_qrels(path) == {"q1": {"d1": 2, "d2": 0}}
     _write(path, "q1\td1\t2\nq1\td1\t1\n")
-    with pytest.raises(DataFormatError, match=r"line 2: pair \(q1, d1\) listed twice"):
+    with pytest.raises(DataFormatError, match=r"line 2, field 'corpus-id': pair \(q1, d1\) listed twice — keep one "
+                                              r"row per pair, with its grade \(the other says 2\)"):
         load_qrels(path)
+
+
+@pytest.mark.parametrize("text, hint", [
+    ("query_id\tdoc_id\tscore\nq1\td1\t1\n", "line 1 looks like a header: spell it 'query-id\\tcorpus-id\\tscore'"),
+    ("query-id\tcorpus-id\tscore\nq1\td1\t1.0\n", "write 1.0 as 1"),
+])
+def test_qrels_score_errors_say_how_to_fix(tmp_path, text, hint):
+    """A header spelt otherwise, or a float grade, said only "score ... is not an integer"."""
+    path = _write(tmp_path / "qrels.tsv", text)
+    with pytest.raises(DataFormatError) as error:
+        load_qrels(path)
+    assert hint in str(error.value)
 
 
 def test_folder_round_trip_split_and_unjudged_queries(tmp_path):

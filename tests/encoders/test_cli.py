@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 import typer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from care.encoders.cli import parse_option_flags, register
+from care.encoders.cli import parse_option_flags, register, table_cell
 from care.errors import CareError
 
 
@@ -46,3 +48,25 @@ def test_bad_option_flag():
     with pytest.raises(CareError, match="key=value"):
         parse_option_flags(["pooling"])
     assert parse_option_flags(["instruction_template=Q: {query}"]) == {"instruction_template": "Q: {query}"}
+
+
+@pytest.mark.parametrize("flags", [["-q", "头痛"], ["-d", "头痛可以吃布洛芬"]])
+def test_a_query_without_documents_is_refused(app, flags):
+    """`-q` without `-d` (or the reverse) printed the model and silently no score table."""
+    result = CliRunner().invoke(app, ["inspect-model", "bm25", *flags])
+    assert isinstance(result.exception, CareError) and "to score against" in str(result.exception)
+
+
+def test_a_query_with_a_pipe_or_line_break_keeps_its_table_row(app):
+    result = CliRunner().invoke(app, ["inspect-model", "bm25", "-q", "头痛|发热\n三天", "-q", "！？。", "-d", "头痛", "-d", "的了吗呢"])
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.output.splitlines() if line.startswith("| ") and "query" not in line]
+    assert rows[0].startswith("| 头痛\\|发热 三天 | ") and rows[1].startswith("| ！？。 | ")
+    assert all(len(row.replace("\\|", "").strip("|").split("|")) == 3 for row in rows)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_table_cell_is_one_cell_on_one_line(text):
+    cell = table_cell(text)
+    assert "\n" not in cell and "\r" not in cell and "|" not in cell.replace("\\|", "")

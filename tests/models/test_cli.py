@@ -24,3 +24,17 @@ def test_init_tiny_build_and_info(tmp_path, texts):
     result = runner.invoke(app, ["model", "info", str(out)])
     assert result.exit_code == 0, result.output
     assert "output width (Matryoshka):  64" in result.output and "'r': 4" in result.output
+
+
+def test_info_on_a_folder_without_a_model_is_a_user_error(tmp_path):
+    """`care model info` on a data folder (or an ONNX export) was 'unexpected ValueError: Unrecognized model'."""
+    from care.errors import CareError
+
+    data = tmp_path / "beir"
+    data.mkdir()
+    (data / "corpus.jsonl").write_text('{"_id": "1", "text": "头痛"}\n', encoding="utf-8")
+    result = runner.invoke(app, ["model", "info", str(data)])
+    assert isinstance(result.exception, CareError) and "holds no model" in str(result.exception)
+    (data / "onnx_config.json").write_text("{}", encoding="utf-8")
+    result = runner.invoke(app, ["model", "info", str(data)])
+    assert isinstance(result.exception, CareError) and "care serve --onnx" in str(result.exception)

@@ -1,10 +1,14 @@
-"""``care.models.onnx_export.export_query_once``: one export per model, again when the model is retrained in place."""
+"""``care.models.onnx_export``: one export per model (again when the model is retrained in place); options and
+outputs an export could not serve are refused before any work."""
 
 from __future__ import annotations
 
 import json
 
-from care.models.onnx_export import SOURCE_FILE, export_query_once
+import pytest
+
+from care.errors import CareError
+from care.models.onnx_export import SOURCE_FILE, export_query_encoder, export_query_once
 
 
 def test_a_model_is_exported_once_and_again_after_retraining(tmp_path, monkeypatch):
@@ -27,3 +31,21 @@ def test_a_model_is_exported_once_and_again_after_retraining(tmp_path, monkeypat
     (model / "model.safetensors").write_bytes(b"weights v2, retrained")
     export_query_once(spec, out)
     assert exports == [spec, spec] and (out / "model.int8.onnx").is_file()  # exported again into a cleared folder
+
+
+@pytest.mark.parametrize("length", [0, -1, 513])
+def test_a_truncation_length_the_model_cannot_serve_is_refused(tiny_query_dir, tmp_path, length):
+    """--max-seq-length 0 wrote an export that never truncated: the first query longer than the model's
+    512 positions failed in onnxruntime ('invalid expand shape') at serve time."""
+    with pytest.raises(CareError, match="--max-seq-length"):
+        export_query_encoder(str(tiny_query_dir), tmp_path / "onnx", max_seq_length=length)
+    assert not (tmp_path / "onnx").exists()
+
+
+def test_an_existing_file_as_output_is_refused_and_kept(tiny_query_dir, tmp_path):
+    """It was an 'unexpected FileExistsError' after the model had loaded."""
+    target = tmp_path / "notes.txt"
+    target.write_text("mine", encoding="utf-8")
+    with pytest.raises(CareError, match="existing file"):
+        export_query_encoder(str(tiny_query_dir), target)
+    assert target.read_text(encoding="utf-8") == "mine"

@@ -45,3 +45,27 @@ def test_toyhom_corpus_gives_pairs():
     pairs = list(iter_pairs([TOYHOM / "corpus.jsonl"], stats=stats))
     assert len(pairs) > 0.5 * (stats["pairs"] + stats["skipped"])
     assert all(p["title"] and p["content"] for p in pairs)
+
+
+def test_a_beir_corpus_makes_pairs_in_both_modes(tmp_path):
+    """A corpus exactly as BEIR publishes it was refused: split mode at its title-only document, fields mode
+    (title, text) at its first empty title; both are skipped (and counted) instead."""
+    from tests.beir_folder import DOCS, write_beir_folder
+
+    files = write_beir_folder(tmp_path)
+    stats: dict[str, int] = {}
+    split = list(iter_pairs([files.corpus], stats=stats))  # every text there is one sentence: nothing to split
+    assert split == [] and stats == {"pairs": 0, "skipped": len(DOCS)}
+    stats = {}
+    fields = list(iter_pairs([files.corpus], mode="fields", fields=("title", "text"), stats=stats))
+    assert fields == [{"title": t, "content": x} for _, t, x in DOCS if t and x]
+    assert stats == {"pairs": len(fields), "skipped": len(DOCS) - len(fields)}
+
+
+@pytest.mark.parametrize("spelling", ["pos", "positive"])
+def test_fields_mode_reads_positives_either_way(tmp_path, spelling):
+    """The default fields (query, positive) refused build-train's own output, which spells it 'pos'."""
+    train = tmp_path / "train.jsonl"
+    train.write_text(json.dumps({"query": "头痛", spelling: ["休息", "吃药"]}, ensure_ascii=False) + "\n", encoding="utf-8")
+    for fields in (("query", "positive"), ("query", "pos")):
+        assert list(iter_pairs([train], mode="fields", fields=fields)) == [{"title": "头痛", "content": "休息"}]

@@ -86,3 +86,18 @@ def test_invalid_utf8_and_missing_file(tmp_path):
         list(TextStream([path], TextParser()))
     with pytest.raises(DataFormatError, match="file not found"):
         TextStream([tmp_path / "nope.txt"], TextParser())
+
+
+def test_a_beir_corpus_with_a_title_only_document_streams(tmp_path):
+    """RetroMAE on a corpus exactly as BEIR publishes it stopped at its title-only document ('empty or
+    whitespace-only text'), a row every corpus reader accepts; it is skipped like a blank line."""
+    from tests.beir_folder import DOCS, TITLE_ONLY, write_beir_folder
+
+    files = write_beir_folder(tmp_path)
+    stream = TextStream([files.corpus], TextParser("text"), shuffle_buffer=0)
+    texts = list(stream)
+    assert texts == [text for doc_id, _, text in DOCS if doc_id != TITLE_ONLY]
+    parser = TextParser("text")
+    assert parser(files.corpus, 1, json.dumps({"_id": "z", "title": "頭痛", "text": "\u200b"})) is None
+    with pytest.raises(DataFormatError, match="line 1, field 'text'"):
+        parser(files.corpus, 1, json.dumps({"_id": "z", "title": "", "text": ""}))  # nothing at all: still refused

@@ -100,6 +100,7 @@ def test_a_filter_that_leaves_most_rows_without_a_negative_is_reported(tiny_dir,
     _, _, report = _mine(tiny_dir, tmp_path, config)
     assert report.fallback_rows == report.rows
     assert "loosen the margin" in caplog.text and f"{report.rows} of {report.rows} rows" in caplog.text
+    assert "care train mine --margin" in caplog.text  # the flag of the command that mined, not only the recipe's
     caplog.clear()
     _mine(tiny_dir, tmp_path, MiningConfig(n_negatives=1, relative_margin=None, range_max=len(PAIRS) - 1))
     assert "loosen the margin" not in caplog.text  # no margin: every row gets a negative

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from care.encoders.cache import EmbeddingCache
+from care.errors import CareError
 from care.index.config import IndexConfig
 
 DEFAULT_BATCH_SIZE = 32
@@ -35,3 +36,10 @@ class RunOptions:
     show_progress: bool = True
     add_batch_rows: int = ADD_BATCH_ROWS
     search_batch_rows: int = SEARCH_BATCH_ROWS
+
+    def __post_init__(self) -> None:
+        # --top-k 0 scored every model 0.0000 without a word; --batch-size 0 failed deep in the encoder
+        for flag, value in (("--top-k", self.top_k), ("--batch-size", self.batch_size)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise CareError(f"{flag} must be a whole number of at least 1, got {value!r}"
+                                + (f" (the default is {DEFAULT_TOP_K}; Recall@100 needs 100)" if flag == "--top-k" else ""))

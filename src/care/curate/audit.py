@@ -17,6 +17,7 @@ from care.curate.judges.voting import POSITIVE, VotingConfig
 from care.data.io import write_json, write_jsonl
 from care.data.retrieval import load_retrieval_folder
 from care.encoders.base import Encoder, LexicalRetriever
+from care.errors import CareError
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +44,8 @@ def audit_benchmark(
     Writes ``out_dir/false_negatives.jsonl`` (one row per query with candidates: query, its gold
     documents and the likely false negatives with their grades) and ``out_dir/audit_report.json``.
     """
+    if top_k < 1:  # --top-k 0 wrote an audit of nothing, as if the benchmark had no false negative
+        raise CareError(f"audit: --top-k must be at least 1 (the paper audits the top {DEFAULT_TOP_K}), got {top_k}")
     voting = voting or VotingConfig()
     out_dir = Path(out_dir)
     task_dir = Path(task_dir)

@@ -6,7 +6,8 @@ Outputs in ``out_dir``:
 - ``corpus.jsonl`` (the whole input corpus), ``queries.jsonl`` (queries with at least one
   positive), ``qrels.tsv`` (unanimous positives with their graded score, unanimous negatives with
   score 0; pairs the judges disagree on are left out, i.e. unjudged);
-- ``rerank.jsonl``: per query, its positives and up to ``rerank_negatives`` sampled unanimous negatives;
+- ``rerank.jsonl``: per query, its positives and up to ``rerank_negatives`` sampled unanimous negatives
+  (not written when no query has a negative);
 - ``label_report.json``: counts, inter-judge agreement (Fleiss' kappa, pairwise Cohen's kappa),
   per-judge usage and cost, and the settings;
 - ``work/``: each retriever's run (reused when the build is restarted) and ``pool.jsonl``.
@@ -45,6 +46,13 @@ class BenchmarkConfig:
     instruction: str | None = None
     voting: VotingConfig = field(default_factory=VotingConfig)
 
+    def __post_init__(self) -> None:
+        # --depth 0 judged nothing and --rerank-negatives -2 ended in 'unexpected ValueError' from random.sample
+        if self.depth < 1:
+            raise CareError(f"build-benchmark: --depth must be at least 1 (the paper pools 500), got {self.depth}")
+        if self.rerank_negatives < 0:
+            raise CareError(f"build-benchmark: --rerank-negatives must be 0 or more, got {self.rerank_negatives}")
+
 
 def build_benchmark(
     corpus_path: str | Path,
@@ -57,7 +65,12 @@ def build_benchmark(
     config: BenchmarkConfig | None = None,
     show_progress: bool = True,
 ) -> dict[str, Any]:
-    """Build the task folder; returns the label report (also written to ``label_report.json``)."""
+    """Build the task folder; returns the label report (also written to ``label_report.json``).
+
+    Raises:
+        CareError: no query got a unanimous positive; ``label_report.json`` is written first, since the
+            message sends the user to its grades and agreement.
+    """
     config = config or BenchmarkConfig()
     if not retrievers or not judges:
         raise CareError("build-benchmark needs at least one retriever and one judge")
@@ -79,8 +92,22 @@ def build_benchmark(
         elif label == NEGATIVE:
             negatives.setdefault(qid, []).append(did)
     kept = [q for q in queries if q in positives]
+    report: dict[str, Any] = {
+        "queries_in": len(queries),
+        "queries_with_positive": len(kept),
+        "pooled_pairs": len(pairs),
+        "rerank_queries": 0,
+        **labelled.summary(config.voting),
+        "retrievers": [r.name for r in retrievers],
+        "judges": [j.id for j in judges],
+        "config": {**asdict(config), "voting": config.voting.to_dict()},
+    }
+    report_path = out_dir / "label_report.json"
     if not kept:
-        raise CareError("no query got a unanimous positive; check the judges (label_report.json) or pool deeper")
+        write_json(report_path, report)  # the grades and agreement that the message sends the user to
+        raise CareError(f"no query got a unanimous positive among {len(pairs)} pooled pairs; the judges' grades and "
+                        f"agreement are in {report_path}: loosen the judges (their thresholds or voting."
+                        "positive_grades in the judges config) or pool deeper (--depth)")
 
     qrels = {q: {**positives[q], **dict.fromkeys(negatives.get(q, []), 0)} for q in kept}
     write_retrieval_folder(out_dir, iter_documents(corpus_path), {q: queries[q] for q in kept}, qrels)
@@ -93,19 +120,14 @@ def build_benchmark(
         sample = rng.sample(negs, min(config.rerank_negatives, len(negs)))
         rerank_rows.append(RerankExample(queries[q], tuple(texts[d] for d in positives[q]),
                                          tuple(texts[d] for d in sample)))
-    write_rerank(out_dir / "rerank.jsonl", rerank_rows)
-
-    report = {
-        "queries_in": len(queries),
-        "queries_with_positive": len(kept),
-        "pooled_pairs": len(pairs),
-        "rerank_queries": len(rerank_rows),
-        **labelled.summary(config.voting),
-        "retrievers": [r.name for r in retrievers],
-        "judges": [j.id for j in judges],
-        "config": {**asdict(config), "voting": config.voting.to_dict()},
-    }
-    write_json(out_dir / "label_report.json", report)
+    if rerank_rows:
+        write_rerank(out_dir / "rerank.jsonl", rerank_rows)
+    else:  # an empty rerank.jsonl is a file every reader refuses ("no rerank examples")
+        (out_dir / "rerank.jsonl").unlink(missing_ok=True)
+        logger.warning("benchmark: no query has a unanimous negative, so no rerank.jsonl is written; pool deeper "
+                       "(--depth) for negatives")
+    report["rerank_queries"] = len(rerank_rows)
+    write_json(report_path, report)
     logger.info("benchmark: %d/%d queries with positives, %d positives, %d negatives, %d discarded",
                 len(kept), len(queries), report["positives"], report["negatives"], report["discarded_disagreement"])
     return report

@@ -35,7 +35,7 @@ from care.curate.diversify_threshold import (
 from care.curate.checkpoint import StreamCheckpoint
 from care.data.errors import DataFormatError
 from care.data.fields import require_text
-from care.data.io import iter_jsonl, write_json
+from care.data.io import iter_jsonl, require_file, write_json
 from care.encoders.base import Encoder
 from care.errors import CareError
 
@@ -195,7 +195,7 @@ def diversify_file(
             (nothing is written; the message gives the measured distribution and a suggested threshold).
     """
     config = config or DiversifyConfig()
-    input_path = Path(input_path)
+    input_path = require_file(input_path)  # before any checkpoint file is made next to the output
     output_path = Path(output_path)
     vectors_path = output_path.with_name(output_path.name + ".vectors.f32")
     checkpoint = StreamCheckpoint(output_path, {"step": "diversify", "input": str(input_path), "field": text_field,

@@ -4,11 +4,16 @@ Dense :class:`~care.encoders.base.Encoder` s encode the corpus chunk by chunk in
 index (only vectors and ids are held, never all texts); a
 :class:`~care.encoders.base.LexicalRetriever` (BM25) indexes the corpus texts itself. Each
 retriever's run is saved atomically under ``work_dir`` so a restarted build skips retrievers that
-already finished. The union keeps rank order: every retriever's rank-1 document, then rank 2, ...
+already finished; a saved run is reused only for the same corpus file (path, size, modification
+time), query texts and instruction, so a work folder shared by two tasks (two audits into one
+``--out``, an edited corpus) never serves one task's ranking to the other. The union keeps rank
+order: every retriever's rank-1 document, then rank 2, ...
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -92,26 +97,44 @@ def retriever_run(retriever: Encoder | LexicalRetriever, corpus_path: str | Path
     return dense_run(retriever, corpus_path, queries, depth, instruction=instruction, show_progress=show_progress)
 
 
-def _run_path(work_dir: Path, retriever: Encoder | LexicalRetriever, depth: int) -> Path:
+def corpus_key(corpus_path: str | Path, instruction: str | None) -> str:
+    """A short digest of what a run was computed from besides the retriever, the depth and the query texts:
+    the corpus file (resolved path, size, modification time; not its content, so a large corpus is not
+    read for it) and the query instruction."""
+    path = Path(corpus_path)
+    stat = path.stat()
+    identity = [str(path.resolve()), stat.st_size, stat.st_mtime_ns, instruction]
+    return hashlib.sha256(json.dumps(identity, ensure_ascii=False).encode("utf-8")).hexdigest()[:12]
+
+
+def _run_path(work_dir: Path, retriever: Encoder | LexicalRetriever, depth: int, inputs: str) -> Path:
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in retriever.name)
-    return work_dir / f"run.{safe}.{retriever.fingerprint[:12]}.top{depth}.jsonl"
+    return work_dir / f"run.{safe}.{retriever.fingerprint[:12]}.top{depth}.{inputs}.jsonl"
 
 
 def load_or_run(retriever: Encoder | LexicalRetriever, corpus_path: str | Path, queries: Mapping[str, str],
                 depth: int, work_dir: str | Path | None, *, instruction: str | None = None,
                 show_progress: bool = True) -> Run:
-    """:func:`retriever_run`, saved to / reused from ``work_dir`` (keyed by retriever fingerprint and depth)."""
-    path = _run_path(Path(work_dir), retriever, depth) if work_dir else None
+    """:func:`retriever_run`, saved to / reused from ``work_dir``.
+
+    The saved run is keyed by the retriever's fingerprint, the depth and :func:`corpus_key`, and each row
+    keeps its query text: it is reused only when every query of ``queries`` is in it with the same text,
+    else the retriever runs again (and its run replaces the saved one).
+    """
+    path = _run_path(Path(work_dir), retriever, depth, corpus_key(corpus_path, instruction)) if work_dir else None
     if path is not None and path.is_file():
-        run = {}
+        run: Run = {}
+        texts: dict[str, str | None] = {}
         for _, row in iter_jsonl(path):
             run[row["query_id"]] = [(d, s) for d, s in row["hits"]]
-        if set(queries) <= set(run):
+            texts[row["query_id"]] = row.get("query")
+        if all(texts.get(q, None) == text for q, text in queries.items()):
             logger.info("reusing %s", path)
             return {q: run[q] for q in queries}
     run = retriever_run(retriever, corpus_path, queries, depth, instruction=instruction, show_progress=show_progress)
     if path is not None:
-        write_jsonl(path, ({"query_id": q, "hits": [[d, s] for d, s in hits]} for q, hits in run.items()))
+        write_jsonl(path, ({"query_id": q, "query": queries[q], "hits": [[d, s] for d, s in hits]}
+                           for q, hits in run.items()))
     return run
 
 

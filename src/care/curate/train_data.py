@@ -51,6 +51,14 @@ class TrainDataConfig:
     instruction: str | None = None
     keep_without_positive: bool = False
 
+    def __post_init__(self) -> None:
+        # --max-negatives -1 sliced neg[:-1] (every row lost its last negative); --depth 0 judged nothing
+        if self.depth < 1 or self.chunk_queries < 1:
+            raise CareError(f"build-train: --depth (got {self.depth}) and chunk_queries (got {self.chunk_queries}) "
+                            "must be at least 1; the paper judges the top 50")
+        if self.max_negatives < 0:
+            raise CareError(f"build-train: --max-negatives must be 0 or more, got {self.max_negatives}")
+
 
 def build_train(
     corpus_path: str | Path,
@@ -64,7 +72,12 @@ def build_train(
     config: TrainDataConfig | None = None,
     show_progress: bool = True,
 ) -> dict[str, Any]:
-    """Write the training JSONL; returns a report (also ``<out>.report.json``)."""
+    """Write the training JSONL; returns a report (also ``<out>.report.json``).
+
+    Raises:
+        CareError: no query got a unanimous positive; no training file is written (an empty one is a file
+            every reader refuses), the report is.
+    """
     config = config or TrainDataConfig()
     voting = voting or VotingConfig()
     check_corpus(corpus_path)  # a bad corpus (e.g. a repeated id) is refused before any retrieval or judging
@@ -102,10 +115,15 @@ def build_train(
             stats["positives"] += len(pos)
             stats["negatives"] += len(neg)
         checkpoint.append(rows, lines_done=start + len(chunk), state=stats)
-    checkpoint.finish()
-    write_json(Path(str(out_path) + ".report.json"), stats)
+    report_path = Path(str(out_path) + ".report.json")
+    write_json(report_path, stats)
     if not stats["rows"]:
-        raise CareError(f"build-train wrote no rows to {out_path}: no query got a unanimous positive")
+        checkpoint.discard()  # an empty training file is one every reader refuses; leave none behind
+        raise CareError(f"build-train wrote no rows to {out_path}: no query got a unanimous positive "
+                        f"({stats['queries']} queries, {stats['discarded_disagreement']} pairs the judges disagreed on; "
+                        f"counts in {report_path}); loosen the judges (their thresholds or voting.positive_grades "
+                        "in the judges config) or judge deeper (--depth)")
+    checkpoint.finish()
     logger.info("build-train: %s", stats)
     return stats
 

@@ -84,15 +84,30 @@ def write_json(path: str | Path, obj: Any) -> None:
         fh.write("\n")
 
 
+def require_file(path: str | Path) -> Path:
+    """``path`` as a :class:`Path` when it is a file.
+
+    Raises:
+        DataFormatError: it is missing, or a folder (the hint names a data file inside it when there is one,
+            e.g. a task folder's ``corpus.jsonl``).
+    """
+    path = Path(path)
+    if path.is_dir():
+        inside = sorted(p.name for p in path.glob("*.jsonl") if p.is_file())[:3]
+        raise DataFormatError(path, "is a folder, not a file",
+                              hint=f"give a file inside it ({', '.join(inside)})" if inside else "give a data file")
+    if not path.is_file():
+        raise DataFormatError(path, "file not found", hint="check the path, or create the file")
+    return path
+
+
 def iter_text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, line_without_newline)`` from a UTF-8 text file.
 
     Raises:
         DataFormatError: the file is missing, or a line is not valid UTF-8 (named by number).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise DataFormatError(path, "file not found", hint="check the path, or create the file")
+    path = require_file(path)
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             try:

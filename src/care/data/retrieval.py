@@ -84,6 +84,14 @@ def row_id(obj: dict[str, Any], path: Path, line: int) -> str:
     return value
 
 
+def is_title_only(obj: Mapping[str, Any], key: str = "text") -> bool:
+    """Whether a corpus row is BEIR's title-only document: a title that shows something beside a ``key``
+    string that shows nothing (:func:`parse_document` keeps it, with the text ``""``). Readers that want a
+    row's text alone (pretraining texts, pairs) skip such a row rather than refuse the corpus."""
+    title, text = obj.get("title"), obj.get(key)
+    return isinstance(title, str) and has_visible(title) and isinstance(text, str) and not has_visible(text)
+
+
 def parse_document(obj: dict[str, Any], path: Path, line: int) -> Document:
     """One corpus row as a :class:`Document` (``id`` or ``_id``).
 
@@ -97,8 +105,7 @@ def parse_document(obj: dict[str, Any], path: Path, line: int) -> Document:
         raise DataFormatError(path, "title must be a string", line=line, field="title")
     reject_surrogate(title, path, line, "title")
     metadata = {k: v for k, v in obj.items() if k not in DOCUMENT_FIELDS}
-    text = obj.get("text")
-    if has_visible(title) and isinstance(text, str) and not has_visible(text):
+    if is_title_only(obj):
         return Document(doc_id, "", title, metadata)
     return Document(doc_id, require_document_text(obj, "text", path, line), title, metadata)
 
@@ -196,7 +203,10 @@ def load_qrels(
         try:
             score = int(score_s)
         except ValueError:
-            raise DataFormatError(path, f"score {score_s!r} is not an integer", line=line, field="score") from None
+            hint = (f"line 1 looks like a header: spell it {chr(9).join(QRELS_HEADER)!r} (tab-separated)" if line == 1
+                    else "grades are integers >= 0 (0: judged irrelevant); write 1.0 as 1")
+            raise DataFormatError(path, f"score {score_s!r} is not an integer", line=line, field="score",
+                                  hint=hint) from None
         if score < 0:
             raise DataFormatError(path, f"negative score {score}", line=line, field="score",
                                   hint="use 0 for judged-irrelevant pairs")
@@ -208,7 +218,8 @@ def load_qrels(
                                   hint="every qrels document must appear in corpus.jsonl")
         row = qrels.setdefault(qid, {})
         if did in row:
-            raise DataFormatError(path, f"pair ({qid}, {did}) listed twice", line=line)
+            raise DataFormatError(path, f"pair ({qid}, {did}) listed twice", line=line, field="corpus-id",
+                                  hint=f"keep one row per pair, with its grade (the other says {row[did]})")
         row[did] = score
     return qrels
 

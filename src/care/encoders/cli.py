@@ -36,6 +36,10 @@ def inspect_model(
     from care.encoders.base import Encoder
     from care.encoders.registry import load_model
 
+    if bool(query) != bool(document):  # one without the other used to print no table and no word why
+        given, missing = ("--query", "--document") if query else ("--document", "--query")
+        raise CareError(f"{given} needs at least one {missing} to score against; give both, or neither to only "
+                        "print the model's type, width and fingerprint")
     model = load_model(spec, device=device, options=parse_option_flags(option or []))
     dense = isinstance(model, Encoder)
     typer.echo(f"spec:        {spec}")
@@ -55,7 +59,13 @@ def inspect_model(
     typer.echo("| query | " + " | ".join(f"doc {i + 1}" for i in range(len(document))) + " |")
     typer.echo("|---|" + "---|" * len(document))
     for text, row in zip(query, rows):
-        typer.echo(f"| {text} | " + " | ".join(f"{score:.4f}" for score in row) + " |")
+        typer.echo(f"| {table_cell(text)} | " + " | ".join(f"{score:.4f}" for score in row) + " |")
+
+
+def table_cell(text: str) -> str:
+    """``text`` as one Markdown table cell: a ``|`` escaped and line breaks shown as spaces, so a query that
+    holds them keeps its row."""
+    return " ".join(text.split("\n")).replace("\r", " ").replace("|", "\\|")
 
 
 def register(app: typer.Typer) -> None:

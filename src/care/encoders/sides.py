@@ -153,7 +153,8 @@ def _load_spec_folder_side(spec_file: Path, side: Side, *, device: str | None, b
 
 def _dense(model: Any, spec: str) -> Encoder:
     if not isinstance(model, Encoder):
-        raise CareError(f"model '{spec}' is lexical ({model.name}); index build and serve need a dense encoder")
+        raise CareError(f"model '{spec}' is lexical ({model.name}); this command needs a dense encoder (e5, a model "
+                        "folder, asym:Q|D ...): BM25 has no vectors to index, serve or export")
     return model
 
 

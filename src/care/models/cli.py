@@ -108,6 +108,13 @@ def describe(path: Path) -> list[tuple[str, Any]]:
     else:
         from sentence_transformers import SentenceTransformer
 
+        from care.errors import CareError
+
+        if not (path / "modules.json").is_file() and not (path / "config.json").is_file():
+            hint = (" (it is an ONNX export of `care export-onnx`: serve it with `care serve --onnx`)"
+                    if (path / "onnx_config.json").is_file() else "")
+            raise CareError(f"{path} holds no model: neither {CARE_CONFIG_FILENAME}, modules.json nor config.json{hint}; "
+                            "pass a folder written by `care model build`, a sentence-transformers or a Hugging Face folder")
         model = SentenceTransformer(str(path))
         total, trainable = _count(model)
         rows += [

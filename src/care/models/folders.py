@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from care.data.io import NEW_DIR_MODE
+from care.errors import CareError
 
 
 @contextlib.contextmanager
@@ -18,8 +19,14 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
 
     On an exception the temporary folder is deleted and ``path`` is left as it was, so a crash never
     leaves a half-written model where a complete one is expected.
+
+    Raises:
+        CareError: ``path`` is an existing file (it would have been moved to a hidden ``.NAME.old``).
     """
     path = Path(path)
+    if path.exists() and not path.is_dir():  # a file is never replaced by a model folder
+        raise CareError(f"{path} is an existing file, not a folder; give a folder path for the model "
+                        "(or move the file away)")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     tmp.chmod(NEW_DIR_MODE)  # mkdtemp's 0o700 would stay on the renamed folder

@@ -37,6 +37,14 @@ def _effective_query_prompt(model: Any) -> str:
     return prompts.get(default, "") if default else ""
 
 
+def _max_positions(st_model: Any) -> int | None:
+    """The number of positions of a sentence-transformers model's first (Transformer) module, when it has
+    absolute position embeddings (``max_position_embeddings``); None otherwise."""
+    config = getattr(getattr(st_model[0], "auto_model", None), "config", None)
+    positions = getattr(config, "max_position_embeddings", None)
+    return int(positions) if isinstance(positions, int) and positions > 0 else None
+
+
 class _Pipeline:
     """Wraps a sentence-transformers model as ``forward(input_ids, attention_mask[, token_type_ids]) -> embedding``."""
 
@@ -74,21 +82,32 @@ def export_query_encoder(
     Returns:
         The written :class:`OnnxExportConfig`.
     Raises:
-        CareError: not a Hugging Face model, or onnx / onnxruntime missing.
+        CareError: not a Hugging Face model, onnx / onnxruntime missing, ``output`` an existing file, or a
+            ``max_seq_length`` below 1 or beyond the model's position embeddings (the export would not
+            truncate, or would index past its positions, and fail on the first long query it serves).
     """
     import torch
 
     from care.encoders.hf import HFEncoder
     from care.encoders.sides import load_side
 
+    output = Path(output)
+    if output.exists() and not output.is_dir():
+        raise CareError(f"--output {output} is an existing file, not a folder; give a folder for the ONNX export")
+    if max_seq_length is not None and max_seq_length < 1:
+        raise CareError(f"--max-seq-length must be at least 1 token, got {max_seq_length}; leave it out to keep "
+                        "the model's own truncation length")
     encoder = load_side(spec, "query", device="cpu", dtype="float32")
     if not isinstance(encoder, HFEncoder):
         raise CareError(f"'{spec}' is not a Hugging Face / sentence-transformers model; only those export to ONNX")
     st_model = encoder.model
     if max_seq_length is not None:
+        positions = _max_positions(st_model)
+        if positions is not None and max_seq_length > positions:
+            raise CareError(f"--max-seq-length {max_seq_length} is longer than the {positions} positions of '{spec}'; "
+                            f"give at most {positions}, or leave it out to keep the model's own truncation length")
         st_model.max_seq_length = max_seq_length
     tokenizer = st_model.tokenizer
-    output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     sample = tokenizer([SAMPLE_TEXT, SAMPLE_TEXT + SAMPLE_TEXT], padding=True, return_tensors="pt")
     input_names = [name for name in ("input_ids", "attention_mask", "token_type_ids") if name in sample]

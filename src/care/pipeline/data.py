@@ -114,6 +114,7 @@ def _label_raw_queries(ctx: RunContext, out: Path) -> tuple[list[TrainingExample
     write_jsonl(queries_file, ({"id": qid, "text": text} for qid, text in queries))
     judges, cache, voting, described = _judges(ctx)
     labelled_file = out / "labelled.jsonl"
+    labelled_file.unlink(missing_ok=True)  # build_train leaves no file when nothing is labelled: never read an old one
     config = TrainDataConfig(depth=cfg.label_depth, max_negatives=max(cfg.n_negatives, 1))
     with cache:
         try:

@@ -8,8 +8,11 @@ pairs in ``train.jsonl``). Two ways to get pairs:
 * ``split`` (default; label-free): each text is cut after its first sentence (Chinese or Western
   sentence punctuation): ``title`` = the first sentence, ``content`` = the rest — the inverse-cloze
   style pair used by unsupervised dense-retrieval pretraining. Texts whose first sentence or rest is
-  shorter than ``min_chars`` characters are skipped.
-* ``fields``: two existing fields become the pair, e.g. ``(query, positive)`` of a training file.
+  shorter than ``min_chars`` characters are skipped, and so is BEIR's title-only document (a title and
+  an empty text: nothing to split; :func:`care.data.retrieval.is_title_only`).
+* ``fields``: two existing fields become the pair, e.g. ``(query, positive)`` of a training file
+  (``positive`` and ``pos`` are read for each other, as the training reader does); a row where either
+  field is a string that shows nothing (BEIR's empty titles) is skipped.
   Note that these are the SUPERVISED pairs ``init_query`` trains on later, so using them here is not
   unsupervised pretraining.
 
@@ -25,11 +28,16 @@ from pathlib import Path
 from care.data.errors import DataFormatError
 from care.data.fields import require_text
 from care.data.io import iter_jsonl, write_jsonl
+from care.data.retrieval import is_title_only
+from care.data.text_rules import has_visible
+from care.data.training import POSITIVES, POSITIVES_SYNONYM
 
 #: A sentence ends at one of these (kept with the sentence).
 SENTENCE_END = re.compile(r"[。！？!?；;]+|\.(?=\s)")
 DEFAULT_MIN_CHARS = 4
 PAIR_MODES: tuple[str, ...] = ("split", "fields")
+#: The two spellings of a training row's positives: either is read when the other is asked for.
+POSITIVE_SPELLINGS: tuple[str, ...] = (POSITIVES_SYNONYM, POSITIVES)
 
 
 def split_first_sentence(text: str, min_chars: int = DEFAULT_MIN_CHARS) -> tuple[str, str] | None:
@@ -45,10 +53,18 @@ def split_first_sentence(text: str, min_chars: int = DEFAULT_MIN_CHARS) -> tuple
 
 
 def _field_text(obj: dict, key: str, path: Path, line: int) -> str:
+    if key not in obj and key in POSITIVE_SPELLINGS:  # a training file's positives, spelt either way
+        key = next((k for k in POSITIVE_SPELLINGS if k in obj), key)
     value = obj.get(key)
     if isinstance(value, list) and value:
         obj = {key: value[0]}
     return " ".join(require_text(obj, key, path, line).split())
+
+
+def _shows_nothing(obj: dict, key: str) -> bool:
+    """A string field with nothing visible (BEIR's empty titles): the row has no pair to give."""
+    value = obj.get(key)
+    return isinstance(value, str) and not has_visible(value)
 
 
 def iter_pairs(inputs: Sequence[str | Path], *, mode: str = "split", text_field: str = "text",
@@ -63,11 +79,13 @@ def iter_pairs(inputs: Sequence[str | Path], *, mode: str = "split", text_field:
     for path in map(Path, inputs):
         for line, obj in iter_jsonl(path):
             if mode == "split":
-                pair = split_first_sentence(_field_text(obj, text_field, path, line), min_chars)
+                pair = (None if is_title_only(obj, text_field)
+                        else split_first_sentence(_field_text(obj, text_field, path, line), min_chars))
             else:
                 if len(fields) != 2:
                     raise DataFormatError(path, f"'fields' mode needs two field names, got {list(fields)}")
-                pair = (_field_text(obj, fields[0], path, line), _field_text(obj, fields[1], path, line))
+                pair = (None if _shows_nothing(obj, fields[0]) or _shows_nothing(obj, fields[1]) else
+                        (_field_text(obj, fields[0], path, line), _field_text(obj, fields[1], path, line)))
             if pair is None:
                 stats["skipped"] += 1
                 continue

@@ -20,6 +20,7 @@ from torch.utils.data import IterableDataset
 
 from care.data.errors import DataFormatError
 from care.data.fields import require_text
+from care.data.retrieval import is_title_only
 from care.data.text_rules import has_visible
 
 #: File suffixes read as JSON lines; anything else is plain text, one record per line.
@@ -41,7 +42,8 @@ def _json_object(path: Path, line: int, text: str) -> dict[str, Any]:
 
 
 class TextParser:
-    """RetroMAE records: a plain-text line as is, or the ``text_field`` of a JSONL object."""
+    """RetroMAE records: a plain-text line as is, or the ``text_field`` of a JSONL object (a BEIR title-only
+    document, :func:`care.data.retrieval.is_title_only`, is skipped like a blank line)."""
 
     def __init__(self, text_field: str = "text") -> None:
         self.text_field = text_field
@@ -51,7 +53,10 @@ class TextParser:
             return None
         if not is_jsonl(path):
             return text.strip()
-        return require_text(_json_object(path, line, text), self.text_field, path, line).strip()
+        obj = _json_object(path, line, text)
+        if is_title_only(obj, self.text_field):  # BEIR's title-only document: no text to read, as the corpus reader has it
+            return None
+        return require_text(obj, self.text_field, path, line).strip()
 
 
 class PairParser:

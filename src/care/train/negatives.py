@@ -179,7 +179,7 @@ def mine_hard_negatives(train_file: str | Path, corpus: list[str] | str | Path, 
                 report.rows, target, fallback, report.mean_negatives)
     if fallback > FALLBACK_WARNING_SHARE * len(rows):
         logger.warning("%d of %d rows (%.0f %%) found no candidate in ranks %d-%d scoring below the margin and got a "
-                       "random document instead; loosen the margin (relative_margin, e.g. 0.02; --mine-margin) or "
-                       "search deeper (range_max; --mine-depth)", fallback, len(rows), 100 * fallback / len(rows),
+                       "random document instead; loosen the margin (relative_margin, e.g. 0.02: care train mine --margin, "
+                       "the recipe's --mine-margin) or search deeper (range_max: --depth, --mine-depth)", fallback, len(rows), 100 * fallback / len(rows),
                        config.range_min, config.range_max)
     return report
