@@ -13,7 +13,8 @@ and aligns to that seed's frozen, fine-tuned ``init_document`` tower. A probe is
 Probes run one epoch by default (``optim.epochs=1``, a quarter of the preset's Stage I) so several
 fit in an hour of two CPU cores; they rank settings, the full recipe confirms the winner. Finished
 probes are skipped on rerun (resumable like every stage). The record goes to
-``benchmarks/results/real_weights/stage1_probe_<split>_seed<N>.json`` with a markdown table beside it.
+``benchmarks/results/real_weights/stage1_probe_<split>_seed<N>.json`` (``stage1_probe_<split>_<tag>_seed<N>`` with
+``--tag``) with a markdown table beside it.
 
 Usage::
 
@@ -128,6 +129,8 @@ def main() -> None:
     parser.add_argument("--probe", action="append", type=parse_probe, required=True, metavar="NAME=KEY=VALUE;...",
                         help="a Stage I setting to probe (repeatable); start=cut starts from the cut document tower, "
                              "start=stage1 from the seed's finished Stage I query tower")
+    parser.add_argument("--tag", default="", help="name the record stage1_probe_<split>_<tag>_seed<K> (keeps other "
+                                                   "probe records)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     args.data = args.data or dev_set()
@@ -151,7 +154,7 @@ def main() -> None:
         scores[name] = row
         logger.info("probe %s %s: nDCG@10 %.4f, cosine %.4f", name, settings, row["ndcg_at_10"],
                     row["query_cosine_to_document_tower"])
-    key = f"stage1_probe_{prep.name}_seed{args.seed}"
+    key = f"stage1_probe_{prep.name}{'_' + args.tag if args.tag else ''}_seed{args.seed}"
     record = BenchmarkRecord(EXPERIMENT, key, config={"probes": dict(args.probe), "defaults": PROBE_DEFAULTS,
                                                       "length_overrides": length, "layers": args.layers,
                                                       "cosine_queries": COSINE_QUERIES,
@@ -160,7 +163,8 @@ def main() -> None:
                              extra={"train_seconds": seconds,  # the trainer's, summed over resumes
                                     "document_tower_mean_pairwise_query_cosine": mean_pairwise_cosine(target)})
     write_record(record, args.out)
-    lines = [f"# Stage I probes — dev set, {prep.name} split, seed {args.seed} ({' '.join(PROBE_DEFAULTS)} unless set)", "",
+    lines = [f"# Stage I probes — dev set, {prep.name} split, seed {args.seed}, {args.layers}-layer query tower "
+             f"({' '.join(PROBE_DEFAULTS)} unless set)", "",
              "| probe | settings | nDCG@10 (Stage I model) | query cosine to the document tower |", "|---|---|---|---|"]
     lines += [f"| {name} | {'; '.join(settings) or 'preset'} | {scores[name]['ndcg_at_10']:.4f} | "
               f"{scores[name]['query_cosine_to_document_tower']:.4f} |" for name, settings in args.probe]

@@ -24,6 +24,20 @@ from care.train.alignment import build_alignment_data, document_sentences
 RICH_MAX_CHARS = 150  # every corpus sentence of 6..150 characters (the preset: 10,000 of 6..60)
 
 
+def write_rich_alignment(data: Path, train_file: Path, out: Path, max_train: int | None = None) -> tuple[int, int]:
+    """Write CARE [rich]'s Stage I data to ``out``: the training queries of ``train_file`` and every sentence of
+    ``data``'s corpus of 6 to :data:`RICH_MAX_CHARS` characters, each with one BM25 negative (needs jieba).
+
+    Returns (rows written, corpus sentences among them).
+    """
+    docs = [d.text for d in load_corpus(data / "corpus.jsonl").values()]
+    queries = [r["query"] for _, r in iter_jsonl(train_file)]
+    sentences = document_sentences(docs, limit=max_train, seed=0, max_chars=RICH_MAX_CHARS)
+    rows = list(build_alignment_data(queries + sentences, [], seed=0))
+    write_jsonl(out, rows)
+    return len(rows), len(sentences)
+
+
 def main() -> None:
     """Build the archive the command line names."""
     p = argparse.ArgumentParser()
@@ -65,14 +79,10 @@ def main() -> None:
         data.chmod(0o755)
     work = tmp / "work"
     prep = prepare(data, work, False, "", a.max_train)
-    docs = [d.text for d in load_corpus(data / "corpus.jsonl").values()]
-    queries = [r["query"] for _, r in iter_jsonl(prep.train_file)]
-    sentences = document_sentences(docs, limit=a.max_train, seed=0, max_chars=RICH_MAX_CHARS)
-    rows = list(build_alignment_data(queries + sentences, [], seed=0))
-    write_jsonl(work / "test" / "alignment_rich.jsonl", rows)
+    rows, sentences = write_rich_alignment(data, prep.train_file, work / "test" / "alignment_rich.jsonl", a.max_train)
     base = sum(1 for _ in iter_jsonl(prep.alignment_file))
-    print(json.dumps({"alignment_rows": base, "alignment_rich_rows": len(rows), "sentences": len(sentences)}))
-    (work / "test" / "kit.json").write_text(json.dumps({"alignment_rows": base, "alignment_rich_rows": len(rows),
+    print(json.dumps({"alignment_rows": base, "alignment_rich_rows": rows, "sentences": sentences}))
+    (work / "test" / "kit.json").write_text(json.dumps({"alignment_rows": base, "alignment_rich_rows": rows,
                                                         "rich_max_chars": RICH_MAX_CHARS}) + "\n")
     subprocess.run(["tar", "-C", str(tmp), "-cJf", str(a.archive), "data", "work"], check=True)
     shutil.rmtree(tmp)
