@@ -204,11 +204,17 @@ def test_build_alignment_without_document_rows(tmp_path):
     assert (both, only) == (7, 4) and set(kinds) == {"query_align"}
 
 
+def unrelated_query(folder):
+    """A queries file whose one question none of the world's documents answers (no judge votes positive)."""
+    path = folder / "unrelated.jsonl"
+    path.write_text(json.dumps({"id": "1", "text": "骨折怎么办"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
 def test_build_benchmark_without_positives_writes_the_report_its_error_names(world):
     """The error sent the user to label_report.json, which was never written."""
     tmp, corpus, _, judges, _ = world
-    queries = tmp / "unrelated.jsonl"
-    queries.write_text(json.dumps({"id": "1", "text": "骨折怎么办"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    queries = unrelated_query(tmp)
     out = tmp / "task"
     with pytest.raises(CareError, match="label_report.json") as error:
         build_benchmark(corpus, queries, [CharEncoder()], judges, out, config=BenchmarkConfig(depth=3),
@@ -231,8 +237,7 @@ def test_build_benchmark_without_negatives_writes_no_empty_rerank_file(world):
 
 def test_build_train_without_positives_leaves_no_empty_training_file(world):
     tmp, corpus, _, judges, _ = world
-    queries = tmp / "unrelated.jsonl"
-    queries.write_text(json.dumps({"id": "1", "text": "骨折怎么办"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    queries = unrelated_query(tmp)
     out = tmp / "train.jsonl"
     with pytest.raises(CareError, match="wrote no rows") as error:
         build_train(corpus, queries, CharEncoder(), judges, out, config=TrainDataConfig(depth=3), show_progress=False)
