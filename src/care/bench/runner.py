@@ -15,7 +15,7 @@ from care.bench.retrieval import run_retrieval
 from care.bench.sts import run_sts
 from care.bench.task import TaskMetadata
 from care.bench.timing import PhaseTimer
-from care.data.io import atomic_write
+from care.data.io import atomic_write, require_folder_path
 from care.encoders.base import Encoder, LexicalRetriever
 from care.encoders.cache import temporary_cache
 from care.errors import CareError
@@ -66,10 +66,8 @@ def check_output_dir(output_dir: str | Path) -> Path:
     Raises:
         CareError: the path exists and is not a folder, or cannot be created.
     """
-    folder = Path(output_dir)
-    if folder.exists() and not folder.is_dir():
-        raise CareError(f"--output {folder} is an existing file, not a folder; give a folder for the result files "
-                        f"(it is created if missing), e.g. {folder.with_suffix('')}_results/")
+    folder = require_folder_path(output_dir, "--output", "give a folder for the result files (it is created if "
+                                 f"missing), e.g. {Path(output_dir).with_suffix('')}_results/")
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from care.data.errors import DataFormatError
+from care.errors import CareError
 
 
 def _read_umask() -> int:
@@ -98,6 +99,20 @@ def require_file(path: str | Path) -> Path:
                               hint=f"give a file inside it ({', '.join(inside)})" if inside else "give a data file")
     if not path.is_file():
         raise DataFormatError(path, "file not found", hint="check the path, or create the file")
+    return path
+
+
+def require_folder_path(path: str | Path, role: str, hint: str) -> Path:
+    """``path`` as a :class:`Path` when it is a folder or does not exist yet (a folder is made there).
+
+    ``role`` names the path in the message (``--output``, a model folder ...); ``hint`` says what to give instead.
+
+    Raises:
+        CareError: ``path`` is an existing file (never replaced, moved aside or written into).
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise CareError(f"{role} {path} is an existing file, not a folder; {hint}")
     return path
 
 

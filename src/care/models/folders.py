@@ -9,8 +9,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from care.data.io import NEW_DIR_MODE
-from care.errors import CareError
+from care.data.io import NEW_DIR_MODE, require_folder_path
 
 
 @contextlib.contextmanager
@@ -23,10 +22,7 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     Raises:
         CareError: ``path`` is an existing file (it would have been moved to a hidden ``.NAME.old``).
     """
-    path = Path(path)
-    if path.exists() and not path.is_dir():  # a file is never replaced by a model folder
-        raise CareError(f"{path} is an existing file, not a folder; give a folder path for the model "
-                        "(or move the file away)")
+    path = require_folder_path(path, "the model folder", "give a folder path for the model (or move the file away)")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     tmp.chmod(NEW_DIR_MODE)  # mkdtemp's 0o700 would stay on the renamed folder

@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from care.data.io import write_json
+from care.data.io import require_folder_path, write_json
 from care.encoders.onnx import CONFIG_FILE, DEFAULT_OPSET, INT8_FILE, ONNX_FILE, TOKENIZER_DIR, OnnxExportConfig
 from care.errors import CareError
 
@@ -91,9 +91,7 @@ def export_query_encoder(
     from care.encoders.hf import HFEncoder
     from care.encoders.sides import load_side
 
-    output = Path(output)
-    if output.exists() and not output.is_dir():
-        raise CareError(f"--output {output} is an existing file, not a folder; give a folder for the ONNX export")
+    output = require_folder_path(output, "--output", "give a folder for the ONNX export")
     if max_seq_length is not None and max_seq_length < 1:
         raise CareError(f"--max-seq-length must be at least 1 token, got {max_seq_length}; leave it out to keep "
                         "the model's own truncation length")
