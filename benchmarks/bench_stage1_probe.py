@@ -3,8 +3,9 @@
 Each probe is one Stage I run (the e5 preset's ``stage1.yaml`` plus the probe's overrides) from a
 finished ``bench_real_weights.py`` seed: the 6-layer query tower starts from that seed's
 ``init_query`` (or, with ``start=cut``, from the fine-tuned document tower cut to 6 strided layers;
-with ``start=stage1``, from that seed's finished Stage I query tower: more epochs on top of the recipe's)
-and aligns to that seed's frozen, fine-tuned ``init_document`` tower. A probe is scored two ways:
+with ``start=stage1``, from that seed's finished Stage I query tower: more epochs on top of the recipe's;
+``ffn=W`` also narrows the starting tower's feed-forward blocks to W neurons, ranked on the training queries,
+``care.models.ffn_prune``) and aligns to that seed's frozen, fine-tuned ``init_document`` tower. A probe is scored two ways:
 
 - nDCG@10 of the Stage I CARE model (probe query tower + the frozen document tower), and
 - the mean cosine between the probe's and the document tower's *query* vectors (``query: `` + text)
@@ -79,8 +80,18 @@ def mean_pairwise_cosine(vectors) -> float:
     return (total - n) / (n * (n - 1))
 
 
+def narrowed(tower: Path, width: int, out: Path, queries_file: Path) -> Path:
+    """``tower`` with every feed-forward block narrowed to ``width`` neurons, ranked on the queries of
+    ``queries_file`` (``care model prune --ffn-width --importance-texts``), written to ``out`` once."""
+    from care.models.ffn_prune import prune_ffn
+
+    if not out.is_dir():
+        prune_ffn(tower, width, out, texts=[r["query"] for _, r in iter_jsonl(queries_file)])
+    return out
+
+
 def run_probe(name: str, settings: list[str], recipe: Path, work: Path, alignment: Path,
-              length: list[str], layers: int, seed: int) -> tuple[Path, float | None]:
+              length: list[str], layers: int, seed: int, queries_file: Path) -> tuple[Path, float | None]:
     """Train one probe (skipped when finished with the same settings; refused when its folder holds
     other settings); returns its folder and its recorded training wall time."""
     from care.models.prune import prune_layers
@@ -90,7 +101,10 @@ def run_probe(name: str, settings: list[str], recipe: Path, work: Path, alignmen
     start = next((s.split("=", 1)[1] for s in settings if s.startswith("start=")), "init_query")
     if start not in STARTS:
         raise SystemExit(f"--probe {name}: start={start!r}; choose from {', '.join(STARTS)}")
-    overrides = [s for s in settings if not s.startswith("start=")]
+    width = next((s.split("=", 1)[1] for s in settings if s.startswith("ffn=")), None)
+    if width is not None and not (width.isdigit() and int(width) > 0):
+        raise SystemExit(f"--probe {name}: ffn={width!r}; give the feed-forward width as a positive whole number")
+    overrides = [s for s in settings if not s.startswith(("start=", "ffn="))]
     query = recipe / start / "query"
     if start == "stage1" and not finished(recipe / "stage1"):
         raise SystemExit(f"--probe {name}: start=stage1 needs {recipe / 'stage1'} finished (bench_real_weights.py)")
@@ -98,8 +112,10 @@ def run_probe(name: str, settings: list[str], recipe: Path, work: Path, alignmen
         query = work / f"document-L{layers}-strided"
         if not query.is_dir():
             prune_layers(document, layers, query, keep="strided")
+    if width is not None:
+        query = narrowed(query, int(width), work / f"{start}-L{layers}-ffn{width}", queries_file)
     record_run_settings(folder / "probe.json", {"settings": settings, "length": length, "seed": seed,
-                                                "defaults": PROBE_DEFAULTS}, "Stage I probe",
+                                                "layers": layers, "defaults": PROBE_DEFAULTS}, "Stage I probe",
                         "give the probe another name")
     if not finished(folder):
         _train_probe(folder, query, document, alignment, [f"seed={seed}", *length, *PROBE_DEFAULTS, *overrides], recipe)
@@ -147,7 +163,7 @@ def main() -> None:
     scores, seconds = {}, {}
     for name, settings in args.probe:
         folder, seconds[name] = run_probe(name, settings, recipe, seed_dir / PROBE_FOLDER, prep.alignment_file,
-                                          length, args.layers, args.seed)
+                                          length, args.layers, args.seed, prep.train_file)
         row = score_rows({name: model_spec(folder / "model")}, prep, seed_dir / PROBE_FOLDER,
                          args.work / "embedding_cache")[name]
         row["query_cosine_to_document_tower"] = float((query_vectors(folder / "query", queries) * target).sum(axis=1).mean())
