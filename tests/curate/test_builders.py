@@ -262,3 +262,40 @@ def test_audit_refuses_top_k_zero(world):
     with pytest.raises(CareError, match="--top-k must be at least 1"):
         audit_benchmark(tmp / "no-task", CharEncoder(), judges, tmp / "audit", top_k=0, show_progress=False)
     assert not server.requests and not (tmp / "audit").exists()
+
+
+def _crash_on_second_chunk(monkeypatch):
+    """build-train's labelling fails on its second chunk of queries (a killed run after one checkpoint)."""
+    from care.curate import train_data
+
+    real, calls = train_data.label_pairs, {"n": 0}
+
+    def failing(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt("simulated crash")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(train_data, "label_pairs", failing)
+    return real
+
+
+def test_build_train_resume_refuses_judges_with_other_thresholds_or_edited_queries(world, monkeypatch):
+    """The checkpoint kept judge ids only, so a resume with other thresholds mixed two labellings in one file;
+    and an input edited between runs went unnoticed."""
+    from care.curate import train_data
+    from care.curate.judges.embedding_judge import EmbeddingJudge
+
+    tmp, corpus, queries, _, _ = world
+    out, config = tmp / "train.jsonl", TrainDataConfig(depth=3, chunk_queries=1)
+    judge = EmbeddingJudge(CharEncoder(), {"S": 0.9, "A": 0.5}, judge_id="emb")
+    real = _crash_on_second_chunk(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        build_train(corpus, queries, CharEncoder(), [judge], out, config=config, show_progress=False)
+    monkeypatch.setattr(train_data, "label_pairs", real)
+    stricter = EmbeddingJudge(CharEncoder(), {"S": 0.95, "A": 0.6}, judge_id="emb")
+    with pytest.raises(CareError, match="different settings"):
+        build_train(corpus, queries, CharEncoder(), [stricter], out, config=config, show_progress=False)
+    queries.write_text(queries.read_text(encoding="utf-8").replace("胃痛怎么办", "胃痛吃什么"), encoding="utf-8")
+    with pytest.raises(CareError, match=r"queries\.jsonl changed since the interrupted run"):
+        build_train(corpus, queries, CharEncoder(), [judge], out, config=config, show_progress=False)

@@ -184,3 +184,30 @@ def test_an_input_that_is_no_file_leaves_no_checkpoint_files(tmp_path, char_enco
     with pytest.raises(DataFormatError, match="file not found|is a folder"):
         diversify_file(tmp_path / name, tmp_path / "out" / "kept.jsonl", char_encoder, show_progress=False)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_resume_after_the_input_was_edited_is_refused(tmp_path, char_encoder, monkeypatch):
+    """Diversify resumed by line number, so rows edited between the crash and the resume were silently mixed."""
+    src = tmp_path / "in.jsonl"
+    texts = [f"{a}{b}" for a in ("胃痛", "头痛", "咳嗽") for b in ("怎么办", "吃什么药", "挂什么科")]
+    src.write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts), encoding="utf-8")
+    cfg = DiversifyConfig(k=3, threshold=0.85, max_similar=0, seed_size=2, chunk_size=3)
+    real, calls = char_encoder.encode_documents, {"n": 0}
+
+    def crashing(batch, **kw):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt("simulated crash")
+        return real(batch, **kw)
+
+    monkeypatch.setattr(char_encoder, "encode_documents", crashing)
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        diversify_file(src, out, char_encoder, cfg, show_progress=False)
+    monkeypatch.setattr(char_encoder, "encode_documents", real)
+    src.write_text(src.read_text(encoding="utf-8").replace("胃痛怎么办", "发热怎么办"), encoding="utf-8")
+    with pytest.raises(CareError, match=r"in\.jsonl changed since the interrupted run.*start over"):
+        diversify_file(src, out, char_encoder, cfg, show_progress=False)
+    (tmp_path / "out.jsonl.partial").unlink()
+    (tmp_path / "out.jsonl.progress.json").unlink()
+    assert diversify_file(src, out, char_encoder, cfg, show_progress=False)["seen"] == len(texts)

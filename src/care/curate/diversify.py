@@ -199,7 +199,8 @@ def diversify_file(
     output_path = Path(output_path)
     vectors_path = output_path.with_name(output_path.name + ".vectors.f32")
     checkpoint = StreamCheckpoint(output_path, {"step": "diversify", "input": str(input_path), "field": text_field,
-                                                "encoder": encoder.fingerprint, "config": asdict(config)})
+                                                "encoder": encoder.fingerprint, "config": asdict(config)},
+                                  inputs=[input_path])
     progress = checkpoint.resume()
     state = progress.state or {"seen": 0, "kept": 0, "dropped": 0, "examples": []}
     dim = encoder.dim

@@ -86,8 +86,9 @@ def build_train(
                       instruction=config.instruction, show_progress=show_progress)
     checkpoint = StreamCheckpoint(out_path, {"step": "build-train", "corpus": str(corpus_path),
                                              "queries": str(queries_path), "retriever": retriever.fingerprint,
-                                             "judges": [j.id for j in judges], "config": asdict(config),
-                                             "voting": voting.to_dict()})
+                                             "judges": [[j.id, j.fingerprint] for j in judges], "config": asdict(config),
+                                             "voting": voting.to_dict()},
+                                  inputs=[corpus_path, queries_path])
     progress = checkpoint.resume()
     stats = progress.state or {"queries": 0, "rows": 0, "positives": 0, "negatives": 0,
                                "skipped_no_positive": 0, "discarded_disagreement": 0}

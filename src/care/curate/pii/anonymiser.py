@@ -193,7 +193,7 @@ def anonymise_file(
     anonymiser = Anonymiser(config)
     checkpoint = StreamCheckpoint(output_path, {
         "step": "anonymise", "input": str(input_path), "fields": list(fields), "config": asdict(anonymiser.config),
-    })
+    }, inputs=[input_path])
     progress = checkpoint.resume()
     report = AnonymiseReport(**progress.state) if progress.state else AnonymiseReport()
     counts: Counter[str] = Counter(report.removed)
