@@ -299,3 +299,31 @@ def test_build_train_resume_refuses_judges_with_other_thresholds_or_edited_queri
     queries.write_text(queries.read_text(encoding="utf-8").replace("胃痛怎么办", "胃痛吃什么"), encoding="utf-8")
     with pytest.raises(CareError, match=r"queries\.jsonl changed since the interrupted run"):
         build_train(corpus, queries, CharEncoder(), [judge], out, config=config, show_progress=False)
+
+
+def test_a_query_that_shows_nothing_is_never_sent_to_the_judges(world):
+    """A zero-width query was pooled and graded by every judge (a paid LLM judge charged for an empty text)."""
+    tmp, corpus, queries, judges, server = world
+    with queries.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"id": "q9", "text": "\u200b\u200b"}) + "\n")
+    report = build_benchmark(corpus, queries, [CharEncoder()], judges, tmp / "task", config=BenchmarkConfig(depth=3),
+                             show_progress=False)
+    assert report["blank_pairs_not_judged"] == 3 and report["pairs_labelled"] == 9
+    assert len(server.requests) == 2 * 3  # one call per judge for each of the three visible queries
+    assert "q9" not in load_retrieval_folder(tmp / "task").qrels
+    stats = build_train(corpus, queries, CharEncoder(), judges, tmp / "train.jsonl",
+                        config=TrainDataConfig(depth=3, keep_without_positive=True), show_progress=False)
+    assert stats["blank_pairs_not_judged"] == 3
+    assert "\u200b\u200b" not in [row.query for row in iter_training_file(tmp / "train.jsonl")]
+
+
+@pytest.mark.parametrize("field", ["query", "passage"])
+def test_curate_judge_refuses_a_pair_that_shows_nothing(tmp_path, field):
+    from care.curate.judges.labelling import read_pairs
+
+    row = {"query_id": "q", "query": "胃痛怎么办", "doc_id": "d", "passage": "胃痛要休息", field: "\u200b \ufeff"}
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"query_id": "q0", "query": "头痛", "doc_id": "d0", "passage": "头痛休息"}) + "\n"
+                     + json.dumps(row) + "\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=rf"pairs\.jsonl.*line 2.*{field}"):
+        read_pairs(pairs)

@@ -25,6 +25,7 @@ from care.curate.judges.labelling import label_pairs
 from care.curate.pooling import load_or_run, load_texts
 from care.curate.judges.voting import NEGATIVE, POSITIVE, VotingConfig
 from care.data.io import write_json, write_jsonl
+from care.data.text_rules import has_visible
 from care.data.retrieval import check_corpus, load_queries
 from care.encoders.base import Encoder, LexicalRetriever
 from care.errors import CareError
@@ -92,20 +93,23 @@ def build_train(
     progress = checkpoint.resume()
     stats = progress.state or {"queries": 0, "rows": 0, "positives": 0, "negatives": 0,
                                "skipped_no_positive": 0, "discarded_disagreement": 0}
+    stats.setdefault("blank_pairs_not_judged", 0)  # a progress file of a run before blank pairs were counted
     qids = list(queries)
     for start in range(progress.lines_done, len(qids), config.chunk_queries):
         chunk = qids[start:start + config.chunk_queries]
         texts = load_texts(corpus_path, {d for q in chunk for d, _ in run[q]})
         pairs = [JudgePair(q, queries[q], d, texts[d]) for q in chunk for d, _ in run[q]]
         labelled = label_pairs(judges, pairs, cache, voting, show_progress=show_progress)
+        stats["blank_pairs_not_judged"] += labelled.blank_pairs
         rows = []
         for q in chunk:
             labels = [(d, labelled.labels.get((q, d), (None, 0))[0]) for d, _ in run[q]]
             pos = [texts[d] for d, lab in labels if lab == POSITIVE]
             neg = [texts[d] for d, lab in labels if lab == NEGATIVE][:config.max_negatives]
             stats["queries"] += 1
-            stats["discarded_disagreement"] += sum(1 for _, lab in labels if lab is None)
-            if not pos and not config.keep_without_positive:
+            stats["discarded_disagreement"] += sum(1 for d, _ in run[q]
+                                                   if (q, d) in labelled.labels and labelled.labels[q, d][0] is None)
+            if not pos and (not config.keep_without_positive or not has_visible(queries[q])):
                 stats["skipped_no_positive"] += 1
                 continue
             row: dict[str, Any] = {"query": queries[q], "pos": pos, "neg": neg}

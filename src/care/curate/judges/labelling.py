@@ -14,6 +14,7 @@ from care.curate.judges.base import Judge, JudgePair, Usage
 from care.curate.judges.cache import JudgmentCache
 from care.curate.judges.runner import judge_pairs
 from care.curate.judges.voting import NEGATIVE, POSITIVE, VotingConfig, unanimous_label
+from care.data.text_rules import has_visible
 
 logger = logging.getLogger(__name__)
 
@@ -23,7 +24,8 @@ class LabelResult:
     """Grades per judge, the unanimous labels and what judging cost.
 
     ``labels[(query_id, doc_id)] = (label, score)`` where label is ``"positive"``, ``"negative"`` or
-    None (judges disagree); only pairs every judge graded appear.
+    None (judges disagree); only pairs every judge graded appear. ``blank_pairs`` counts the pairs whose query or
+    passage shows nothing (only whitespace or zero-width characters): never sent to a judge, never labelled.
     """
 
     grades: dict[str, dict[tuple[str, str], str]] = field(default_factory=dict)
@@ -31,6 +33,7 @@ class LabelResult:
     usage: dict[str, dict[str, float | int]] = field(default_factory=dict)
     usage_total: dict[str, dict[str, float | int]] = field(default_factory=dict)
     cached: dict[str, int] = field(default_factory=dict)
+    blank_pairs: int = 0
 
     def count(self, label: str | None) -> int:
         return sum(1 for lab, _ in self.labels.values() if lab == label)
@@ -43,6 +46,7 @@ class LabelResult:
             "positives": self.count(POSITIVE),
             "negatives": self.count(NEGATIVE),
             "discarded_disagreement": self.count(None),
+            "blank_pairs_not_judged": self.blank_pairs,
             "agreement": agreement,
             "usage": self.usage,
             "usage_total": self.usage_total,
@@ -60,8 +64,19 @@ def total_usage_report(total: Usage) -> dict[str, float | int]:
 
 def label_pairs(judges: Sequence[Judge], pairs: Sequence[JudgePair], cache: JudgmentCache | None,
                 voting: VotingConfig, *, show_progress: bool = True) -> LabelResult:
-    """Run every judge over ``pairs`` (cached) and vote. Raises JudgeError if a judge fails on some pairs."""
+    """Run every judge over ``pairs`` (cached) and vote. Raises JudgeError if a judge fails on some pairs.
+
+    A pair whose query or passage shows nothing is not judged (an LLM judge would be paid to grade an empty
+    text); it is counted in ``blank_pairs`` and left unlabelled.
+    """
     result = LabelResult()
+    blank = [p for p in pairs if not (has_visible(p.query) and has_visible(p.passage))]
+    if blank:
+        result.blank_pairs = len(blank)
+        queries = sorted({p.query_id for p in blank if not has_visible(p.query)})
+        logger.warning("%d pair(s) whose query or passage shows nothing (only whitespace or zero-width characters) "
+                       "were not judged%s", len(blank), f"; queries without visible text: {queries[:10]}" if queries else "")
+        pairs = [p for p in pairs if has_visible(p.query) and has_visible(p.passage)]
     for judge in judges:
         run = judge_pairs(judge, pairs, cache, show_progress=show_progress)
         result.grades[judge.id] = run.grades
@@ -89,15 +104,17 @@ PAIR_FIELDS = ("query_id", "query", "doc_id", "passage")
 
 
 def read_pairs(path: str | Path) -> list[JudgePair]:
-    """Read ``{"query_id", "query", "doc_id", "passage"}`` JSONL rows."""
-    from care.data.fields import require_id, require_text
+    """Read ``{"query_id", "query", "doc_id", "passage"}`` JSONL rows; a query or passage that shows nothing is
+    refused with its line (a judge would grade an empty text)."""
+    from care.data.fields import require_document_text, require_id
     from care.data.io import iter_jsonl
 
     path = Path(path)
     pairs = []
     for line, row in iter_jsonl(path):
-        pairs.append(JudgePair(require_id(row, "query_id", path, line), require_text(row, "query", path, line),
-                               require_id(row, "doc_id", path, line), require_text(row, "passage", path, line)))
+        pairs.append(JudgePair(require_id(row, "query_id", path, line), require_document_text(row, "query", path, line),
+                               require_id(row, "doc_id", path, line),
+                               require_document_text(row, "passage", path, line)))
     if not pairs:
         from care.data.errors import DataFormatError
 
