@@ -131,6 +131,13 @@ def test_audit_finds_unlabelled_relevant_documents(world):
     assert found == {(q, f"{t}-good2") for t, q in enumerate(TOPICS)}
     assert report["likely_false_negatives"] == 3 and report["queries_with_false_negatives"] == 3
     assert report["examples"][0]["gold"] and report["examples"][0]["false_negative"]
+    # task.json counts only grade 2 relevant: the grade-1 documents are not gold, so the judges see them again
+    (task / "task.json").write_text(json.dumps({"name": "t", "type": "retrieval", "relevance_threshold": 2}), encoding="utf-8")
+    graded = audit_benchmark(task, CharEncoder(), judges, tmp / "audit2", top_k=5, show_progress=False)
+    assert graded["relevance_threshold"] == 2 and graded["pairs_judged"] == report["pairs_judged"] + 3
+    rows = [json.loads(line) for line in (tmp / "audit2" / "false_negatives.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert all(not r["gold"] for r in rows)
+    assert {(r["query_id"], fn["doc_id"]) for r in rows for fn in r["false_negatives"]} >= found
 
 
 def test_cli_anonymise_and_judge(tmp_path):

@@ -21,6 +21,14 @@ from care.errors import CareError
 
 logger = logging.getLogger(__name__)
 
+
+def task_relevance_threshold(task_dir: Path) -> int:
+    """The qrels grade from which the task counts a document relevant: its ``task.json``'s, else 1."""
+    from care.bench.task import TASK_FILE, TaskMetadata
+
+    task_file = task_dir / TASK_FILE
+    return TaskMetadata.from_task_file(task_file).relevance_threshold if task_file.is_file() else 1
+
 DEFAULT_TOP_K = 10
 MAX_EXAMPLES = 20
 
@@ -36,10 +44,13 @@ def audit_benchmark(
     cache: JudgmentCache | None = None,
     voting: VotingConfig | None = None,
     instruction: str | None = None,
-    relevance_threshold: int = 1,
+    relevance_threshold: int | None = None,
     show_progress: bool = True,
 ) -> dict[str, Any]:
     """Judge each query's top-``top_k`` documents that qrels does not mark relevant.
+
+    ``relevance_threshold``: the qrels grade from which a document is gold (not re-judged); by default the task
+    folder's ``task.json`` ``relevance_threshold`` (as the benchmark scores it), else 1.
 
     Writes ``out_dir/false_negatives.jsonl`` (one row per query with candidates: query, its gold
     documents and the likely false negatives with their grades) and ``out_dir/audit_report.json``.
@@ -50,6 +61,8 @@ def audit_benchmark(
     out_dir = Path(out_dir)
     task_dir = Path(task_dir)
     data = load_retrieval_folder(task_dir, split)
+    if relevance_threshold is None:
+        relevance_threshold = task_relevance_threshold(task_dir)
     run = load_or_run(retriever, task_dir / "corpus.jsonl", data.queries, top_k, out_dir / "work",
                       instruction=instruction, show_progress=show_progress)
     gold = {q: {d for d, s in row.items() if s >= relevance_threshold} for q, row in data.qrels.items()}
@@ -76,6 +89,7 @@ def audit_benchmark(
         "task": str(task_dir),
         "retriever": retriever.name,
         "top_k": top_k,
+        "relevance_threshold": relevance_threshold,
         "queries": len(data.queries),
         "pairs_judged": len(pairs),
         "likely_false_negatives": n_fn,
