@@ -47,6 +47,24 @@ def test_chunk_size_does_not_change_the_result(tmp_path, char_encoder):
     assert report["examples"] and report["examples"][0]["similarity"] > 0.9
 
 
+def _crash_at_chunk(chunk, src, out, encoder, cfg, monkeypatch):
+    """Run diversify until it is killed while encoding its ``chunk``-th chunk; the encoder is restored after.
+    Returns the real ``encode_documents``."""
+    real, calls = encoder.encode_documents, {"n": 0}
+
+    def crashing(batch, **kw):
+        calls["n"] += 1
+        if calls["n"] == chunk:
+            raise KeyboardInterrupt("simulated crash")
+        return real(batch, **kw)
+
+    monkeypatch.setattr(encoder, "encode_documents", crashing)
+    with pytest.raises(KeyboardInterrupt):
+        diversify_file(src, out, encoder, cfg, show_progress=False)
+    monkeypatch.setattr(encoder, "encode_documents", real)
+    return real
+
+
 def test_crash_then_resume_equals_uninterrupted(tmp_path, char_encoder, monkeypatch):
     texts = [f"{a}{b}" for a in ("胃痛", "头痛", "咳嗽", "腹泻", "失眠") for b in ("怎么办", "吃什么药", "怎么办呢", "挂什么科")]
     src = tmp_path / "in.jsonl"
@@ -55,21 +73,9 @@ def test_crash_then_resume_equals_uninterrupted(tmp_path, char_encoder, monkeypa
     cfg = DiversifyConfig(k=3, threshold=0.85, max_similar=0, seed_size=2, chunk_size=4)
     diversify_file(src, tmp_path / "ref.jsonl", char_encoder, cfg, show_progress=False)
 
-    calls = {"n": 0}
-    real = char_encoder.encode_documents
-
-    def crashing(batch, **kw):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt("simulated crash")
-        return real(batch, **kw)
-
-    monkeypatch.setattr(char_encoder, "encode_documents", crashing)
     out = tmp_path / "out.jsonl"
-    with pytest.raises(KeyboardInterrupt):
-        diversify_file(src, out, char_encoder, cfg, show_progress=False)
+    real = _crash_at_chunk(3, src, out, char_encoder, cfg, monkeypatch)
     assert not out.exists() and (tmp_path / "out.jsonl.progress.json").exists()
-    monkeypatch.setattr(char_encoder, "encode_documents", real)
     encoded: list[str] = []
     monkeypatch.setattr(char_encoder, "encode_documents", lambda b, **kw: (encoded.extend(b), real(b, **kw))[1])
     report = diversify_file(src, out, char_encoder, cfg, show_progress=False)
@@ -192,19 +198,8 @@ def test_resume_after_the_input_was_edited_is_refused(tmp_path, char_encoder, mo
     texts = [f"{a}{b}" for a in ("胃痛", "头痛", "咳嗽") for b in ("怎么办", "吃什么药", "挂什么科")]
     src.write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts), encoding="utf-8")
     cfg = DiversifyConfig(k=3, threshold=0.85, max_similar=0, seed_size=2, chunk_size=3)
-    real, calls = char_encoder.encode_documents, {"n": 0}
-
-    def crashing(batch, **kw):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt("simulated crash")
-        return real(batch, **kw)
-
-    monkeypatch.setattr(char_encoder, "encode_documents", crashing)
     out = tmp_path / "out.jsonl"
-    with pytest.raises(KeyboardInterrupt):
-        diversify_file(src, out, char_encoder, cfg, show_progress=False)
-    monkeypatch.setattr(char_encoder, "encode_documents", real)
+    _crash_at_chunk(2, src, out, char_encoder, cfg, monkeypatch)
     src.write_text(src.read_text(encoding="utf-8").replace("胃痛怎么办", "发热怎么办"), encoding="utf-8")
     with pytest.raises(CareError, match=r"in\.jsonl changed since the interrupted run.*start over"):
         diversify_file(src, out, char_encoder, cfg, show_progress=False)
