@@ -1,0 +1,171 @@
+"""Does cutting the query tower's vocabulary to the domain's make it answer faster? (issue 41, "vocabulary pruning")
+
+multilingual-e5-small carries 250,037 token rows (96 M of a 1-layer tower's 98 M parameters). ``care model
+export-e5 --vocab-from`` keeps only the rows the dev set's texts use (corpus, training pairs, queries): those texts
+segment exactly as with the full vocabulary. Both vocabularies are cut to the same strided depths
+(``care model prune --keep strided``) and exported to ONNX (``care export-onnx``: int8, ``INT8_OPTIONS``); then
+
+* every test query is encoded by both vocabularies at each depth: the minimum cosine between the two
+  (fp32 and int8) says whether the pruned tower still computes the same vectors;
+* all towers answer single queries side by side (``care.bench.latency.measure_latency``: batch 1, one thread,
+  model order randomised per query, self-check of a second copy of the full-vocabulary 12-layer tower): the
+  speed-up of each over the full-vocabulary 12 layers, as the frontier reports it;
+* the int8 file's size and the parameters (the memory a query worker holds).
+
+Writes ``benchmarks/results/frontier/vocab_pruning.json`` (``care.bench.record``) and ``.md``.
+
+Usage::
+
+    python -m benchmarks.vocab_pruning --data ../shared/data/toyhom_neike_sample [--layers 1 2 12]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # every engine on one thread, before torch loads
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks._common import RESULTS, ROOT, RUNS, dev_set, portable
+from benchmarks.bench_datasets import e5_cut
+from care.bench.latency import format_latency, measure_latency
+from care.bench.record import BenchmarkRecord, write_record
+from care.data.io import atomic_write, iter_jsonl
+from care.encoders.onnx import CONFIG_FILE, INT8_FILE, OnnxQueryEncoder
+from care.models.onnx_export import INT8_OPTIONS, export_query_encoder
+
+logger = logging.getLogger("vocab_pruning")
+
+EXPERIMENT = "frontier"
+#: The dev set's files whose texts decide the kept vocabulary (those present are used).
+VOCAB_FILES = ("corpus.jsonl", "train.jsonl", "queries.jsonl", "test_queries.jsonl")
+#: How the exported towers read a query: e5's mean pooling and prefix, no task instructions.
+SPEC_OPTIONS = "pooling=mean&query_prefix=query%3A%20&instructions=false"
+#: Test queries timed one at a time (cycled through in passes).
+LATENCY_QUERIES = 300
+FULL, PRUNED = "full vocabulary", "dev-set vocabulary"
+
+
+def pruned_e5(data: Path, work: Path) -> Path:
+    """e5's 12 layers with only the vocabulary ``data``'s texts use (``care model export-e5 --vocab-from``), once."""
+    from care.data.text_files import texts_of_files
+    from care.models.e5_export import export_e5
+    from care.models.e5_vocab import shrink_image
+
+    out = work / "e5-vocab-L12"
+    if not (out / "config.json").is_file():
+        image = shrink_image(work / "e5-vocab.bin", texts_of_files([data / f for f in VOCAB_FILES if (data / f).is_file()]))
+        export_e5(out, image_path=image)
+    return out
+
+
+def cut(model: Path, layers: int, work: Path) -> Path:
+    """``model`` cut to ``layers`` strided layers (the model itself at full depth), once."""
+    from care.models.prune import prune_layers
+
+    if layers == json.loads((model / "config.json").read_text(encoding="utf-8"))["num_hidden_layers"]:
+        return model
+    out = work / f"{model.name}-L{layers}-strided"
+    if not out.is_dir():
+        prune_layers(model, layers, out, keep="strided")
+    return out
+
+
+def exported(model: Path, work: Path) -> Path:
+    """``model``'s query side in ONNX, fp32 and int8 (``care export-onnx``), once."""
+    out = work / f"onnx-{model.name}"
+    if not (out / CONFIG_FILE).is_file():
+        export_query_encoder(f"{model}?{SPEC_OPTIONS}", out)
+    return out
+
+
+def parameters(model: Path) -> dict[str, int]:
+    """Token-embedding rows and parameters of a BERT folder (from its config: vocab x hidden + the rest)."""
+    from transformers import AutoConfig, AutoModel
+
+    config = AutoConfig.from_pretrained(str(model))
+    total = sum(p.numel() for p in AutoModel.from_config(config).parameters())
+    return {"vocabulary": int(config.vocab_size), "params": int(total),
+            "params_embedding": int(config.vocab_size * config.hidden_size)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=None, help="the dev set's folder (default: $CARE_DEV_SET)")
+    parser.add_argument("--layers", type=int, nargs="+", default=[1, 2, 12], help="query-tower depths (12 included)")
+    parser.add_argument("--work", type=Path, default=RUNS / "vocab_pruning")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    data = args.data or dev_set()
+    depths = sorted(set(args.layers) | {12}, reverse=True)
+    args.work.mkdir(parents=True, exist_ok=True)
+    bases = {FULL: e5_cut(12, "first"), PRUNED: pruned_e5(data, args.work)}
+    folders = {(vocab, layers): exported(cut(base, layers, args.work), args.work)
+               for vocab, base in bases.items() for layers in depths}
+    label = {key: f"{key[1]} layers, {key[0]}" for key in folders}
+    queries = [r["text"] for _, r in iter_jsonl(data / "test_queries.jsonl")]
+
+    agreement = {}
+    for layers in depths:
+        agreement[str(layers)] = {}
+        for int8 in (False, True):
+            full, pruned = (OnnxQueryEncoder(folders[vocab, layers], int8=int8, threads=1) for vocab in (FULL, PRUNED))
+            cosine = (full.encode_queries(queries) * pruned.encode_queries(queries)).sum(axis=1)
+            agreement[str(layers)]["int8" if int8 else "fp32"] = {"min_cosine": float(cosine.min()),
+                                                                  "mean_cosine": float(cosine.mean())}
+        logger.info("%d layers: the two vocabularies' query vectors agree %s", layers, agreement[str(layers)])
+
+    models = {label[key]: OnnxQueryEncoder(folder, int8=True, threads=1) for key, folder in folders.items()}
+    reference = label[FULL, 12]
+    report = measure_latency(models, queries[:LATENCY_QUERIES],
+                             control=(reference, OnnxQueryEncoder(folders[FULL, 12], int8=True, threads=1)))
+    medians = report.medians()
+    rows = {}
+    for key, folder in folders.items():
+        # as the frontier quotes it: a ratio of medians, kept only when the self-check passed (a tower whose time
+        # is mostly per-call cost is flagged, not dropped: that cost is what a small tower pays)
+        ratio = medians[reference] / medians[label[key]] if report.trusted else None
+        rows[label[key]] = {"vocabulary_kind": key[0], "layers": key[1], "speedup_int8": ratio,
+                            "overhead_dominated": report.models[label[key]].overhead_dominated,
+                            "int8_p50_ms": medians[label[key]],
+                            "int8_file_mib": (folder / INT8_FILE).stat().st_size / 2**20,
+                            **parameters(cut(bases[key[0]], key[1], args.work))}
+    record = BenchmarkRecord(
+        experiment=EXPERIMENT, name="vocab_pruning",
+        config={"data": portable(data), "vocab_files": [f for f in VOCAB_FILES if (data / f).is_file()],
+                "layers": depths, "keep": "strided", "int8_options": INT8_OPTIONS, "threads": 1,
+                "latency_queries": len(queries[:LATENCY_QUERIES]), "latency": report.settings.to_dict()},
+        scores={"agreement_full_vs_pruned": agreement},
+        latencies={"query_ms_p50": medians, "report": report.to_dict()},
+        extra={"towers": rows, "trusted": report.trusted, "self_check": report.self_check.describe()})
+    path = write_record(record, args.out)
+
+    lines = ["# Vocabulary pruning of the query tower — multilingual-e5-small, dev set", "",
+             f"The dev-set vocabulary keeps {rows[label[PRUNED, 12]]['vocabulary']:,} of "
+             f"{rows[label[FULL, 12]]['vocabulary']:,} token rows. Speed-up over the full-vocabulary 12 layers, ONNX "
+             "int8, batch 1, one thread, side by side (model order randomised per query).", "",
+             "| query tower | parameters | int8 file (MiB) | latency (ms, p50 (p10, p90)) | speed-up | "
+             "min cosine to the full vocabulary (fp32 / int8) |", "|---|---|---|---|---|---|"]
+    for key in folders:
+        row, agree = rows[label[key]], agreement[str(key[1])]
+        ratio = f"{row['speedup_int8']:.2f}×" if row["speedup_int8"] else "–"
+        same = "–" if key[0] == FULL else f"{agree['fp32']['min_cosine']:.4f} / {agree['int8']['min_cosine']:.4f}"
+        lines.append(f"| {label[key]} | {row['params'] / 1e6:.1f} M | {row['int8_file_mib']:.1f} | "
+                     f"{format_latency(report.models[label[key]])} | {ratio} | {same} |")
+    lines += ["", report.self_check.describe() + f"; load average {report.context['load_average_1min_after']} on "
+              f"{record.machine['cores']} shared cores.", "",
+              f"Command: `{record.command}` (commit {record.commit}); record: `{path.relative_to(ROOT)}`."]
+    with atomic_write(path.with_suffix(".md")) as fh:
+        fh.write("\n".join(lines) + "\n")
+    print("\n".join(lines))  # noqa: T201 — the script's report
+
+
+if __name__ == "__main__":
+    main()
