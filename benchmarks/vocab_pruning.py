@@ -9,7 +9,8 @@ segment differently (shorter pieces, ``<unk>`` for a character none of them has)
 * every test query (none of them among the vocabulary's texts) is encoded by both vocabularies at each depth:
   the cosine between the two (fp32 and int8) and the share of queries whose vector changed say whether the pruned
   tower still computes the same vectors on queries it was not cut for;
-* all towers answer single queries side by side (``care.bench.latency.measure_latency``: batch 1, one thread,
+* all towers (with ``--ffn-width``, also each shallow depth with narrower feed-forward blocks) answer single
+  queries side by side (``care.bench.latency.measure_latency``: batch 1, one thread,
   model order randomised per query, self-check of a second copy of the full-vocabulary 12-layer tower): the
   speed-up of each over the full-vocabulary 12 layers, as the frontier reports it;
 * the int8 file's size and the parameters (the memory a query worker holds);
@@ -20,7 +21,7 @@ Writes ``benchmarks/results/frontier/vocab_pruning.json`` (``care.bench.record``
 
 Usage::
 
-    python -m benchmarks.vocab_pruning --data ../shared/data/toyhom_neike_sample [--layers 1 2 12]
+    python -m benchmarks.vocab_pruning --data ../shared/data/toyhom_neike_sample [--layers 1 2 12] [--ffn-width 768]
 """
 
 from __future__ import annotations
@@ -89,6 +90,19 @@ def cut(model: Path, layers: int, work: Path) -> Path:
     return out
 
 
+def narrowed(model: Path, width: int | None, work: Path) -> Path:
+    """``model`` with its feed-forward blocks narrowed to ``width`` neurons, ranked by weights only (the shape sets
+    the time; ``care model prune --ffn-width``), once; ``model`` itself for None."""
+    from care.models.ffn_prune import prune_ffn
+
+    if width is None:
+        return model
+    out = work / f"{model.name}-ffn{width}"
+    if not out.is_dir():
+        prune_ffn(model, width, out)
+    return out
+
+
 def exported(model: Path, work: Path) -> Path:
     """``model``'s query side in ONNX, fp32 and int8 (``care export-onnx``), once."""
     out = work / f"onnx-{model.name}"
@@ -128,6 +142,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=None, help="the dev set's folder (default: $CARE_DEV_SET)")
     parser.add_argument("--layers", type=int, nargs="+", default=[1, 2, 12], help="query-tower depths (12 included)")
+    parser.add_argument("--ffn-width", type=int, nargs="*", default=[],
+                        help="also time each depth below 12 with its feed-forward blocks narrowed to these widths")
     parser.add_argument("--work", type=Path, default=RUNS / "vocab_pruning")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
@@ -136,44 +152,47 @@ def main() -> None:
     depths = sorted(set(args.layers) | {12}, reverse=True)
     args.work.mkdir(parents=True, exist_ok=True)
     bases = {FULL: e5_cut(12, "first"), PRUNED: pruned_e5(data, args.work)}
-    folders = {(vocab, layers): exported(cut(base, layers, args.work), args.work)
-               for vocab, base in bases.items() for layers in depths}
-    label = {key: f"{key[1]} layers, {key[0]}" for key in folders}
+    shapes = [(layers, None) for layers in depths] + [(layers, width) for width in args.ffn_width
+                                                       for layers in depths if layers < 12]
+    towers = {(vocab, layers, width): narrowed(cut(base, layers, args.work), width, args.work)
+              for vocab, base in bases.items() for layers, width in shapes}
+    folders = {key: exported(model, args.work) for key, model in towers.items()}
+    label = {key: f"{key[1]} layers{f', FFN {key[2]}' if key[2] else ''}, {key[0]}" for key in folders}
     queries = [r["text"] for _, r in iter_jsonl(data / "test_queries.jsonl")]
 
     agreement = {}
     for layers in depths:
         agreement[str(layers)] = {}
         for int8 in (False, True):
-            full, pruned = (OnnxQueryEncoder(folders[vocab, layers], int8=int8, threads=1) for vocab in (FULL, PRUNED))
+            full, pruned = (OnnxQueryEncoder(folders[vocab, layers, None], int8=int8, threads=1) for vocab in (FULL, PRUNED))
             cosine = (full.encode_queries(queries) * pruned.encode_queries(queries)).sum(axis=1)
             agreement[str(layers)]["int8" if int8 else "fp32"] = {
                 "min_cosine": float(cosine.min()), "mean_cosine": float(cosine.mean()),
                 "changed_share": float((cosine < SAME_VECTOR_COSINE).mean())}
         logger.info("%d layers: the two vocabularies' query vectors agree %s", layers, agreement[str(layers)])
 
-    ndcg = retrieval_quality({label[vocab, 12]: folders[vocab, 12] for vocab in bases}, data, args.work)
+    ndcg = retrieval_quality({label[vocab, 12, None]: folders[vocab, 12, None] for vocab in bases}, data, args.work)
     logger.info("test nDCG@10 at 12 layers, e5 documents: %s", ndcg)
 
     models = {label[key]: OnnxQueryEncoder(folder, int8=True, threads=1) for key, folder in folders.items()}
-    reference = label[FULL, 12]
+    reference = label[FULL, 12, None]
     report = measure_latency(models, queries[:LATENCY_QUERIES],
-                             control=(reference, OnnxQueryEncoder(folders[FULL, 12], int8=True, threads=1)))
+                             control=(reference, OnnxQueryEncoder(folders[FULL, 12, None], int8=True, threads=1)))
     medians = report.medians()
     rows = {}
     for key, folder in folders.items():
         # as the frontier quotes it: a ratio of medians, kept only when the self-check passed (a tower whose time
         # is mostly per-call cost is flagged, not dropped: that cost is what a small tower pays)
         ratio = medians[reference] / medians[label[key]] if report.trusted else None
-        rows[label[key]] = {"vocabulary_kind": key[0], "layers": key[1], "speedup_int8": ratio,
+        rows[label[key]] = {"vocabulary_kind": key[0], "layers": key[1], "ffn_width": key[2], "speedup_int8": ratio,
                             "overhead_dominated": report.models[label[key]].overhead_dominated,
                             "int8_p50_ms": medians[label[key]],
                             "int8_file_mib": (folder / INT8_FILE).stat().st_size / 2**20,
-                            **parameters(cut(bases[key[0]], key[1], args.work))}
+                            **parameters(towers[key])}
     record = BenchmarkRecord(
         experiment=EXPERIMENT, name="vocab_pruning",
         config={"data": portable(data), "vocab_files": [f for f in VOCAB_FILES if (data / f).is_file()],
-                "layers": depths, "keep": "strided", "int8_options": INT8_OPTIONS, "threads": 1,
+                "layers": depths, "ffn_widths": args.ffn_width, "keep": "strided", "int8_options": INT8_OPTIONS, "threads": 1,
                 "latency_queries": len(queries[:LATENCY_QUERIES]), "latency": report.settings.to_dict()},
         scores={"agreement_full_vs_pruned": agreement, "ndcg_at_10_e5_documents": ndcg},
         latencies={"query_ms_p50": medians, "report": report.to_dict()},
@@ -181,8 +200,8 @@ def main() -> None:
     path = write_record(record, args.out)
 
     lines = ["# Vocabulary pruning of the query tower — multilingual-e5-small, dev set", "",
-             f"The dev-set vocabulary keeps {rows[label[PRUNED, 12]]['vocabulary']:,} of "
-             f"{rows[label[FULL, 12]]['vocabulary']:,} token rows. Speed-up over the full-vocabulary 12 layers, ONNX "
+             f"The dev-set vocabulary keeps {rows[label[PRUNED, 12, None]]['vocabulary']:,} of "
+             f"{rows[label[FULL, 12, None]]['vocabulary']:,} token rows. Speed-up over the full-vocabulary 12 layers, ONNX "
              "int8, batch 1, one thread, side by side (model order randomised per query).", "",
              f"Vocabulary cut to: {', '.join(record.config['vocab_files'])}; the agreement columns encode the "
              f"{len(queries):,} test queries (not among those texts) with both vocabularies.", "",
@@ -193,7 +212,7 @@ def main() -> None:
     for key in folders:
         row, agree = rows[label[key]], agreement[str(key[1])]
         ratio = f"{row['speedup_int8']:.2f}×" if row["speedup_int8"] else "–"
-        same = ("– | –" if key[0] == FULL else f"{agree['int8']['min_cosine']:.4f} / {agree['int8']['mean_cosine']:.4f} | "
+        same = ("– | –" if key[0] == FULL or key[2] else f"{agree['int8']['min_cosine']:.4f} / {agree['int8']['mean_cosine']:.4f} | "
                 f"{agree['fp32']['changed_share']:.1%}")
         lines.append(f"| {label[key]} | {row['params'] / 1e6:.1f} M | {row['int8_file_mib']:.1f} | "
                      f"{format_latency(report.models[label[key]])} | {ratio} | {same} |")
