@@ -54,3 +54,11 @@ def test_a_progress_file_from_before_inputs_were_recorded_still_resumes(tmp_path
     del saved["inputs"]
     progress_path.write_text(json.dumps(saved), encoding="utf-8")
     assert StreamCheckpoint(tmp_path / "out.jsonl", {"step": "test"}, inputs=[source]).resume().lines_done == 2
+
+
+def test_a_missing_input_is_named_before_any_checkpoint_file_is_made(tmp_path) -> None:
+    from care.data.errors import DataFormatError
+
+    with pytest.raises(DataFormatError, match=r"nowhere\.jsonl"):
+        StreamCheckpoint(tmp_path / "out" / "kept.jsonl", {"step": "test"}, inputs=[tmp_path / "nowhere.jsonl"]).resume()
+    assert not (tmp_path / "out").exists()

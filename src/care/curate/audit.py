@@ -21,6 +21,9 @@ from care.errors import CareError
 
 logger = logging.getLogger(__name__)
 
+DEFAULT_TOP_K = 10
+MAX_EXAMPLES = 20
+
 
 def task_relevance_threshold(task_dir: Path) -> int:
     """The qrels grade from which the task counts a document relevant: its ``task.json``'s, else 1."""
@@ -28,9 +31,6 @@ def task_relevance_threshold(task_dir: Path) -> int:
 
     task_file = task_dir / TASK_FILE
     return TaskMetadata.from_task_file(task_file).relevance_threshold if task_file.is_file() else 1
-
-DEFAULT_TOP_K = 10
-MAX_EXAMPLES = 20
 
 
 def audit_benchmark(

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from care.data.io import write_json
+from care.data.io import require_file, write_json
 from care.encoders.fingerprint import file_sha256
 from care.errors import CareError
 
@@ -59,8 +59,8 @@ class StreamCheckpoint:
 
     def resume(self) -> Progress:
         """Load the progress of an interrupted run (or start fresh) and truncate the partial output."""
+        self.input_digests = {str(p): file_sha256(require_file(p)) for p in self.inputs}  # before any file is made
         self.out_path.parent.mkdir(parents=True, exist_ok=True)
-        self.input_digests = {str(p): file_sha256(p) for p in self.inputs}
         if self.progress_path.is_file() and self.partial_path.is_file():
             saved = json.loads(self.progress_path.read_text(encoding="utf-8"))
             if saved.get("settings") != self.settings:
