@@ -11,7 +11,9 @@
 #   LAYERS=0 EXTRA_LAYERS="" TAG=frontier_L0 RICH_TAG=frontier_rich_L0 OUT=... bash benchmarks/frontier_gpu.sh
 #   LAYERS=3 EXTRA_LAYERS="" TAG=frontier_L3 RICH_TAG=frontier_rich_L3 OUT=... bash benchmarks/frontier_gpu.sh
 # FFN narrows the run's query tower's feed-forward blocks (care model prune --ffn-width, ranked on the training
-# queries), e.g. LAYERS=4 FFN=768 EXTRA_LAYERS="" TAG=frontier_L4_ffn768 RICH_TAG=frontier_rich_L4_ffn768
+# queries), e.g. LAYERS=4 FFN=768 EXTRA_LAYERS="" TAG=frontier_L4_ffn768 RICH_TAG=frontier_rich_L4_ffn768, or the 5x
+# candidate the CPU's Stage I probes rank first (docs/lab-notes.md, 2026-11-29):
+#   LAYERS=2 FFN=768 EXTRA_LAYERS="" TAG=frontier_L2_ffn768 RICH_TAG=frontier_rich_L2_ffn768 OUT=... bash benchmarks/frontier_gpu.sh
 # HIDDEN / RELATIONS add layer-wise distillation from the fine-tuned 12-layer tower to CARE [rich]'s Stage I
 # (stage1:loss.lambda_hidden / lambda_relations, care.train.layer_distill), e.g. HIDDEN=1 RELATIONS=1
 # RICH_TAG=frontier_rich_layers EXTRA_LAYERS="" (the base records of LAYERS are rebuilt from the finished stages).
