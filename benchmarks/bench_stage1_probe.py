@@ -36,8 +36,8 @@ import shutil
 from pathlib import Path
 
 from benchmarks._common import RESULTS, RUNS, dev_set, portable
-from benchmarks.real_weights_setup import (CONFIGS, EXPERIMENT, PROBE_FOLDER, e5_spec, finished, model_spec, prepare,
-                                           score_rows)
+from benchmarks.real_weights_setup import (CONFIGS, EXPERIMENT, PROBE_FOLDER, e5_spec, finished, model_spec, narrowed,
+                                           prepare, score_rows)
 from care.bench.record import BenchmarkRecord, write_record
 from care.data.io import atomic_write, iter_jsonl
 from care.train.config import TrainConfig, apply_overrides, load_config
@@ -78,16 +78,6 @@ def mean_pairwise_cosine(vectors) -> float:
     n = len(vectors)
     total = float((vectors.sum(axis=0) ** 2).sum())  # sum over all pairs i, j of <v_i, v_j>, diagonal included
     return (total - n) / (n * (n - 1))
-
-
-def narrowed(tower: Path, width: int, out: Path, queries_file: Path) -> Path:
-    """``tower`` with every feed-forward block narrowed to ``width`` neurons, ranked on the queries of
-    ``queries_file`` (``care model prune --ffn-width --importance-texts``), written to ``out`` once."""
-    from care.models.ffn_prune import prune_ffn
-
-    if not out.is_dir():
-        prune_ffn(tower, width, out, texts=[r["query"] for _, r in iter_jsonl(queries_file)])
-    return out
 
 
 def run_probe(name: str, settings: list[str], recipe: Path, work: Path, alignment: Path,

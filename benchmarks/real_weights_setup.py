@@ -125,13 +125,18 @@ def e5_cuts(e5: Path, layers: int, work: Path) -> Path:
 def e5_narrow(e5: Path, layers: int, width: int, work: Path, texts_file: Path | None = None) -> Path:
     """e5 cut to ``layers`` strided layers with every feed-forward block narrowed to ``width`` neurons (care model
     prune --ffn-width), the neurons ranked on the queries of ``texts_file`` (weights only without it), once."""
-    from care.data.text_files import texts_of_files
+    out = work / f"e5-L{layers}-strided-ffn{width}{'-queries' if texts_file else ''}"
+    return narrowed(e5_cuts(e5, layers, work), width, out, texts_file) if not out.is_dir() else out
+
+
+def narrowed(model: Path, width: int, out: Path, texts_file: Path | None = None) -> Path:
+    """``model`` with every feed-forward block narrowed to ``width`` neurons (care model prune --ffn-width), written
+    to ``out`` once; the neurons ranked on the queries of the training file ``texts_file`` (by weights only
+    without it: enough where only the shape matters, as for timing)."""
     from care.models.ffn_prune import prune_ffn
 
-    out = work / f"e5-L{layers}-strided-ffn{width}{'-queries' if texts_file else ''}"
     if not out.is_dir():
-        texts = [r["query"] for _, r in iter_jsonl(texts_file)] if texts_file else []
-        prune_ffn(e5_cuts(e5, layers, work), width, out, texts=texts)
+        prune_ffn(model, width, out, texts=[r["query"] for _, r in iter_jsonl(texts_file)] if texts_file else [])
     return out
 
 

@@ -41,6 +41,7 @@ import numpy as np
 
 from benchmarks._common import RESULTS, ROOT, RUNS, dev_set, portable
 from benchmarks.bench_datasets import e5_cut
+from benchmarks.real_weights_setup import narrowed
 from care.bench.latency import format_latency, measure_latency
 from care.bench.record import BenchmarkRecord, write_record
 from care.data.io import atomic_write, iter_jsonl
@@ -89,19 +90,6 @@ def cut(model: Path, layers: int, work: Path) -> Path:
     out = work / f"{model.name}-L{layers}-strided"
     if not out.is_dir():
         prune_layers(model, layers, out, keep="strided")
-    return out
-
-
-def narrowed(model: Path, width: int | None, work: Path) -> Path:
-    """``model`` with its feed-forward blocks narrowed to ``width`` neurons, ranked by weights only (the shape sets
-    the time; ``care model prune --ffn-width``), once; ``model`` itself for None."""
-    from care.models.ffn_prune import prune_ffn
-
-    if width is None:
-        return model
-    out = work / f"{model.name}-ffn{width}"
-    if not out.is_dir():
-        prune_ffn(model, width, out)
     return out
 
 
@@ -156,8 +144,11 @@ def main() -> None:
     bases = {FULL: e5_cut(12, "first"), PRUNED: pruned_e5(data, args.work)}
     shapes = [(layers, None) for layers in depths] + [(layers, width) for width in args.ffn_width
                                                        for layers in depths if layers < 12]
-    towers = {(vocab, layers, width): narrowed(cut(base, layers, args.work), width, args.work)
-              for vocab, base in bases.items() for layers, width in shapes}
+    towers = {}
+    for vocab, base in bases.items():
+        for layers, width in shapes:  # narrowed by weights only: the shape sets the time
+            tower = cut(base, layers, args.work)
+            towers[vocab, layers, width] = narrowed(tower, width, args.work / f"{tower.name}-ffn{width}") if width else tower
     folders = {key: exported(model, args.work) for key, model in towers.items()}
     label = {key: f"{key[1]} layers{f', FFN {key[2]}' if key[2] else ''}, {key[0]}" for key in folders}
     queries = [r["text"] for _, r in iter_jsonl(data / "test_queries.jsonl")]

@@ -70,13 +70,14 @@ def label_pairs(judges: Sequence[Judge], pairs: Sequence[JudgePair], cache: Judg
     text); it is counted in ``blank_pairs`` and left unlabelled.
     """
     result = LabelResult()
-    blank = [p for p in pairs if not (has_visible(p.query) and has_visible(p.passage))]
-    if blank:
-        result.blank_pairs = len(blank)
-        queries = sorted({p.query_id for p in blank if not has_visible(p.query)})
+    shown = [p for p in pairs if has_visible(p.query) and has_visible(p.passage)]
+    if len(shown) < len(pairs):
+        result.blank_pairs = len(pairs) - len(shown)
+        queries = sorted({p.query_id for p in pairs if not has_visible(p.query)})
         logger.warning("%d pair(s) whose query or passage shows nothing (only whitespace or zero-width characters) "
-                       "were not judged%s", len(blank), f"; queries without visible text: {queries[:10]}" if queries else "")
-        pairs = [p for p in pairs if has_visible(p.query) and has_visible(p.passage)]
+                       "were not judged%s", result.blank_pairs,
+                       f"; queries without visible text: {queries[:10]}" if queries else "")
+        pairs = shown
     for judge in judges:
         run = judge_pairs(judge, pairs, cache, show_progress=show_progress)
         result.grades[judge.id] = run.grades
