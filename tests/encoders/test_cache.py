@@ -112,3 +112,63 @@ def test_default_dir_from_env(tmp_path, monkeypatch):
     assert default_cache_dir() == tmp_path
     monkeypatch.delenv("CARE_CACHE_DIR")
     assert default_cache_dir().parts[-3:] == (".cache", "care", "embeddings")
+
+
+class ByText:
+    """Vectors that depend on the text alone (as a real encoder's); records every text it encodes."""
+
+    def __init__(self):
+        self.seen: list[str] = []
+
+    def __call__(self, chunk):
+        self.seen += list(chunk)
+        return np.array([[len(t), sum(map(ord, t)) % 97, 1.0] for t in chunk], dtype=np.float32)
+
+
+def test_a_grown_text_set_encodes_only_its_new_texts(tmp_path):
+    cache = EmbeddingCache(tmp_path, chunk_size=4, grow_chunks=False)
+    first = ByText()
+    old = np.array(cache.get_or_encode(cache.key("fp", "document", None, IDS[:6], TEXTS[:6]), TEXTS[:6], first))
+    grown_texts = ["新的文本", *TEXTS[::-1], TEXTS[0]]  # shuffled, one new text, one text twice
+    grown_ids = [f"g{i}" for i in range(len(grown_texts))]  # ids play no part: a vector is the text's
+    second = ByText()
+    key = cache.key("fp", "document", None, grown_ids, grown_texts)
+    grown = np.array(cache.get_or_encode(key, grown_texts, second))
+    assert sorted(second.seen) == sorted(["新的文本", *TEXTS[6:]])
+    for row, text in enumerate(grown_texts):
+        expected = old[TEXTS.index(text)] if text in TEXTS[:6] else ByText()([text])[0]
+        assert np.array_equal(grown[row], expected), text
+    assert np.array_equal(np.array(cache.get_or_encode(key, grown_texts, ByText())), grown)
+
+
+@pytest.mark.parametrize("other", [("fp2", "document", None, "float32"), ("fp", "query", None, "float32"),
+                                   ("fp", "document", "inst", "float32"), ("fp", "document", None, "float16")])
+def test_rows_are_copied_only_from_the_same_encoder_role_instruction_and_dtype(tmp_path, other):
+    fingerprint, role, instruction, dtype = other
+    EmbeddingCache(tmp_path, dtype=dtype).get_or_encode(
+        EmbeddingCache(tmp_path).key(fingerprint, role, instruction, IDS, TEXTS), TEXTS, ByText())
+    encoder = ByText()
+    cache = EmbeddingCache(tmp_path)
+    cache.get_or_encode(cache.key("fp", "document", None, IDS[:3], TEXTS[:3]), TEXTS[:3], encoder)
+    assert encoder.seen == TEXTS[:3]
+
+
+def test_an_interrupted_encode_of_a_grown_set_resumes_with_copied_rows(tmp_path):
+    cache = EmbeddingCache(tmp_path, chunk_size=2, grow_chunks=False)
+    cache.get_or_encode(cache.key("fp", "document", None, IDS[:4], TEXTS[:4]), TEXTS[:4], ByText())
+    key = cache.key("fp", "document", None, IDS, TEXTS)
+    calls = []
+
+    def crashing(chunk):
+        if calls:
+            raise KeyboardInterrupt("simulated crash")
+        calls.append(list(chunk))
+        return ByText()(chunk)
+
+    with pytest.raises(KeyboardInterrupt):
+        cache.get_or_encode(key, TEXTS, crashing)
+    assert calls == [TEXTS[4:6]], "rows 0-3 were copied, rows 4-5 encoded before the crash"
+    resumed = ByText()
+    out = np.array(cache.get_or_encode(key, TEXTS, resumed))
+    assert resumed.seen == TEXTS[6:]
+    assert np.array_equal(out, ByText()(TEXTS))

@@ -6,6 +6,11 @@ content hash covers the ids and texts in order; it lives in ``<root>/<key[:2]>/<
 - ``embeddings.npy`` — an ``(n, dim)`` float32 or float16 array, opened as a read-only memmap;
 - ``manifest.json`` — what the entry holds (written last, atomically; its presence marks completion).
 
+- ``row_digests.npy`` — the SHA-1 of each row's text (written before the manifest), so that a later entry of the
+  same encoder, role and instruction copies the rows of texts it shares instead of encoding them again (a
+  corpus with a few documents added, Stage I's alignment texts grown by a query log: the paper's document
+  encoder is an LLM, and a grown text set should cost only its new texts).
+
 While encoding, rows go to ``embeddings.partial.npy`` chunk by chunk and ``progress.json`` records
 how many rows are finished (written atomically after each chunk is flushed), so an interrupted run
 resumes at the last finished chunk. Only one chunk of texts is handed to the encoder at a time;
@@ -53,6 +58,7 @@ EMBEDDINGS_FILE = "embeddings.npy"
 PARTIAL_FILE = "embeddings.partial.npy"
 PROGRESS_FILE = "progress.json"
 MANIFEST_FILE = "manifest.json"
+ROW_DIGESTS_FILE = "row_digests.npy"
 
 EncodeFn = Callable[[Sequence[str]], np.ndarray]
 
@@ -81,6 +87,12 @@ def streamed_content_hash(pairs: Iterable[tuple[str, str]]) -> tuple[str, int]:
         h.update(b"\x1e")
         n += 1
     return h.hexdigest(), n
+
+
+def row_digests(texts: Sequence[str]) -> np.ndarray:
+    """The SHA-1 of each text (a ``(n,)`` array of 20-byte strings): what :meth:`EmbeddingCache.get_or_encode`
+    matches rows of earlier entries by (an encoder's vector of a text does not depend on the text's id)."""
+    return np.array([hashlib.sha1(t.encode("utf-8")).digest() for t in texts], dtype="S20")
 
 
 def check_embeddings(arr: np.ndarray, n_rows: int, what: str, dim: int | None = None) -> np.ndarray:
@@ -168,14 +180,7 @@ class EmbeddingCache:
         embeddings = check_embeddings(embeddings, key.n_rows, f"embeddings for {name or key.fingerprint}")
         folder = self.entry_dir(key)
         folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = new_temporary_sibling(folder / EMBEDDINGS_FILE, suffix=".npy")
-        os.close(fd)
-        try:
-            np.save(tmp, np.asarray(embeddings, dtype=self.dtype))
-            os.replace(tmp, folder / EMBEDDINGS_FILE)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        _save_array(folder / EMBEDDINGS_FILE, np.asarray(embeddings, dtype=self.dtype))
         self._write_manifest(key, folder, int(embeddings.shape[1]), name)
         return np.load(folder / EMBEDDINGS_FILE, mmap_mode="r")
 
@@ -222,11 +227,14 @@ class EmbeddingCache:
             logger.info("resuming %s %s embeddings at row %d of %d", name, key.role, done, key.n_rows)
             if progress is not None:
                 progress.update(done)
+        digests = row_digests(texts)
+        reuse = self._earlier_rows(key, folder, digests[done:], done)
         start, size = done, self.chunk_size
         while start < key.n_rows:
             chunk = texts[start : start + size]
             t0 = time.perf_counter()
-            vecs = check_embeddings(encode(chunk), len(chunk), f"{name or 'encoder'} {key.role} embeddings", dim)
+            vecs = check_embeddings(_encode_missing(chunk, start, reuse, encode), len(chunk),
+                                    f"{name or 'encoder'} {key.role} embeddings", dim)
             if out is None:
                 dim = int(vecs.shape[1])
                 out = np.lib.format.open_memmap(partial, mode="w+", dtype=self.dtype, shape=(key.n_rows, dim))
@@ -242,9 +250,39 @@ class EmbeddingCache:
             raise CareError("nothing to encode: the text list is empty")
         del out
         os.replace(partial, folder / EMBEDDINGS_FILE)
+        _save_array(folder / ROW_DIGESTS_FILE, digests)
         self._write_manifest(key, folder, int(dim or 0), name)
         (folder / PROGRESS_FILE).unlink(missing_ok=True)
         return np.load(folder / EMBEDDINGS_FILE, mmap_mode="r")
+
+    def _earlier_rows(self, key: CacheKey, folder: Path, digests: np.ndarray, offset: int) -> dict[int, np.ndarray]:
+        """Rows (by position in the new entry, from ``offset``) whose text a finished entry of the same
+        fingerprint, role, instruction and dtype already holds, mapped to that entry's vector."""
+        wanted: dict[bytes, list[int]] = {}
+        for i, digest in enumerate(digests.tolist()):
+            wanted.setdefault(digest, []).append(offset + i)
+        found: dict[int, np.ndarray] = {}
+        for manifest in sorted(self.root.glob(f"*/*/{MANIFEST_FILE}")):
+            other = manifest.parent
+            if other == folder or not (other / ROW_DIGESTS_FILE).is_file() or not wanted:
+                continue
+            try:
+                meta = json.loads(manifest.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                continue
+            if (meta.get("fingerprint"), meta.get("role"), meta.get("instruction"), meta.get("dtype")) != (
+                    key.fingerprint, key.role, key.instruction, self.dtype):
+                continue
+            matrix, held = np.load(other / EMBEDDINGS_FILE, mmap_mode="r"), np.load(other / ROW_DIGESTS_FILE)
+            if matrix.ndim != 2 or matrix.shape[0] != len(held):
+                continue
+            for row, digest in enumerate(held.tolist()):
+                for position in wanted.pop(digest, ()):
+                    found[position] = matrix[row]
+        if found:
+            logger.info("embedding cache: %d of %d rows copied from earlier entries of this encoder",
+                        len(found), len(digests))
+        return found
 
     def _read_progress(self, folder: Path, key: CacheKey) -> tuple[int, int | None]:
         progress, partial = folder / PROGRESS_FILE, folder / PARTIAL_FILE
@@ -263,6 +301,33 @@ class EmbeddingCache:
     def clear(self, key: CacheKey) -> None:
         """Remove one entry (finished or partial)."""
         shutil.rmtree(self.entry_dir(key), ignore_errors=True)
+
+
+def _encode_missing(chunk: Sequence[str], start: int, reuse: dict[int, np.ndarray], encode: EncodeFn) -> np.ndarray:
+    """``encode(chunk)``, except the rows ``reuse`` holds (by position in the entry): only the rest is encoded."""
+    held = [i for i in range(len(chunk)) if start + i in reuse]
+    if not held:
+        return encode(chunk)
+    missing = [i for i in range(len(chunk)) if start + i not in reuse]
+    vecs = np.empty((len(chunk), len(reuse[start + held[0]])), dtype=np.float32)
+    for i in held:
+        vecs[i] = reuse[start + i]
+    if missing:
+        vecs[missing] = check_embeddings(encode([chunk[i] for i in missing]), len(missing), "encoder output",
+                                         vecs.shape[1])
+    return vecs
+
+
+def _save_array(path: Path, array: np.ndarray) -> None:
+    """``np.save`` through a temporary sibling and a rename (never a half-written file)."""
+    fd, tmp = new_temporary_sibling(path, suffix=".npy")
+    os.close(fd)
+    try:
+        np.save(tmp, array)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 @contextmanager

