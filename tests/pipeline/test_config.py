@@ -125,6 +125,36 @@ def test_alignment_sentences_join_stage1s_query_side(tmp_path):
     assert {r["query"] for r in rows if r["type"] == "query_align"} - {"头痛怎么办", "发烧吃什么药"} == {"感冒时要多休息"}
 
 
+def test_alignment_queries_join_stage1s_query_side_before_corpus_sentences(tmp_path):
+    """inputs.alignment_queries: unlabelled questions (resolved next to the config) become query-side alignment
+    rows after the training queries and before the corpus sentences; a training query repeated there is kept once."""
+    from types import SimpleNamespace
+
+    from care.data.io import write_jsonl
+    from care.pipeline.train import care_alignment_file
+
+    write_jsonl(tmp_path / "train.jsonl", [{"query": "头痛怎么办", "pos": ["头痛可以休息。多喝水有帮助。"]}])
+    write_jsonl(tmp_path / "corpus.jsonl", [{"id": "d1", "text": "感冒时要多休息。咳嗽可以喝止咳糖浆。"}])
+    (tmp_path / "logs").mkdir()
+    write_jsonl(tmp_path / "logs" / "search.jsonl", [{"_id": "s1", "text": "宝宝十个月没长牙怎么办"},
+                                                     {"_id": "s2", "text": "头痛怎么办"},
+                                                     {"_id": "s3", "text": "孩子左下腹部疼"}])
+    (tmp_path / "run.yaml").write_text("inputs: {train_file: train.jsonl, tasks: [CMedTEB-Retrieval], corpus: "
+                                       "corpus.jsonl, alignment_queries: [logs/search.jsonl]}\n", encoding="utf-8")
+    config = load_run_config(tmp_path / "run.yaml")
+    assert config.inputs.alignment_queries == [str(tmp_path / "logs" / "search.jsonl")]
+    assert RunConfig.from_dict(config.to_dict()) == config
+    target = care_alignment_file(SimpleNamespace(config=config), str(tmp_path / "train.jsonl"), tmp_path / "care")
+    rows = [json.loads(line) for line in open(target, encoding="utf-8")]
+    assert [r["query"] for r in rows if r["type"] == "query_align"] == ["头痛怎么办", "宝宝十个月没长牙怎么办", "孩子左下腹部疼"]
+    both = load_run_config(tmp_path / "run.yaml", ["recipes.care.alignment_sentences=5"])
+    target = care_alignment_file(SimpleNamespace(config=both), str(tmp_path / "train.jsonl"), tmp_path / "both")
+    query_side = [json.loads(line)["query"] for line in open(target, encoding="utf-8")
+                  if json.loads(line)["type"] == "query_align"]
+    assert query_side[:3] == ["头痛怎么办", "宝宝十个月没长牙怎么办", "孩子左下腹部疼"]
+    assert set(query_side[3:]) == {"感冒时要多休息", "咳嗽可以喝止咳糖浆"}
+
+
 def test_mining_settings_are_checked_when_the_config_loads(tmp_path):
     (tmp_path / "train.jsonl").write_text('{"query": "q", "pos": ["p"]}\n', encoding="utf-8")
     base = "inputs: {train_file: train.jsonl, tasks: [CMedTEB-Retrieval]}\n"

@@ -57,6 +57,7 @@ def test_qrels_naming_a_missing_document_fails_before_any_step(tmp_path, no_step
     ("duplicate", r"beir/corpus.jsonl, line 2, field 'id': duplicate id 'd1' \(first seen on line 1\)"),
     ("split", r"no qrels for split 'train'.*its splits are: dev, test"),
     ("index corpus", r"other.jsonl, line 1, field 'id': missing field"),
+    ("alignment queries", r"log.jsonl, line 2, field 'text'"),
 ])
 def test_every_input_is_read_before_any_step(tmp_path, no_step_runs, broken, message):
     beir = write_beir_folder(tmp_path)
@@ -70,6 +71,10 @@ def test_every_input_is_read_before_any_step(tmp_path, no_step_runs, broken, mes
         beir.corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
     elif broken == "split":
         inputs["split"] = "train"
+    elif broken == "alignment queries":
+        log = tmp_path / "log.jsonl"
+        log.write_text('{"id": "1", "text": "头痛怎么办"}\n{"id": "2", "text": "  "}\n', encoding="utf-8")
+        inputs["alignment_queries"] = [str(log)]
     else:
         other = tmp_path / "other.jsonl"
         other.write_text('{"text": "没有编号"}\n', encoding="utf-8")

@@ -78,6 +78,10 @@ class InputsConfig(Config):
         corpus: the ``corpus.jsonl`` to index (and to mine negatives from when nothing is curated);
             ``null``: the main task's corpus.
         instruction: the query instruction of tasks that declare none (a folder without ``task.json``).
+        alignment_queries: unlabelled questions Stage I aligns the query tower on, never labelled or trained on as
+            pairs (queries files, JSONL ``{"id" or "_id", "text"}``: a search log, another set's questions). They
+            join the query side of Stage I's alignment data after the training queries and before
+            ``recipes.care.alignment_sentences``' corpus sentences (and so the ranking part's queries).
     """
 
     raw_queries: str | None = None
@@ -88,6 +92,7 @@ class InputsConfig(Config):
     split: str | None = None
     corpus: str | None = None
     instruction: str | None = None
+    alignment_queries: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -171,9 +176,9 @@ class CareRecipeConfig(Config):
         alignment_sentence_max_chars: the longest corpus sentence ``alignment_sentences`` takes (``null``: 60
             characters, :data:`care.train.alignment.SENTENCE_MAX_CHARS`); the frontier's richer Stage I for a
             1-layer query tower takes every sentence up to 150 (``benchmarks/results/frontier/``).
-        alignment_documents: with ``alignment_sentences``, also align on the training file's positives as
-            document-side rows (the paper's ``(d, d, d⁻)``); ``false``: query-side rows only, as the real-weight
-            runs (a passage costs the small query tower several times a short text).
+        alignment_documents: with ``alignment_sentences`` or ``inputs.alignment_queries``, also align on the
+            training file's positives as document-side rows (the paper's ``(d, d, d⁻)``); ``false``: query-side rows
+            only, as the real-weight runs (a passage costs the small query tower several times a short text).
         mine_negatives: Stage II's hard negatives mined by the initialised document tower over the run's
             corpus, likely false negatives skipped (:class:`care.train.negatives.MiningConfig` as a mapping,
             e.g. ``{n_negatives: 1, relative_margin: 0.02, range_max: 300}``); ``null`` (the default): what
@@ -435,8 +440,9 @@ def _resolve(data: dict[str, Any], folder: Path) -> dict[str, Any]:
         if isinstance(node, dict) and isinstance(node.get(path[-1]), str):
             node[path[-1]] = resolve_path(node[path[-1]], folder)
     inputs = data.get("inputs")
-    if isinstance(inputs, dict) and isinstance(inputs.get("tasks"), list):
-        inputs["tasks"] = [resolve_path(t, folder) if isinstance(t, str) else t for t in inputs["tasks"]]
+    for listed in ("tasks", "alignment_queries"):
+        if isinstance(inputs, dict) and isinstance(inputs.get(listed), list):
+            inputs[listed] = [resolve_path(t, folder) if isinstance(t, str) else t for t in inputs[listed]]
     recipes = data.get("recipes")
     if isinstance(recipes, dict) and isinstance(recipes.get("baselines"), dict):
         for entry in recipes["baselines"].values():

@@ -6,8 +6,8 @@ training: :func:`check_inputs` reads every input file with the reader its step w
 parses there, and a problem is a :class:`~care.data.errors.DataFormatError` naming the file, line and
 field within seconds of ``care run`` starting. It checks:
 
-- ``inputs.raw_queries`` (a queries file: ``id`` or ``_id``, non-empty ``text``, unique ids) and
-  ``inputs.raw_documents`` (a corpus);
+- ``inputs.raw_queries`` and every file of ``inputs.alignment_queries`` (queries files: ``id`` or ``_id``,
+  non-empty ``text``, unique ids) and ``inputs.raw_documents`` (a corpus);
 - ``inputs.train_file``: every row (``query``; ``pos`` or ``positive``, a text or a list);
 - every task: a retrieval folder loads as evaluation loads it (corpus ids unique, texts non-empty, the
   configured split exists, every qrels row names a known query and document); a rerank or STS file parses;
@@ -69,6 +69,8 @@ def check_inputs(ctx: RunContext) -> dict[str, Any]:
         summary["raw_documents"] = check_corpus(inputs.raw_documents)
     if inputs.train_file:
         summary["train_rows"] = sum(1 for _ in iter_training_file(inputs.train_file))
+    if inputs.alignment_queries:
+        summary["alignment_queries"] = sum(len(load_queries(path)) for path in inputs.alignment_queries)
     run_tasks = tasks(ctx)
     summary["tasks"] = {name: _check_task(task) for name, task in run_tasks.items()}
     try:

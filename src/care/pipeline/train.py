@@ -113,24 +113,28 @@ def _share_initialisations(source: Path, target: Path) -> None:
 
 
 def care_alignment_file(ctx: RunContext, train_file: str, out: Path) -> str | None:
-    """``<out>/alignment.jsonl`` with ``recipes.care.alignment_sentences`` corpus sentences on the query
-    side (built once), or ``None`` (the recipe builds its own from the training file)."""
+    """``<out>/alignment.jsonl`` (built once) with the questions of ``inputs.alignment_queries`` and
+    ``recipes.care.alignment_sentences`` corpus sentences on the query side, after the training file's queries;
+    ``None`` when neither is set (the recipe builds its own from the training file)."""
     from care.train.recipe import ALIGNMENT_FILE
 
     limit = ctx.config.recipes.care.alignment_sentences
-    if not limit:
+    question_files = ctx.config.inputs.alignment_queries
+    if not limit and not question_files:
         return None
     target = out / ALIGNMENT_FILE
     if not target.is_file():
         from care.curate.train_data import build_alignment
-        from care.data.retrieval import load_corpus
+        from care.data.retrieval import load_corpus, load_queries
         from care.train.alignment import document_sentences
 
-        longest = ctx.config.recipes.care.alignment_sentence_max_chars
-        sentences = document_sentences((d.full_text for d in load_corpus(corpus_file(ctx)).values()), limit=limit,
-                                       seed=ctx.config.seed, **({"max_chars": longest} if longest else {}))
+        extra = [text for path in question_files for text in load_queries(path).values()]
+        if limit:
+            longest = ctx.config.recipes.care.alignment_sentence_max_chars
+            extra += document_sentences((d.full_text for d in load_corpus(corpus_file(ctx)).values()), limit=limit,
+                                        seed=ctx.config.seed, **({"max_chars": longest} if longest else {}))
         out.mkdir(parents=True, exist_ok=True)
-        build_alignment(train_file, target, extra_queries=sentences, seed=ctx.config.seed,
+        build_alignment(train_file, target, extra_queries=extra, seed=ctx.config.seed,
                         include_documents=ctx.config.recipes.care.alignment_documents)
     return str(target)
 
