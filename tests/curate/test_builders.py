@@ -15,7 +15,8 @@ from care.curate.judges.cache import JudgmentCache
 from care.curate.judges.config import JudgeConfig
 from care.curate.judges.openai_judge import OpenAIChatJudge
 from care.testing.chat_server import FakeChatServer
-from care.curate.train_data import TrainDataConfig, build_alignment, build_train
+from care.curate.train_data import TrainDataConfig, build_train
+from care.train.alignment import alignment_from_training_file
 from care.data.errors import DataFormatError
 from care.data.rerank import load_rerank
 from care.data.retrieval import load_retrieval_folder
@@ -107,12 +108,12 @@ def test_build_train_never_uses_a_relevant_document_as_negative(world):
         assert all(topic not in n for n in row["neg"])  # no judged-relevant or ambiguous document as negative
     examples = list(iter_training_file(out))
     assert len(examples) == 3
-    n = build_alignment(out, tmp / "align.jsonl")
+    n = alignment_from_training_file(out, tmp / "align.jsonl")
     align = [json.loads(line) for line in (tmp / "align.jsonl").read_text(encoding="utf-8").splitlines()]
     assert n == len(align) and {r["type"] for r in align} == {"query_align", "doc_align"}
     assert all(r["pos"] == [r["query"]] and r["query"] not in r["neg"] for r in align)
     extra = ["布洛芬可以缓解头痛", "多喝水注意休息"]
-    n_extra = build_alignment(out, tmp / "align2.jsonl", extra_queries=extra)
+    n_extra = alignment_from_training_file(out, tmp / "align2.jsonl", extra_queries=extra)
     align2 = [json.loads(line) for line in (tmp / "align2.jsonl").read_text(encoding="utf-8").splitlines()]
     assert n_extra == n + 2
     assert {r["query"] for r in align2 if r["type"] == "query_align"} >= set(extra)
@@ -195,20 +196,6 @@ def test_a_corpus_with_a_repeated_id_is_refused_before_any_work(world, builder):
             build_train(corpus, queries, CharEncoder(), judges, tmp / "train.jsonl", show_progress=False)
     assert not server.requests  # nothing was judged (or paid) before the refusal
     assert not (tmp / "bench" / "work").exists() and not (tmp / "train.jsonl.work").exists()
-
-
-def test_build_alignment_without_document_rows(tmp_path):
-    """``include_documents=False`` (care run's ``alignment_documents: false``): query-side rows only."""
-    from care.curate.train_data import build_alignment
-
-    train = tmp_path / "train.jsonl"
-    train.write_text("".join(json.dumps({"query": q, "pos": [p]}, ensure_ascii=False) + "\n" for q, p in
-                             [("胃痛怎么办", "胃痛要休息"), ("头痛怎么办", "头痛多喝水"), ("失眠怎么办", "失眠少看手机")]),
-                     encoding="utf-8")
-    both = build_alignment(train, tmp_path / "both.jsonl", extra_queries=["咳嗽怎么办"])
-    only = build_alignment(train, tmp_path / "queries.jsonl", extra_queries=["咳嗽怎么办"], include_documents=False)
-    kinds = [json.loads(line)["type"] for line in (tmp_path / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert (both, only) == (7, 4) and set(kinds) == {"query_align"}
 
 
 def unrelated_query(folder):

@@ -162,3 +162,15 @@ def test_stopword_and_symbol_only_texts_mine_without_crashing() -> None:
     check_rows(rows, 1)
     by_query = {r["query"]: r["neg"][0] for r in rows if r["type"] == QUERY_ALIGN}
     assert by_query["是什么"] == "是怎么个..."  # both keep their stopwords; they share 是
+
+
+def test_alignment_without_document_rows(tmp_path):
+    """``include_documents=False`` (care run's ``alignment_documents: false``): query-side rows only."""
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps({"query": q, "pos": [p]}, ensure_ascii=False) + "\n" for q, p in
+                             [("胃痛怎么办", "胃痛要休息"), ("头痛怎么办", "头痛多喝水"), ("失眠怎么办", "失眠少看手机")]),
+                     encoding="utf-8")
+    both = alignment_from_training_file(train, tmp_path / "both.jsonl", extra_queries=["咳嗽怎么办"])
+    only = alignment_from_training_file(train, tmp_path / "queries.jsonl", extra_queries=["咳嗽怎么办"], include_documents=False)
+    kinds = [json.loads(line)["type"] for line in (tmp_path / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert (both, only) == (7, 4) and set(kinds) == {"query_align"}

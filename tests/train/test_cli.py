@@ -68,3 +68,38 @@ def test_recipe_runs_all_stages_and_skips_finished(tiny_dir, tmp_path):
     res = CliRunner().invoke(_app(), args)  # rerun: every stage is already finished
     assert res.exit_code == 0, res.output
     assert (out / "stage2" / "train_result.json").stat().st_mtime_ns == mtime
+
+
+def _alignment_inputs(tmp_path):
+    from care.data.io import write_jsonl
+
+    write_jsonl(tmp_path / "train.jsonl", [{"query": "头痛怎么办", "pos": ["头痛可以休息。多喝水有帮助。"]},
+                                           {"query": "发烧吃什么药", "pos": ["发烧可以吃布洛芬。注意补液。"]}])
+    write_jsonl(tmp_path / "log.jsonl", [{"_id": "s1", "text": "宝宝十个月没长牙怎么办"}, {"_id": "s2", "text": "头痛怎么办"}])
+    write_jsonl(tmp_path / "corpus.jsonl", [{"id": "d1", "text": "感冒时要多休息。咳嗽可以喝止咳糖浆。"}])
+
+
+def test_alignment_command_puts_unlabelled_questions_and_sentences_on_the_query_side(tmp_path):
+    _alignment_inputs(tmp_path)
+    out = tmp_path / "alignment.jsonl"
+    res = CliRunner().invoke(_app(), ["train", "alignment", "--train", str(tmp_path / "train.jsonl"), "-o", str(out),
+                                      "--queries", str(tmp_path / "log.jsonl"), "--corpus", str(tmp_path / "corpus.jsonl"),
+                                      "--sentences", "10", "--no-documents"])
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert {r["type"] for r in rows} == {"query_align"}
+    queries = [r["query"] for r in rows]
+    assert queries[:3] == ["头痛怎么办", "发烧吃什么药", "宝宝十个月没长牙怎么办"]  # the repeated question kept once
+    assert set(queries[3:]) == {"感冒时要多休息", "咳嗽可以喝止咳糖浆"}
+    assert f"{out}: {len(rows)} alignment rows (2 unlabelled questions and 2 corpus sentences" in res.output
+
+
+def test_alignment_command_refuses_bad_inputs_by_name(tmp_path):
+    _alignment_inputs(tmp_path)
+    args = ["train", "alignment", "--train", str(tmp_path / "train.jsonl"), "-o", str(tmp_path / "a.jsonl")]
+    res = CliRunner().invoke(_app(), [*args, "--sentences", "10"])
+    assert res.exit_code != 0 and "give --corpus" in str(res.exception)
+    (tmp_path / "log.jsonl").write_text('{"_id": "s1", "text": "头痛"}\n{"_id": "s2"}\n', encoding="utf-8")
+    res = CliRunner().invoke(_app(), [*args, "--queries", str(tmp_path / "log.jsonl")])
+    assert res.exit_code != 0 and "log.jsonl, line 2, field 'text'" in str(res.exception)
+    assert not (tmp_path / "a.jsonl").exists()

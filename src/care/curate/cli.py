@@ -166,7 +166,7 @@ def build_train_cmd(
     no_progress: bool = typer.Option(False, "--no-progress"),
 ) -> None:
     """Judge each query's top-N and write (query, positives, hard negatives); never a judged-relevant negative."""
-    from care.curate.train_data import TrainDataConfig, build_alignment, build_train
+    from care.curate.train_data import TrainDataConfig, build_train
 
     config, judge_list, cache = _load_judges(judges)
     with cache:
@@ -181,7 +181,10 @@ def build_train_cmd(
 
             extra = document_sentences((d.full_text for d in load_corpus(corpus).values()), limit=alignment_sentences)
             stats["alignment_sentences"] = len(extra)
-        stats["alignment_rows"] = build_alignment(out, alignment_out, n_negatives=alignment_negatives, extra_queries=extra)
+        from care.train.alignment import alignment_from_training_file
+
+        stats["alignment_rows"] = alignment_from_training_file(out, alignment_out, n_negatives=alignment_negatives,
+                                                               extra_queries=extra or ())
     _print(stats)
 
 

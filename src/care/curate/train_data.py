@@ -1,8 +1,8 @@
 """``build-train``: retrieve the top-50 candidates of each query, judge them, and write training rows
 ``{"query", "pos": [...], "neg": [...]}`` — positives are unanimous positives, hard negatives are
 unanimous negatives, so a document any judge found relevant is never used as a negative (the
-false-negative problem). Also the Stage I alignment rows ``(q, q, q⁻)`` / ``(d, d, d⁻)`` through
-:func:`care.train.alignment.build_alignment_data`.
+false-negative problem). Stage I's alignment rows from the written file come from
+:func:`care.train.alignment.alignment_from_training_file`.
 
 Queries are processed in chunks; each finished chunk is appended to the output (see
 :mod:`care.curate.checkpoint`) and every judgment is cached, so a crash resumes without repeating
@@ -12,7 +12,6 @@ work; the retrieval run is saved in ``<out>.work/`` and reused on restart.
 from __future__ import annotations
 
 import logging
-import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from care.curate.judges.cache import JudgmentCache
 from care.curate.judges.labelling import label_pairs
 from care.curate.pooling import load_or_run, load_texts
 from care.curate.judges.voting import NEGATIVE, POSITIVE, VotingConfig
-from care.data.io import write_json, write_jsonl
+from care.data.io import write_json
 from care.data.text_rules import has_visible
 from care.data.retrieval import check_corpus, load_queries
 from care.encoders.base import Encoder, LexicalRetriever
@@ -131,39 +130,3 @@ def build_train(
     checkpoint.finish()
     logger.info("build-train: %s", stats)
     return stats
-
-
-def build_alignment(
-    train_path: str | Path,
-    out_path: str | Path,
-    *,
-    n_negatives: int = 1,
-    negative_miner: object | None = None,
-    seed: int = 0,
-    max_texts: int | None = None,
-    extra_queries: list[str] | None = None,
-    include_documents: bool = True,
-) -> int:
-    """Stage I alignment rows from a training file's queries and positives (``type`` query_align /
-    doc_align), via :func:`care.train.alignment.build_alignment_data`; ``extra_queries`` (e.g. corpus
-    sentences, :func:`care.train.alignment.document_sentences`) join the query side; ``include_documents=False``
-    writes query-side rows only (the real-weight runs: a passage costs the small tower several short texts).
-    Returns rows written."""
-    from care.train.alignment import build_alignment_data
-    from care.data.training import DOC_ALIGN, QUERY_ALIGN, iter_training_file
-
-    queries: list[str] = []
-    documents: list[str] = []
-    for example in iter_training_file(train_path):
-        if example.type in (QUERY_ALIGN, DOC_ALIGN):
-            continue
-        queries.append(example.query)
-        documents.extend(example.pos)
-    if max_texts is not None:
-        rng = random.Random(seed)
-        queries = rng.sample(queries, min(max_texts, len(queries)))
-        documents = rng.sample(documents, min(max_texts, len(documents)))
-    queries += extra_queries or []
-    rows = build_alignment_data(queries, documents if include_documents else [], negative_miner=negative_miner,
-                                n_negatives=n_negatives, seed=seed)
-    return write_jsonl(out_path, rows)

@@ -124,9 +124,8 @@ def care_alignment_file(ctx: RunContext, train_file: str, out: Path) -> str | No
         return None
     target = out / ALIGNMENT_FILE
     if not target.is_file():
-        from care.curate.train_data import build_alignment
         from care.data.retrieval import load_corpus, load_queries
-        from care.train.alignment import document_sentences
+        from care.train.alignment import alignment_from_training_file, document_sentences
 
         extra = [text for path in question_files for text in load_queries(path).values()]
         if limit:
@@ -134,8 +133,8 @@ def care_alignment_file(ctx: RunContext, train_file: str, out: Path) -> str | No
             extra += document_sentences((d.full_text for d in load_corpus(corpus_file(ctx)).values()), limit=limit,
                                         seed=ctx.config.seed, **({"max_chars": longest} if longest else {}))
         out.mkdir(parents=True, exist_ok=True)
-        build_alignment(train_file, target, extra_queries=extra, seed=ctx.config.seed,
-                        include_documents=ctx.config.recipes.care.alignment_documents)
+        alignment_from_training_file(train_file, target, extra_queries=extra, seed=ctx.config.seed,
+                                     include_documents=ctx.config.recipes.care.alignment_documents)
     return str(target)
 
 

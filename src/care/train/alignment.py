@@ -266,11 +266,15 @@ def document_sentences(documents: Iterable[str], *, limit: int | None = None, se
 
 def alignment_from_training_file(train_jsonl: str | Path, out_jsonl: str | Path, *,
                                  negative_miner: NegativeMiner | None = None, n_negatives: int = 1,
-                                 seed: int = 0, extra_queries: Sequence[str] = ()) -> int:
+                                 seed: int = 0, extra_queries: Sequence[str] = (), include_documents: bool = True,
+                                 max_texts: int | None = None) -> int:
     """Build Stage I data from a retrieval training file's queries and positives; write it atomically.
 
-    Alignment rows already in the input (``type`` query_align / doc_align) are ignored; ``extra_queries`` (corpus
-    sentences, :func:`document_sentences`) join the query side. Returns the number of rows written to ``out_jsonl``.
+    Alignment rows already in the input (``type`` query_align / doc_align) are ignored; ``extra_queries`` (unlabelled
+    questions, corpus sentences: :func:`document_sentences`) join the query side after the training queries;
+    ``include_documents=False`` writes query-side rows only (the real-weight runs: a passage costs the small tower
+    several short texts); ``max_texts`` samples at most this many training queries and positives (seeded).
+    Returns the number of rows written to ``out_jsonl``.
     """
     queries: list[str] = []
     documents: list[str] = []
@@ -279,9 +283,12 @@ def alignment_from_training_file(train_jsonl: str | Path, out_jsonl: str | Path,
             continue
         queries.append(example.query)
         documents.extend(example.pos)
-    queries += extra_queries
-    rows = build_alignment_data(queries, documents, negative_miner=negative_miner,
-                                n_negatives=n_negatives, seed=seed)
+    if max_texts is not None:
+        rng = random.Random(seed)
+        queries = rng.sample(queries, min(max_texts, len(queries)))
+        documents = rng.sample(documents, min(max_texts, len(documents)))
+    rows = build_alignment_data([*queries, *extra_queries], documents if include_documents else [],
+                                negative_miner=negative_miner, n_negatives=n_negatives, seed=seed)
     n = write_jsonl(out_jsonl, rows)
     logger.info("wrote %d alignment rows to %s", n, out_jsonl)
     return n

@@ -5,6 +5,8 @@
         [--config-dir configs/care_tiny] [--alignment FILE] [--set stage2:optim.lr=5e-5 ...] [--skip-stage1 ...]
     care train baseline kale --document-model D --train FILE --output DIR [--config-dir configs/baselines/kale]
     care train mine --train FILE --corpus corpus.jsonl --model TOWER --output MINED.jsonl [--margin 0.02 --depth 300]
+    care train alignment --train FILE --output ALIGNMENT.jsonl [--queries search_log.jsonl ...] \
+        [--corpus corpus.jsonl --sentences 100000 --sentence-max-chars 150] [--no-documents]
     care train student --config configs/student/e5.yaml --train FILE --corpus corpus.jsonl --output DIR \
         [--set stage1.epochs=2 ...] [--symmetric]
 
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import typer
 
+from care.train.alignment import SENTENCE_MAX_CHARS
 from care.train.negatives import DEFAULT_RANGE_MAX, DEFAULT_RELATIVE_MARGIN
 from care.train.validation import DEFAULT_VALIDATION_SHARE
 
@@ -231,6 +234,40 @@ def mine_command(
     report = mine_hard_negatives(train_file, corpus, model, output, config)
     typer.echo(f"{output}: {report.rows} rows, {report.mined_rows} with mined negatives, "
                f"{report.fallback_rows} fell back to random documents")
+
+
+@train_app.command("alignment")
+def alignment_command(
+    train_file: Path = typer.Option(..., "--train", help="Training JSONL {query, pos, ...}: its queries and positives."),
+    output: Path = typer.Option(..., "--output", "-o", help="Stage I alignment JSONL (for care train recipe --alignment)."),
+    queries: list[Path] = typer.Option(
+        [], "--queries", help="Unlabelled questions ({id or _id, text} JSONL: a search log, another set's questions) "
+                              "for the query side, after the training queries (repeatable)."),
+    corpus: Path = typer.Option(None, "--corpus", help="corpus.jsonl whose short sentences join the query side "
+                                                       "(with --sentences)."),
+    sentences: int = typer.Option(0, "--sentences", help="At most this many corpus sentences (seeded sample; 0: none)."),
+    sentence_max_chars: int = typer.Option(SENTENCE_MAX_CHARS, "--sentence-max-chars",
+                                           help="The longest corpus sentence taken (the frontier's rich Stage I: 150)."),
+    no_documents: bool = typer.Option(False, "--no-documents",
+                                      help="Query-side rows only (no (d, d, d-) rows from the training positives)."),
+    negatives: int = typer.Option(1, "--negatives", "-n", help="BM25 negatives per row."),
+    seed: int = typer.Option(0, "--seed", help="Seeds the sentence sample and the negatives' random top-up."),
+) -> None:
+    """Write Stage I's alignment data: (q, q, q-) rows from the training queries, unlabelled questions and corpus
+    sentences, and (d, d, d-) rows from the training positives, each with BM25 negatives."""
+    from care.data.retrieval import load_corpus, load_queries
+    from care.errors import CareError
+    from care.train.alignment import alignment_from_training_file, document_sentences
+
+    if sentences and corpus is None:
+        raise CareError("--sentences takes sentences from a corpus: give --corpus corpus.jsonl")
+    extra = [text for path in queries for text in load_queries(path).values()]
+    taken = document_sentences((d.full_text for d in load_corpus(corpus).values()), limit=sentences, seed=seed,
+                               max_chars=sentence_max_chars) if sentences else []
+    rows = alignment_from_training_file(train_file, output, n_negatives=negatives, seed=seed,
+                                        extra_queries=[*extra, *taken], include_documents=not no_documents)
+    typer.echo(f"{output}: {rows} alignment rows ({len(extra)} unlabelled questions and {len(taken)} corpus sentences "
+               "offered to the query side beside the training queries; repeats kept once)")
 
 
 @train_app.command("baseline")
