@@ -14,6 +14,10 @@
 # queries), e.g. LAYERS=4 FFN=768 EXTRA_LAYERS="" TAG=frontier_L4_ffn768 RICH_TAG=frontier_rich_L4_ffn768, or the 5x
 # candidate the CPU's Stage I probes rank first (docs/lab-notes.md, 2026-11-29):
 #   LAYERS=2 FFN=768 EXTRA_LAYERS="" TAG=frontier_L2_ffn768 RICH_TAG=frontier_rich_L2_ffn768 OUT=... bash benchmarks/frontier_gpu.sh
+# RICH_FILE picks CARE [rich]'s Stage I data in the kit: alignment_rich_queries.jsonl (a kit built with
+# --alignment-queries: unlabelled questions, e.g. the second dev set's, after the training queries) lifted a 1-layer
+# Stage I probe from 0.137 to 0.189 on the CPU (docs/lab-notes.md, 2026-11-29), e.g.
+#   RICH_FILE=alignment_rich_queries.jsonl LAYERS=1 EXTRA_LAYERS="" TAG=frontier RICH_TAG=frontier_rich_queries OUT=... bash benchmarks/frontier_gpu.sh
 # HIDDEN / RELATIONS add layer-wise distillation from the fine-tuned 12-layer tower to CARE [rich]'s Stage I
 # (stage1:loss.lambda_hidden / lambda_relations, care.train.layer_distill), e.g. HIDDEN=1 RELATIONS=1
 # RICH_TAG=frontier_rich_layers EXTRA_LAYERS="" (the base records of LAYERS are rebuilt from the finished stages).
@@ -58,12 +62,14 @@ echo "setup done in $(( $(date +%s) - T0 )) s"
 export PYTHONPATH="$ROOT:$ROOT/src:$SCRATCH/site" PYTHONUNBUFFERED=1 OMP_NUM_THREADS=${THREADS:-8}
 [ -n "${NO_WHEELS:-}" ] && export PYTHONPATH="$ROOT:$ROOT/src${EXTRA_PYTHONPATH:+:$EXTRA_PYTHONPATH}"
 DATA=$(ls -d "$SCRATCH"/data/*/ | head -n 1)
+RICH="$SCRATCH/work/test/${RICH_FILE:-alignment_rich.jsonl}"
+[ -f "$RICH" ] || { echo "no $RICH in the kit (RICH_FILE=alignment_rich_queries.jsonl needs a kit built with --alignment-queries)"; exit 1; }
 if command -v nvidia-smi >/dev/null; then  # GPU use every 20 s, beside the setup log
   ( while sleep 20; do echo "[$(( $(date +%s) - T0 )) s] $(nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader)"; done ) &
   SAMPLER=$!
 fi
-RICH="$SCRATCH/work/test/alignment_rich.jsonl"
-VARIANT="rich=stage1:data.train_file=$RICH;stage1:optim.epochs=$S1_EPOCHS;stage1_rank:data.train_file=$RICH;stage1_rank:optim.epochs=$RANK_EPOCHS"
+case "${RICH_FILE:-}" in *queries*) NAME="rich + questions";; *) NAME=rich;; esac  # the row: CARE [NAME]
+VARIANT="$NAME=stage1:data.train_file=$RICH;stage1:optim.epochs=$S1_EPOCHS;stage1_rank:data.train_file=$RICH;stage1_rank:optim.epochs=$RANK_EPOCHS"
 [ -n "${HIDDEN:-}" ] && VARIANT="$VARIANT;stage1:loss.lambda_hidden=$HIDDEN"
 [ -n "${RELATIONS:-}" ] && VARIANT="$VARIANT;stage1:loss.lambda_relations=$RELATIONS"
 for s in $SEEDS; do

@@ -1,12 +1,19 @@
 """The frontier's travel kit for a GPU machine without jieba (benchmarks/frontier_gpu.sh): the data archive, built
 here because Stage I's BM25 negatives need jieba.
 
-    python -m benchmarks.frontier_kit DATA OUT_ARCHIVE [--max-train N] [--tiny N]
+    python -m benchmarks.frontier_kit DATA OUT_ARCHIVE [--max-train N] [--tiny N] [--alignment-queries FILE ...]
 
 The archive holds data/<name>/ (the dev set, or with --tiny a small cut of it for a dry run) and
 work/test/{train,alignment,alignment_rich}.jsonl: alignment_rich.jsonl is CARE [rich]'s Stage I data, the training
 queries and every corpus sentence of 6 to 150 characters, each with one BM25 negative
-(``care run``: ``recipes.care.alignment_sentence_max_chars: 150``).
+(``care run``: ``recipes.care.alignment_sentence_max_chars: 150``). With ``--alignment-queries`` (unlabelled
+question files, e.g. the second dev set's corpus and training queries) it also holds
+``alignment_rich_queries.jsonl``: the same with those questions after the training queries (``care run``:
+``inputs.alignment_queries``; frontier_gpu.sh: ``RICH_FILE=alignment_rich_queries.jsonl``), e.g. the CPU probe's::
+
+    python -m benchmarks.frontier_kit $CARE_DEV_SET .gpu/data.tar.xz \
+        --alignment-queries ../shared/data/kuake_qtr_search/corpus.jsonl \
+        --alignment-train-queries ../shared/data/kuake_qtr_search/train.jsonl
 """
 import argparse
 import json
@@ -14,28 +21,38 @@ import random
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.real_weights_setup import prepare
 from care.data.io import iter_jsonl, write_jsonl
-from care.data.retrieval import load_corpus
-from care.train.alignment import build_alignment_data, document_sentences
+from care.data.retrieval import load_corpus, load_queries
+from care.data.training import iter_training_file
+from care.train.alignment import alignment_from_training_file, document_sentences
 
 RICH_MAX_CHARS = 150  # every corpus sentence of 6..150 characters (the preset: 10,000 of 6..60)
 
 
-def write_rich_alignment(data: Path, train_file: Path, out: Path, max_train: int | None = None) -> tuple[int, int]:
-    """Write CARE [rich]'s Stage I data to ``out``: the training queries of ``train_file`` and every sentence of
-    ``data``'s corpus of 6 to :data:`RICH_MAX_CHARS` characters, each with one BM25 negative (needs jieba).
+def write_rich_alignment(data: Path, train_file: Path, out: Path, max_train: int | None = None,
+                         questions: Sequence[str] = ()) -> tuple[int, int]:
+    """Write CARE [rich]'s Stage I data to ``out``: the training queries of ``train_file``, then ``questions``
+    (unlabelled), then every sentence of ``data``'s corpus of 6 to :data:`RICH_MAX_CHARS` characters, each with one
+    BM25 negative (needs jieba); query-side rows only, as the real-weight runs.
 
     Returns (rows written, corpus sentences among them).
     """
     docs = [d.text for d in load_corpus(data / "corpus.jsonl").values()]
-    queries = [r["query"] for _, r in iter_jsonl(train_file)]
     sentences = document_sentences(docs, limit=max_train, seed=0, max_chars=RICH_MAX_CHARS)
-    rows = list(build_alignment_data(queries + sentences, [], seed=0))
-    write_jsonl(out, rows)
-    return len(rows), len(sentences)
+    rows = alignment_from_training_file(train_file, out, seed=0, extra_queries=[*questions, *sentences],
+                                        include_documents=False)
+    return rows, len(sentences)
+
+
+def question_texts(files: Sequence[Path], training_files: Sequence[Path] = ()) -> list[str]:
+    """The texts of unlabelled question files (queries files, or a BEIR corpus of questions: its ``text``s), then
+    the queries of training files (their labels unused)."""
+    return ([text for path in files for text in load_queries(path).values()]
+            + [example.query for path in training_files for example in iter_training_file(path)])
 
 
 def main() -> None:
@@ -45,6 +62,10 @@ def main() -> None:
     p.add_argument("archive", type=Path)
     p.add_argument("--max-train", type=int, default=None)
     p.add_argument("--tiny", type=int, default=0, help="cut the dev set to this many test queries (dry run)")
+    p.add_argument("--alignment-queries", type=Path, nargs="*", default=[],
+                   help="unlabelled question files ({id or _id, text} JSONL) for alignment_rich_queries.jsonl")
+    p.add_argument("--alignment-train-queries", type=Path, nargs="*", default=[],
+                   help="training files whose queries (labels unused) also join alignment_rich_queries.jsonl")
     a = p.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="kit-"))
@@ -81,9 +102,15 @@ def main() -> None:
     prep = prepare(data, work, False, "", a.max_train)
     rows, sentences = write_rich_alignment(data, prep.train_file, work / "test" / "alignment_rich.jsonl", a.max_train)
     base = sum(1 for _ in iter_jsonl(prep.alignment_file))
-    print(json.dumps({"alignment_rows": base, "alignment_rich_rows": rows, "sentences": sentences}))
-    (work / "test" / "kit.json").write_text(json.dumps({"alignment_rows": base, "alignment_rich_rows": rows,
-                                                        "rich_max_chars": RICH_MAX_CHARS}) + "\n")
+    kit = {"alignment_rows": base, "alignment_rich_rows": rows, "sentences": sentences, "rich_max_chars": RICH_MAX_CHARS}
+    if a.alignment_queries or a.alignment_train_queries:
+        questions = question_texts(a.alignment_queries, a.alignment_train_queries)
+        kit["alignment_rich_queries_rows"], _ = write_rich_alignment(
+            data, prep.train_file, work / "test" / "alignment_rich_queries.jsonl", a.max_train, questions)
+        kit["questions"] = {"files": [str(f) for f in [*a.alignment_queries, *a.alignment_train_queries]],
+                            "texts": len(questions)}
+    print(json.dumps(kit))
+    (work / "test" / "kit.json").write_text(json.dumps(kit) + "\n")
     subprocess.run(["tar", "-C", str(tmp), "-cJf", str(a.archive), "data", "work"], check=True)
     shutil.rmtree(tmp)
     print(a.archive, a.archive.stat().st_size)
