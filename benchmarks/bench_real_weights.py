@@ -20,6 +20,10 @@ Usage::
     python -m benchmarks.bench_real_weights --seeds 0 1 2             # train + score (GPU: minutes); $CARE_DEV_SET
     python -m benchmarks.bench_real_weights --validation --seeds 0 --variant mined=stage2:mine=7
     python -m benchmarks.bench_real_weights --summarise --seeds 0 1 2  # latency here + the table
+
+``--skip-rows care`` screens ``--variant`` rows on a CPU without the CARE row's own Stage I and II (hours there):
+the seed's initialisations must be finished; each variant is recorded with its Stage I row
+(``CARE w/o Stage II [NAME]``) beside symmetric small / large and e5 zero-shot.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from pathlib import Path
 from benchmarks._common import RESULTS, RUNS, dev_set, portable
 from benchmarks.real_weights_setup import (CONFIGS, DEMO_RETRIEVAL, E5_OPTIONS, EXPERIMENT, LENGTH_OVERRIDES, PEER,
                                            PEER_ROW, PROBE_FOLDER, QUERY_LAYERS, Prepared, e5_cuts, e5_narrow, e5_spec,
-                                           ensure_e5, model_spec, peer_config, prepare, score_rows)
+                                           ensure_e5, finished, model_spec, peer_config, prepare, score_rows)
 from care.bench.record import BenchmarkRecord, read_records, write_record
 from care.train.recipe import MINED_FILE, RecipeConfig, RecipePaths
 from care.train.sweep import RecipeRun, pick_best, share_mined_file, train_variant
@@ -53,7 +57,9 @@ WALL_SECONDS_FILE = "wall_seconds.json"  # per seed folder: wall time per step, 
 #: The peer's training time in seed folders trained before st-mnrl wrote ``train_result.json``.
 LEGACY_PEER_TIME_FILE = "peer_train_time.json"
 #: The rows a seed may be recorded without (``--skip-rows``).
-SKIPPABLE_ROWS = {"peer": PEER_ROW, "without_stage1": "CARE w/o Stage I"}
+SKIPPABLE_ROWS = {"peer": PEER_ROW, "without_stage1": "CARE w/o Stage I", "care": "CARE"}
+#: The CARE recipe's initialisations: what ``--skip-rows care`` still needs (finished) for the variants and rows.
+INIT_STAGES = ("init_query", "init_document")
 #: ``CARE w/o Stage I``: the CARE row's recipe without Stage I, on its initialised towers.
 WITHOUT_STAGE1 = parse_items("without_stage1", ["recipe:skip_stage1=true"])
 
@@ -114,13 +120,22 @@ def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, 
     cache, timer = args.work / "embedding_cache", KeptStepTimer(work / WALL_SECONDS_FILE)
     care = args.care_variant
     specs, base = {"e5 zero-shot": e5_spec(e5, "float32")}, care_run(prep, cut, e5, work / "care" / "recipe", seed, care)
-    with timer.step("care"):
-        results = base.run()
-        trained = {"symmetric small": results["init_query"].query_model,
-                   "symmetric large": results["init_document"].document_model,
-                   "CARE w/o Stage II": (results.get("stage1_rank") or results["stage1"]).care_model,
-                   "CARE": results["stage2"].care_model}
+    if "care" in args.skip_rows:  # a screen of --variant rows: the CARE row's Stage I and II are not trained
+        if missing := [s for s in INIT_STAGES if not finished(base.stage_folder(s))]:
+            raise SystemExit(f"--skip-rows care: {', '.join(missing)} not finished in {base.paths.output_dir}; run "
+                             f"this seed once without it (stop it after init_document) to train them")
+        inits = {stage: read_result(base.stage_folder(stage)) for stage in INIT_STAGES}
+        trained = {"symmetric small": inits["init_query"].query_model,
+                   "symmetric large": inits["init_document"].document_model}
         specs.update({row: model_spec(path) for row, path in trained.items()})
+    else:
+        with timer.step("care"):
+            results = base.run()
+            trained = {"symmetric small": results["init_query"].query_model,
+                       "symmetric large": results["init_document"].document_model,
+                       "CARE w/o Stage II": (results.get("stage1_rank") or results["stage1"]).care_model,
+                       "CARE": results["stage2"].care_model}
+            specs.update({row: model_spec(path) for row, path in trained.items()})
     with timer.step("scoring"):
         score_rows(specs, prep, work, cache)  # scores as soon as they exist (kept; a rerun reads them)
     if "peer" not in args.skip_rows:
@@ -135,8 +150,11 @@ def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, 
             specs["CARE w/o Stage I"] = model_spec(folder)
     for variant in args.variant:  # other settings on the CARE row's finished stages they do not change
         with timer.step(f"variant_{variant.name}"):
-            specs[f"CARE [{variant.name}]"] = model_spec(
-                train_variant(base, variant, work / "variants" / variant.name)["stage2"].care_model)
+            stages = train_variant(base, variant, work / "variants" / variant.name)
+            specs[f"CARE [{variant.name}]"] = model_spec(stages["stage2"].care_model)
+            if "care" in args.skip_rows:  # the screen's Stage I row (the CARE row's is not there to compare)
+                specs[f"CARE w/o Stage II [{variant.name}]"] = model_spec(
+                    (stages.get("stage1_rank") or stages["stage1"]).care_model)
         if variant.name in args.symmetric_variant:  # the same Stage II from symmetric large on both sides
             with timer.step(f"symmetric_variant_{variant.name}"):
                 out, large = work / "variants" / f"symmetric_{variant.name}", trained["symmetric large"]

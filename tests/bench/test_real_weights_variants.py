@@ -142,10 +142,10 @@ def test_the_driver_trains_and_scores_every_row_and_a_rerun_repeats_nothing(tmp_
                "lr=stage2:optim.lr=1e-5", "--symmetric-variant", "lr", "--soup", "s=CARE,lr", "--extra-layers", "1"]
     root = Path(__file__).resolve().parents[2]
 
-    def run() -> str:
-        done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=600,
+    def run(args: list[str] = command, code: int = 0) -> str:
+        done = subprocess.run(args, cwd=root, capture_output=True, text=True, timeout=600,
                               env={**os.environ, "CARE_DEV_SET": ""})
-        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.returncode == code, done.stderr[-3000:]
         return done.stderr
 
     run()
@@ -162,3 +162,13 @@ def test_the_driver_trains_and_scores_every_row_and_a_rerun_repeats_nothing(tmp_
     assert "CMedTEB-Demo-Retrieval" in record["extra"]["travel"]
     log = run()  # everything finished and scored: nothing trains, nothing is evaluated
     assert "recipe: running" not in log and "evaluating" not in log
+    # a screen of a variant without the CARE row (--skip-rows care): on the finished initialisations only
+    screen = [*command[:command.index("--variant")], "--variant", "st1=stage1:optim.lr=1e-5", "--skip-rows", "care",
+              "peer", "without_stage1", "--no-student", "--no-int8", "--tag", "screen"]
+    run(screen)
+    record = json.loads((tmp_path / "out" / bench.EXPERIMENT / "test_screen_seed0.json").read_text(encoding="utf-8"))
+    assert set(record["scores"]) == {"e5 zero-shot", "symmetric small", "symmetric large", "CARE [st1]",
+                                     "CARE w/o Stage II [st1]"}
+    assert (work / "variants" / "st1" / "stage1").is_dir()  # the variant changes Stage I: it trained its own
+    fresh = [*screen[:screen.index("--work") + 1], str(tmp_path / "fresh"), *screen[screen.index("--work") + 2:]]
+    assert "--skip-rows care: init_query, init_document not finished" in run(fresh, code=1)
