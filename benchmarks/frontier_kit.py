@@ -6,10 +6,10 @@ here because Stage I's BM25 negatives need jieba.
 The archive holds data/<name>/ (the dev set, or with --tiny a small cut of it for a dry run) and
 work/test/{train,alignment,alignment_rich}.jsonl: alignment_rich.jsonl is CARE [rich]'s Stage I data, the training
 queries and every corpus sentence of 6 to 150 characters, each with one BM25 negative
-(``care run``: ``recipes.care.alignment_sentence_max_chars: 150``). With ``--alignment-queries`` (unlabelled
-question files, e.g. the second dev set's corpus and training queries) it also holds
-``alignment_rich_queries.jsonl``: the same with those questions after the training queries (``care run``:
-``inputs.alignment_queries``; frontier_gpu.sh: ``RICH_FILE=alignment_rich_queries.jsonl``), e.g. the CPU probe's::
+(``care run``: ``recipes.care.alignment_sentence_max_chars: 150``). With ``--alignment-queries`` /
+``--alignment-train-queries`` (unlabelled questions, e.g. the second dev set's) it also holds
+``alignment_rich_queries.jsonl``: those rows, then the questions' (``benchmarks.question_alignment``;
+frontier_gpu.sh: ``RICH_FILE=alignment_rich_queries.jsonl``), e.g. the CPU probes' data::
 
     python -m benchmarks.frontier_kit $CARE_DEV_SET .gpu/data.tar.xz \
         --alignment-queries ../shared/data/kuake_qtr_search/corpus.jsonl \
@@ -21,38 +21,28 @@ import random
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.question_alignment import question_texts, write_question_alignment
 from benchmarks.real_weights_setup import prepare
 from care.data.io import iter_jsonl, write_jsonl
-from care.data.retrieval import load_corpus, load_queries
-from care.data.training import iter_training_file
+from care.data.retrieval import load_corpus
 from care.train.alignment import alignment_from_training_file, document_sentences
 
 RICH_MAX_CHARS = 150  # every corpus sentence of 6..150 characters (the preset: 10,000 of 6..60)
 
 
-def write_rich_alignment(data: Path, train_file: Path, out: Path, max_train: int | None = None,
-                         questions: Sequence[str] = ()) -> tuple[int, int]:
-    """Write CARE [rich]'s Stage I data to ``out``: the training queries of ``train_file``, then ``questions``
-    (unlabelled), then every sentence of ``data``'s corpus of 6 to :data:`RICH_MAX_CHARS` characters, each with one
-    BM25 negative (needs jieba); query-side rows only, as the real-weight runs.
+def write_rich_alignment(data: Path, train_file: Path, out: Path, max_train: int | None = None) -> tuple[int, int]:
+    """Write CARE [rich]'s Stage I data to ``out``: the training queries of ``train_file``, then every sentence of
+    ``data``'s corpus of 6 to :data:`RICH_MAX_CHARS` characters, each with one BM25 negative (needs jieba);
+    query-side rows only, as the real-weight runs.
 
     Returns (rows written, corpus sentences among them).
     """
     docs = [d.text for d in load_corpus(data / "corpus.jsonl").values()]
     sentences = document_sentences(docs, limit=max_train, seed=0, max_chars=RICH_MAX_CHARS)
-    rows = alignment_from_training_file(train_file, out, seed=0, extra_queries=[*questions, *sentences],
-                                        include_documents=False)
+    rows = alignment_from_training_file(train_file, out, seed=0, extra_queries=sentences, include_documents=False)
     return rows, len(sentences)
-
-
-def question_texts(files: Sequence[Path], training_files: Sequence[Path] = ()) -> list[str]:
-    """The texts of unlabelled question files (queries files, or a BEIR corpus of questions: its ``text``s), then
-    the queries of training files (their labels unused)."""
-    return ([text for path in files for text in load_queries(path).values()]
-            + [example.query for path in training_files for example in iter_training_file(path)])
 
 
 def main() -> None:
@@ -105,8 +95,8 @@ def main() -> None:
     kit = {"alignment_rows": base, "alignment_rich_rows": rows, "sentences": sentences, "rich_max_chars": RICH_MAX_CHARS}
     if a.alignment_queries or a.alignment_train_queries:
         questions = question_texts(a.alignment_queries, a.alignment_train_queries)
-        kit["alignment_rich_queries_rows"], _ = write_rich_alignment(
-            data, prep.train_file, work / "test" / "alignment_rich_queries.jsonl", a.max_train, questions)
+        kit["alignment_rich_queries"] = write_question_alignment(
+            work / "test" / "alignment_rich.jsonl", questions, work / "test" / "alignment_rich_queries.jsonl")
         kit["questions"] = {"files": [str(f) for f in [*a.alignment_queries, *a.alignment_train_queries]],
                             "texts": len(questions)}
     print(json.dumps(kit))
