@@ -36,7 +36,7 @@ DISCOVERED_GROUP = re.compile(r"test_(frontier_[A-Za-z0-9_-]+?)_seed\d+")
 LATENCY_RECORD = "test_frontier"
 #: ``CARE [NAME]`` rows that are frontier towers (other variants in the records are screens of one seed):
 #: the richer Stage I, and the same with unlabelled questions (frontier_gpu.sh ``RICH_FILE=alignment_rich_queries.jsonl``).
-VARIANTS = ("rich", "rich + questions")
+VARIANTS = ("rich", "rich-questions")
 FULL_DEPTH = 12
 #: e5's configuration (``care model export-e5``): the parameter counts are computed from its shapes.
 E5_CONFIG = RUNS / "e5" / "L12" / "config.json"

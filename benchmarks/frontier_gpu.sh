@@ -68,7 +68,7 @@ if command -v nvidia-smi >/dev/null; then  # GPU use every 20 s, beside the setu
   ( while sleep 20; do echo "[$(( $(date +%s) - T0 )) s] $(nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader)"; done ) &
   SAMPLER=$!
 fi
-case "${RICH_FILE:-}" in *queries*) NAME="rich + questions";; *) NAME=rich;; esac  # the row: CARE [NAME]
+case "${RICH_FILE:-}" in *queries*) NAME=rich-questions;; *) NAME=rich;; esac  # the row: CARE [NAME]
 VARIANT="$NAME=stage1:data.train_file=$RICH;stage1:optim.epochs=$S1_EPOCHS;stage1_rank:data.train_file=$RICH;stage1_rank:optim.epochs=$RANK_EPOCHS"
 [ -n "${HIDDEN:-}" ] && VARIANT="$VARIANT;stage1:loss.lambda_hidden=$HIDDEN"
 [ -n "${RELATIONS:-}" ] && VARIANT="$VARIANT;stage1:loss.lambda_relations=$RELATIONS"

@@ -50,7 +50,7 @@ def test_towers_of_labels():
     assert tower_of("symmetric large", 1) == ("symmetric large", 12) and tower_of("BM25", 6) == ("BM25", None)
     assert tower_of("CARE [ep2]", 6) is None and tower_of("peer (sentence-transformers trainer)", 6) is None
     assert tower_of("CARE w/o Stage II", 6) is None
-    assert tower_of("CARE [rich + questions]", 1) == ("CARE [rich + questions]", 1)  # RICH_FILE=alignment_rich_queries
+    assert tower_of("CARE [rich-questions]", 1) == ("CARE [rich-questions]", 1)  # RICH_FILE=alignment_rich_queries
 
 
 def test_the_frontier_takes_each_tower_from_the_first_group_with_its_own_seeds(tmp_path):
