@@ -20,6 +20,8 @@ from care.train.alignment import (
 )
 from care.data.training import DOC_ALIGN, QUERY_ALIGN, load_training_file
 
+from ..hostile_text import HOSTILE_TEXTS
+
 #: The dev set ($CARE_DEV_SET), or None: the test that reads it is skipped then.
 DEV = dev_set_or_none()
 
@@ -162,6 +164,14 @@ def test_stopword_and_symbol_only_texts_mine_without_crashing() -> None:
     check_rows(rows, 1)
     by_query = {r["query"]: r["neg"][0] for r in rows if r["type"] == QUERY_ALIGN}
     assert by_query["是什么"] == "是怎么个..."  # both keep their stopwords; they share 是
+
+
+def test_every_hostile_text_gets_a_row_except_one_that_shows_nothing() -> None:
+    """Unlabelled questions arrive as users typed them: each text that shows something is aligned once (emoji,
+    Latin, traditional characters, a 10,000-character question); a zero-width-only text has nothing to align."""
+    rows = list(build_alignment_data([*QUERIES, *HOSTILE_TEXTS, " 高血壓 ", "\u200b\u200b"], [], seed=0))
+    assert [r["query"] for r in rows] == [*QUERIES, *(t for t in HOSTILE_TEXTS if t != "\u200b")]
+    check_rows(rows, 1)
 
 
 def test_alignment_without_document_rows(tmp_path):

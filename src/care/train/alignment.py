@@ -30,6 +30,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 
 from care.data.io import write_jsonl
+from care.data.text_rules import has_visible
 from care.encoders.base import Encoder, LexicalRetriever
 from care.data.training import DOC_ALIGN, QUERY_ALIGN, iter_training_file
 
@@ -175,11 +176,13 @@ class DenseNegativeMiner:
 
 
 def _unique(texts: Iterable[str]) -> list[str]:
+    """``texts`` once each (compared without surrounding whitespace), in order, without those that show nothing
+    (blank or zero-width only: the teacher would embed an empty text as a target)."""
     seen: set[str] = set()
     out = []
     for text in texts:
         key = text.strip()
-        if key and key not in seen:
+        if has_visible(key) and key not in seen:
             seen.add(key)
             out.append(text)
     return out
@@ -222,7 +225,7 @@ def build_alignment_data(queries: Iterable[str], documents: Iterable[str], *,
     """Yield Stage I rows: query-side ``(q, q, q⁻)`` rows, then document-side ``(d, d, d⁻)`` rows.
 
     Args:
-        queries, documents: texts of each side (duplicates and blank texts are dropped).
+        queries, documents: texts of each side (duplicates and texts that show nothing are dropped).
         negative_miner: a :class:`NegativeMiner`; default :class:`LexicalNegativeMiner` (BM25 + jieba).
         n_negatives: negatives per row.
         seed: seeds the random top-up when the miner finds too few negatives.
