@@ -15,8 +15,8 @@
 # candidate the CPU's Stage I probes rank first (docs/lab-notes.md, 2026-11-29):
 #   LAYERS=2 FFN=768 EXTRA_LAYERS="" TAG=frontier_L2_ffn768 RICH_TAG=frontier_rich_L2_ffn768 OUT=... bash benchmarks/frontier_gpu.sh
 # RICH_FILE picks CARE [rich]'s Stage I data in the kit: alignment_rich_queries.jsonl (a kit built with
-# --alignment-queries: unlabelled questions, e.g. the second dev set's, after the training queries) lifted a 1-layer
-# Stage I probe from 0.137 to 0.189 on the CPU (docs/lab-notes.md, 2026-11-29), e.g.
+# --alignment-queries: unlabelled questions, e.g. the second dev set's, after the training queries; in the CPU's
+# 1-layer Stage I probes no better than as many more steps on the rich data, docs/lab-notes.md, 2026-11-29), e.g.
 #   RICH_FILE=alignment_rich_queries.jsonl LAYERS=1 EXTRA_LAYERS="" TAG=frontier RICH_TAG=frontier_rich_queries OUT=... bash benchmarks/frontier_gpu.sh
 # HIDDEN / RELATIONS add layer-wise distillation from the fine-tuned 12-layer tower to CARE [rich]'s Stage I
 # (stage1:loss.lambda_hidden / lambda_relations, care.train.layer_distill), e.g. HIDDEN=1 RELATIONS=1
