@@ -99,6 +99,9 @@ def test_alignment_command_refuses_bad_inputs_by_name(tmp_path):
     args = ["train", "alignment", "--train", str(tmp_path / "train.jsonl"), "-o", str(tmp_path / "a.jsonl")]
     res = CliRunner().invoke(_app(), [*args, "--sentences", "10"])
     assert res.exit_code != 0 and "give --corpus" in str(res.exception)
+    for flag, value in (("--sentences", "-1"), ("--negatives", "0"), ("--sentence-max-chars", "3")):
+        res = CliRunner().invoke(_app(), [*args, flag, value])
+        assert res.exit_code == 2 and flag in res.output, res.output  # refused by the option, naming it
     (tmp_path / "log.jsonl").write_text('{"_id": "s1", "text": "头痛"}\n{"_id": "s2"}\n', encoding="utf-8")
     res = CliRunner().invoke(_app(), [*args, "--queries", str(tmp_path / "log.jsonl")])
     assert res.exit_code != 0 and "log.jsonl, line 2, field 'text'" in str(res.exception)

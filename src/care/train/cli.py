@@ -20,7 +20,7 @@ from pathlib import Path
 
 import typer
 
-from care.train.alignment import SENTENCE_MAX_CHARS
+from care.train.alignment import SENTENCE_MAX_CHARS, SENTENCE_MIN_CHARS
 from care.train.negatives import DEFAULT_RANGE_MAX, DEFAULT_RELATIVE_MARGIN
 from care.train.validation import DEFAULT_VALIDATION_SHARE
 
@@ -245,12 +245,13 @@ def alignment_command(
                               "for the query side, after the training queries (repeatable)."),
     corpus: Path = typer.Option(None, "--corpus", help="corpus.jsonl whose short sentences join the query side "
                                                        "(with --sentences)."),
-    sentences: int = typer.Option(0, "--sentences", help="At most this many corpus sentences (seeded sample; 0: none)."),
-    sentence_max_chars: int = typer.Option(SENTENCE_MAX_CHARS, "--sentence-max-chars",
+    sentences: int = typer.Option(0, "--sentences", min=0,
+                                  help="At most this many corpus sentences (seeded sample; 0: none)."),
+    sentence_max_chars: int = typer.Option(SENTENCE_MAX_CHARS, "--sentence-max-chars", min=SENTENCE_MIN_CHARS,
                                            help="The longest corpus sentence taken (the frontier's rich Stage I: 150)."),
     no_documents: bool = typer.Option(False, "--no-documents",
                                       help="Query-side rows only (no (d, d, d-) rows from the training positives)."),
-    negatives: int = typer.Option(1, "--negatives", "-n", help="BM25 negatives per row."),
+    negatives: int = typer.Option(1, "--negatives", "-n", min=1, help="BM25 negatives per row."),
     seed: int = typer.Option(0, "--seed", help="Seeds the sentence sample and the negatives' random top-up."),
 ) -> None:
     """Write Stage I's alignment data: (q, q, q-) rows from the training queries, unlabelled questions and corpus
