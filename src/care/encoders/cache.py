@@ -4,8 +4,7 @@ An entry is keyed by ``sha256(encoder fingerprint, role, instruction, content ha
 content hash covers the ids and texts in order; it lives in ``<root>/<key[:2]>/<key>/``:
 
 - ``embeddings.npy`` — an ``(n, dim)`` float32 or float16 array, opened as a read-only memmap;
-- ``manifest.json`` — what the entry holds (written last, atomically; its presence marks completion).
-
+- ``manifest.json`` — what the entry holds (written last, atomically; its presence marks completion);
 - ``row_digests.npy`` — the SHA-1 of each row's text (written before the manifest), so that a later entry of the
   same encoder, role and instruction copies the rows of texts it shares instead of encoding them again (a
   corpus with a few documents added, Stage I's alignment texts grown by a query log: the paper's document
