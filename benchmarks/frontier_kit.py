@@ -99,7 +99,7 @@ def main() -> None:
             work / "test" / "alignment_rich.jsonl", questions, work / "test" / "alignment_rich_queries.jsonl")
         kit["questions"] = {"files": [str(f) for f in [*a.alignment_queries, *a.alignment_train_queries]],
                             "texts": len(questions)}
-    print(json.dumps(kit))
+    print(json.dumps(kit))  # noqa: T201 - the script's report
     (work / "test" / "kit.json").write_text(json.dumps(kit) + "\n")
     subprocess.run(["tar", "-C", str(tmp), "-cJf", str(a.archive), "data", "work"], check=True)
     shutil.rmtree(tmp)

@@ -20,15 +20,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from care.data.io import iter_jsonl, write_jsonl
-from care.data.retrieval import load_queries
 from care.data.training import iter_training_file
+from care.train import alignment
 from care.train.alignment import build_alignment_data
 
 
 def question_texts(files: Sequence[Path], training_files: Sequence[Path] = ()) -> list[str]:
-    """The texts of unlabelled question files (queries files, or a BEIR corpus of questions: its ``text``s), then
-    the queries of training files (their labels unused)."""
-    return ([text for path in files for text in load_queries(path).values()]
+    """The texts of unlabelled question files (queries files, or a BEIR corpus of questions: its ``text``s;
+    :func:`care.train.alignment.question_texts`), then the queries of training files (their labels unused)."""
+    return ([*alignment.question_texts(files)]
             + [example.query for path in training_files for example in iter_training_file(path)])
 
 

@@ -175,13 +175,11 @@ def build_train_cmd(
                             show_progress=not no_progress)
     if alignment_out is not None:
         extra = None
-        if alignment_sentences:
-            from care.data.retrieval import load_corpus
-            from care.train.alignment import document_sentences
+        from care.train.alignment import alignment_from_training_file, corpus_sentences
 
-            extra = document_sentences((d.full_text for d in load_corpus(corpus).values()), limit=alignment_sentences)
+        if alignment_sentences:
+            extra = corpus_sentences(corpus, limit=alignment_sentences)
             stats["alignment_sentences"] = len(extra)
-        from care.train.alignment import alignment_from_training_file
 
         stats["alignment_rows"] = alignment_from_training_file(out, alignment_out, n_negatives=alignment_negatives,
                                                                extra_queries=extra or ())

@@ -124,14 +124,13 @@ def care_alignment_file(ctx: RunContext, train_file: str, out: Path) -> str | No
         return None
     target = out / ALIGNMENT_FILE
     if not target.is_file():
-        from care.data.retrieval import load_corpus, load_queries
-        from care.train.alignment import alignment_from_training_file, document_sentences
+        from care.train.alignment import alignment_from_training_file, corpus_sentences, question_texts
 
-        extra = [text for path in question_files for text in load_queries(path).values()]
+        extra = question_texts(question_files)
         if limit:
             longest = ctx.config.recipes.care.alignment_sentence_max_chars
-            extra += document_sentences((d.full_text for d in load_corpus(corpus_file(ctx)).values()), limit=limit,
-                                        seed=ctx.config.seed, **({"max_chars": longest} if longest else {}))
+            extra += corpus_sentences(corpus_file(ctx), limit=limit, seed=ctx.config.seed,
+                                      **({"max_chars": longest} if longest else {}))
         out.mkdir(parents=True, exist_ok=True)
         alignment_from_training_file(train_file, target, extra_queries=extra, seed=ctx.config.seed,
                                      include_documents=ctx.config.recipes.care.alignment_documents)

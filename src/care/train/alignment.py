@@ -267,6 +267,23 @@ def document_sentences(documents: Iterable[str], *, limit: int | None = None, se
     return sentences if limit is None else sentences[:limit]
 
 
+def corpus_sentences(corpus: str | Path, *, limit: int | None = None, seed: int = 0,
+                     max_chars: int = SENTENCE_MAX_CHARS) -> list[str]:
+    """:func:`document_sentences` of every document of a ``corpus.jsonl`` (title and text)."""
+    from care.data.retrieval import load_corpus
+
+    return document_sentences((d.full_text for d in load_corpus(corpus).values()), limit=limit, seed=seed,
+                              max_chars=max_chars)
+
+
+def question_texts(paths: Iterable[str | Path]) -> list[str]:
+    """The questions of queries files (JSONL ``{"id" or "_id", "text"}``: a search log, another set's questions), in
+    file and row order, for Stage I's query side; a bad row fails naming its file, line and field."""
+    from care.data.retrieval import load_queries
+
+    return [text for path in paths for text in load_queries(path).values()]
+
+
 def alignment_from_training_file(train_jsonl: str | Path, out_jsonl: str | Path, *,
                                  negative_miner: NegativeMiner | None = None, n_negatives: int = 1,
                                  seed: int = 0, extra_queries: Sequence[str] = (), include_documents: bool = True,

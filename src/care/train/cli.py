@@ -256,15 +256,13 @@ def alignment_command(
 ) -> None:
     """Write Stage I's alignment data: (q, q, q-) rows from the training queries, unlabelled questions and corpus
     sentences, and (d, d, d-) rows from the training positives, each with BM25 negatives."""
-    from care.data.retrieval import load_corpus, load_queries
     from care.errors import CareError
-    from care.train.alignment import alignment_from_training_file, document_sentences
+    from care.train.alignment import alignment_from_training_file, corpus_sentences, question_texts
 
     if sentences and corpus is None:
         raise CareError("--sentences takes sentences from a corpus: give --corpus corpus.jsonl")
-    extra = [text for path in queries for text in load_queries(path).values()]
-    taken = document_sentences((d.full_text for d in load_corpus(corpus).values()), limit=sentences, seed=seed,
-                               max_chars=sentence_max_chars) if sentences else []
+    extra = question_texts(queries)
+    taken = corpus_sentences(corpus, limit=sentences, seed=seed, max_chars=sentence_max_chars) if sentences else []
     rows = alignment_from_training_file(train_file, output, n_negatives=negatives, seed=seed,
                                         extra_queries=[*extra, *taken], include_documents=not no_documents)
     typer.echo(f"{output}: {rows} alignment rows ({len(extra)} unlabelled questions and {len(taken)} corpus sentences "

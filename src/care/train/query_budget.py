@@ -219,13 +219,12 @@ def rich_alignment_file(train_file: str | Path, corpus: str | Path, out_dir: str
     """``<out_dir>/alignment_rich.jsonl``: Stage I data from the training file's queries and positives with up to
     :data:`RICH_ALIGNMENT_SENTENCES` corpus sentences of 6 to :data:`RICH_SENTENCE_MAX_CHARS` characters as more
     query-side texts (the frontier's richer Stage I data); built once."""
-    from care.data.retrieval import load_corpus
-    from care.train.alignment import alignment_from_training_file, document_sentences
+    from care.train.alignment import alignment_from_training_file, corpus_sentences
 
     target = Path(out_dir) / RICH_ALIGNMENT_FILE
     if not target.is_file():
-        sentences = document_sentences((d.full_text for d in load_corpus(corpus).values()),
-                                       limit=RICH_ALIGNMENT_SENTENCES, seed=seed, max_chars=RICH_SENTENCE_MAX_CHARS)
+        sentences = corpus_sentences(corpus, limit=RICH_ALIGNMENT_SENTENCES, seed=seed,
+                                     max_chars=RICH_SENTENCE_MAX_CHARS)
         target.parent.mkdir(parents=True, exist_ok=True)
         alignment_from_training_file(train_file, target, seed=seed, extra_queries=sentences)
     return target
