@@ -3,6 +3,7 @@ field, and no step starts."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -87,3 +88,58 @@ def test_good_inputs_pass_and_the_steps_run(tmp_path, no_step_runs):
     beir = write_beir_folder(tmp_path)
     report = run_pipeline(_config(tmp_path, beir.train_positive, beir.folder), tmp_path / "run")
     assert no_step_runs == report.steps_run and "index" in no_step_runs
+
+
+def test_input_files_are_every_file_the_run_reads_once(tmp_path):
+    from care.pipeline.context import RunContext
+    from care.pipeline.manifest import RunManifest
+    from care.pipeline.preflight import input_files
+
+    beir = write_beir_folder(tmp_path)
+    config = _config(tmp_path, beir.train_pos, beir.folder, split="test", corpus=str(beir.corpus))
+    files = input_files(RunContext(config, tmp_path / "run", RunManifest(tmp_path / "run", config.to_dict())))
+    assert sorted(p.resolve() for p in files) == sorted(p.resolve() for p in (
+        beir.train_pos, beir.queries, beir.folder / "qrels" / "test.tsv", beir.corpus))  # the corpus named twice: once
+
+
+def test_a_resume_after_an_input_changed_is_refused_naming_the_file(tmp_path, no_step_runs, monkeypatch):
+    beir = write_beir_folder(tmp_path)
+    config, folder = _config(tmp_path, beir.train_positive, beir.folder), tmp_path / "run"
+
+    def killed(ctx):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(pipeline.STEPS, "evaluate", killed)
+    with pytest.raises(KeyboardInterrupt):
+        run_pipeline(config, folder)
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["inputs"][str(beir.corpus.resolve())] == hashlib.sha256(beir.corpus.read_bytes()).hexdigest()
+    original = beir.corpus.read_bytes()
+    beir.corpus.write_bytes(original + b"\n")  # one blank line more: the same documents, another file
+    calls_before = list(no_step_runs)
+    with pytest.raises(CareError, match=rf"{beir.corpus.resolve()} changed since the run .* read it: its steps so far "
+                                        r"\(.*train_care done.*evaluate failed\).*Restore the file, or rerun with --fresh"):
+        run_pipeline(config, folder)
+    assert no_step_runs == calls_before  # nothing ran on the edited file
+    monkeypatch.undo()
+    for name in list(pipeline.STEPS):  # the fixture's recorders again, without the kill
+        monkeypatch.setitem(pipeline.STEPS, name, lambda ctx, name=name: no_step_runs.append(name) or {})
+    beir.corpus.write_bytes(original)  # restored: the run resumes where it stopped
+    resumed = run_pipeline(config, folder)
+    assert resumed.steps_run[0] == "evaluate" and "train_care" in resumed.steps_skipped
+    beir.corpus.write_bytes(original + b"\n")
+    fresh = run_pipeline(config, folder, fresh=True)  # --fresh starts over on the edited file
+    assert fresh.steps_skipped == [] and "train_care" in fresh.steps_run
+
+
+def test_a_manifest_written_before_inputs_were_recorded_resumes(tmp_path, no_step_runs):
+    beir = write_beir_folder(tmp_path)
+    config, folder = _config(tmp_path, beir.train_positive, beir.folder), tmp_path / "run"
+    run_pipeline(config, folder)
+    manifest_path = folder / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    del manifest["inputs"]
+    manifest["steps"].pop("report")
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+    assert run_pipeline(config, folder).steps_run == ["report"]
+    assert json.loads(manifest_path.read_text(encoding="utf-8"))["inputs"]  # recorded from now on

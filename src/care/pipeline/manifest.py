@@ -65,6 +65,8 @@ class RunManifest:
     versions: dict[str, str | None] = field(default_factory=package_versions)
     steps: dict[str, StepRecord] = field(default_factory=dict)
     created: str = field(default_factory=_now)
+    #: ``{absolute path: SHA-256}`` of the input files the run read (:func:`care.pipeline.preflight.input_digests`).
+    inputs: dict[str, str] = field(default_factory=dict)
 
     @property
     def path(self) -> Path:
@@ -73,7 +75,7 @@ class RunManifest:
     def save(self) -> None:
         write_json(self.path, {"format_version": MANIFEST_VERSION, "created": self.created, "updated": _now(),
                                "config": self.config, "versions": self.versions,
-                               "steps": {k: asdict(v) for k, v in self.steps.items()}})
+                               "steps": {k: asdict(v) for k, v in self.steps.items()}, "inputs": self.inputs})
 
     @classmethod
     def load(cls, folder: str | Path) -> RunManifest | None:
@@ -84,7 +86,7 @@ class RunManifest:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             steps = {k: StepRecord(**v) for k, v in data["steps"].items()}
-            return cls(Path(folder), data["config"], data["versions"], steps, data["created"])
+            return cls(Path(folder), data["config"], data["versions"], steps, data["created"], data.get("inputs", {}))
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise CareError(f"{path} is not a run manifest ({exc}); rerun with --fresh to start over") from None
 

@@ -12,6 +12,10 @@ field within seconds of ``care run`` starting. It checks:
 - every task: a retrieval folder loads as evaluation loads it (corpus ids unique, texts non-empty, the
   configured split exists, every qrels row names a known query and document); a rerank or STS file parses;
 - the corpus to index (``inputs.corpus``, else the main task's, already checked with its task).
+
+:func:`input_digests` gives the SHA-256 of each of those files (and of the judges config and the CARE stage
+configs): the run's manifest keeps them, and a resumed run whose steps so far read an input that has changed
+since is refused (:func:`care.pipeline.run.run_pipeline`).
 """
 
 from __future__ import annotations
@@ -47,6 +51,42 @@ def _check_task(task: TaskMetadata) -> dict[str, int]:
     if task.type == "rerank":
         return {"examples": len(load_rerank(path))}
     return {"pairs": len(load_sts(path))}
+
+
+def input_files(ctx: RunContext) -> list[Path]:
+    """Every file outside the run folder whose content the run's steps read, each once, in a stable order:
+    the inputs :func:`check_inputs` reads (a task's corpus, queries and qrels of its split), the judges config
+    and the YAML files of a CARE stage-config folder. A task without local files (fetched when evaluated) adds none.
+    """
+    from care.bench.registry import split_files_of
+    from care.train.presets import PRESET_PREFIX
+
+    inputs, config = ctx.config.inputs, ctx.config
+    named = [inputs.raw_queries, inputs.raw_documents, inputs.train_file, *inputs.alignment_queries, config.curate.judges]
+    files = [Path(p) for p in named if p]
+    for task in tasks(ctx).values():
+        files += split_files_of(task)
+        if task.type == "retrieval" and task.path is not None:
+            files.append(Path(task.path) / "corpus.jsonl")
+    try:
+        files.append(corpus_file(ctx))
+    except CareError:
+        pass  # no corpus to index: check_inputs refuses the run when the index step needs one
+    stage_configs = config.recipes.care.config_dir
+    if stage_configs and not stage_configs.startswith(PRESET_PREFIX) and Path(stage_configs).is_dir():
+        files += sorted(Path(stage_configs).glob("*.yaml"))
+    seen: dict[Path, Path] = {}
+    for path in files:
+        if path.is_file():
+            seen.setdefault(path.resolve(), path)
+    return list(seen.values())
+
+
+def input_digests(ctx: RunContext) -> dict[str, str]:
+    """``{absolute path: SHA-256 of its content}`` of :func:`input_files`."""
+    from care.encoders.fingerprint import file_sha256
+
+    return {str(path.resolve()): file_sha256(path) for path in input_files(ctx)}
 
 
 def _same_file(a: Path, b: Path) -> bool:

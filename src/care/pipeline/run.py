@@ -14,6 +14,8 @@ Steps (:data:`care.pipeline.config.STEPS`), each a function of the run context:
 
 Before the first step every input file is read with the reader its step uses
 (:mod:`care.pipeline.preflight`): a bad line fails the run in seconds, naming the file, line and field.
+The manifest keeps each input file's SHA-256: a resumed run whose steps so far read a file that has changed
+since is refused, naming the file (their outputs and checkpoints came from its earlier content).
 Everything lands in one run folder with a ``manifest.json``; a rerun skips finished steps and a
 killed or failed run continues where it stopped (:mod:`care.pipeline.manifest`). ``care demo`` is
 this on the config shipped as ``care/pipeline/configs/demo.yaml``.
@@ -44,7 +46,7 @@ from care.pipeline.context import RunContext
 from care.pipeline.data import step_curate, step_label
 from care.pipeline.evaluate import step_evaluate, step_index, step_latency
 from care.pipeline.manifest import DONE, MANIFEST_FILE, RunManifest
-from care.pipeline.preflight import check_inputs
+from care.pipeline.preflight import check_inputs, input_digests
 from care.pipeline.query_budget import with_query_budget
 from care.pipeline.report import serve_command, step_report
 from care.pipeline.train import step_train_baselines, step_train_care, step_train_student
@@ -191,6 +193,7 @@ def run_pipeline(config: RunConfig, output: str | Path, *, fresh: bool = False,
     steps = config.selected_steps
     if not all(manifest.is_done(name) for name in steps):
         check_inputs(ctx)  # every input read now: a bad line fails in seconds, never after training
+        _record_inputs(manifest, input_digests(ctx))
     for number, name in enumerate(steps, 1):
         if manifest.is_done(name):
             logger.info("step %d/%d %s: already done, skipped", number, len(steps), name)
@@ -226,6 +229,24 @@ def run_pipeline(config: RunConfig, output: str | Path, *, fresh: bool = False,
     report.serve_command = serve_command(ctx)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _record_inputs(manifest: RunManifest, digests: dict[str, str]) -> None:
+    """Keep ``digests`` in the manifest; refuse them when a file has other content than when the run's steps so
+    far (finished, failed or interrupted: their outputs and checkpoints) read it.
+
+    Raises:
+        CareError: naming the changed file(s) and those steps, and how to go on.
+    """
+    changed = sorted(path for path, sha in digests.items() if manifest.inputs.get(path, sha) != sha)
+    if changed and manifest.steps:
+        steps = ", ".join(f"{name} {record.status}" for name, record in manifest.steps.items())
+        raise CareError(f"{', '.join(changed)} changed since the run in {manifest.folder} read "
+                        f"{'it' if len(changed) == 1 else 'them'}: its steps so far ({steps}) used the earlier "
+                        "content. Restore the file, or rerun with --fresh to start over (or write the run to "
+                        "another folder)")
+    manifest.inputs = {**manifest.inputs, **digests}
+    manifest.save()
 
 
 def _summary(step: str, outputs: dict[str, Any]) -> str:
