@@ -46,7 +46,7 @@ Variant = Literal["original", "enpt"]
 class E5Config(Config):
     """Settings of an :class:`E5Encoder` (see its arguments)."""
 
-    PARSE_STRINGS = True  # spec options arrive as text: PATH?max_length=512
+    PARSE_STRINGS = True  # spec options arrive as text: e5?threads=2&batch_size=32
     KEY_NOUN = "option"
 
     threads: int | None = None

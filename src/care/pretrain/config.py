@@ -129,6 +129,7 @@ class PretrainRuntimeConfig:
     log_every_steps: int = 10
     progress_bar: bool = True
     deterministic: bool = False
+    fused_optimizer: bool | None = None
 
 
 @dataclass

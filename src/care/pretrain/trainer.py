@@ -38,6 +38,7 @@ from care.train.checkpoint import (
     remove_checkpoints,
     save_checkpoint,
 )
+from care.train.optimizer import adamw
 from care.train.trainer import NO_DECAY
 
 logger = logging.getLogger(__name__)
@@ -86,7 +87,7 @@ def _optimizer(config: PretrainConfig, modules: Sequence[torch.nn.Module]) -> to
                           {"params": no_decay, "weight_decay": 0.0}) if g["params"]]
     if not groups:
         raise CareError("pretraining: no trainable parameters")
-    return torch.optim.AdamW(groups, lr=oc.lr, betas=tuple(oc.betas), eps=oc.eps)
+    return adamw(groups, lr=oc.lr, betas=oc.betas, eps=oc.eps, fused=config.runtime.fused_optimizer)
 
 
 def _truncate_metrics(path: Path, step: int) -> None:

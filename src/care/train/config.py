@@ -232,6 +232,8 @@ class RuntimeConfig:
     find_unused_parameters: DDP option. Needed when a tower has parameters that never reach the loss
     (BERT's pooler under CLS / mean pooling of the last hidden states, an unused route); turning it off
     saves one graph walk per step on models where every parameter is used.
+    fused_optimizer: AdamW's fused kernel (:func:`care.train.optimizer.adamw`): ``None`` where the device has
+    one, ``True`` required, ``False`` PyTorch's default. The same update either way, to float rounding.
     """
 
     mixed_precision: str = "no"
@@ -242,6 +244,7 @@ class RuntimeConfig:
     log_every_steps: int = 10
     progress_bar: bool = True
     deterministic: bool = False
+    fused_optimizer: bool | None = None
 
 
 @dataclass

@@ -37,6 +37,7 @@ from care.train.checkpoint import (
     save_checkpoint,
 )
 from care.train.config import TrainConfig
+from care.train.optimizer import adamw
 from care.train.stages import DOCUMENT_TOWER, QUERY_TOWER, TEACHER, StageSpec, build_stage
 
 logger = logging.getLogger(__name__)
@@ -244,7 +245,7 @@ class Trainer:
         param_groups = [{"params": groups[(own_lr, decay)], "weight_decay": oc.weight_decay if decay else 0.0,
                          "lr": oc.document_lr if own_lr else oc.lr}
                         for own_lr in (False, True) for decay in (True, False) if (own_lr, decay) in groups]
-        return torch.optim.AdamW(param_groups, lr=oc.lr, betas=tuple(oc.betas), eps=oc.eps)
+        return adamw(param_groups, lr=oc.lr, betas=oc.betas, eps=oc.eps, fused=self.config.runtime.fused_optimizer)
 
     # ------------------------------------------------------------------ one step
     def _tokenize(self, tower: str, texts: list[str]) -> dict[str, Any]:
