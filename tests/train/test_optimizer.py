@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -49,3 +51,29 @@ def test_a_parameter_without_the_kernel_falls_back_or_is_refused_when_fused_is_r
     assert not adamw([{"params": [meta]}], lr=0.1, betas=(0.9, 0.999), eps=1e-8).defaults["fused"]
     with pytest.raises(CareError, match=r"runtime.fused_optimizer is true, but there is a torch.float32 parameter on meta"):
         adamw([{"params": [meta]}], lr=0.1, betas=(0.9, 0.999), eps=1e-8, fused=True)
+
+
+def test_a_resumed_checkpoint_keeps_the_kernel_the_run_asked_for_and_the_same_update():
+    from care.train.optimizer import keep_kernel_choice
+
+    def fresh(fused):
+        param = torch.nn.Parameter(torch.linspace(-1, 1, 8))
+        return param, adamw([{"params": [param], "weight_decay": 0.01}], lr=0.01, betas=(0.9, 0.999), eps=1e-8,
+                            fused=fused)
+
+    old_param, old = fresh(False)  # checkpointed by a run on PyTorch's default loop
+    for step in range(3):
+        old_param.grad = torch.full((8,), 0.1 * (step + 1))
+        old.step()
+    saved = copy.deepcopy(old.state_dict())  # as read back from a checkpoint file: no tensor shared
+    param, resumed = fresh(None)
+    with torch.no_grad():
+        param.copy_(old_param)
+    resumed.load_state_dict(saved)
+    assert not resumed.param_groups[0]["fused"]  # what load_state_dict alone leaves
+    keep_kernel_choice(resumed)
+    assert resumed.param_groups[0]["fused"] is True
+    old_param.grad = param.grad = torch.full((8,), 0.4)
+    old.step()
+    resumed.step()
+    assert torch.allclose(param, old_param, atol=1e-7)  # the moments carried over: the same fourth update

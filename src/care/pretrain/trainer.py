@@ -38,7 +38,7 @@ from care.train.checkpoint import (
     remove_checkpoints,
     save_checkpoint,
 )
-from care.train.optimizer import adamw
+from care.train.optimizer import adamw, keep_kernel_choice
 from care.train.trainer import NO_DECAY
 
 logger = logging.getLogger(__name__)
@@ -166,6 +166,7 @@ def pretrain(config: PretrainConfig, *, resume: bool = False, callbacks: Sequenc
     ckpt = latest_checkpoint(out_dir) if resume else None
     if ckpt is not None:
         acc.load_state(str(ckpt))
+        keep_kernel_choice(optimizer)
         state = TrainerState.load(ckpt / STATE_FILE)
         stream.load_state_dict(state.extra[STREAM_STATE])
         if acc.is_main_process:

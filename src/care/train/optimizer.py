@@ -56,3 +56,19 @@ def adamw(param_groups: Iterable[dict[str, Any]], *, lr: float, betas: Sequence[
         logger.debug("AdamW without the fused kernel: %s", unsuitable)
         return torch.optim.AdamW(groups, **settings)
     return torch.optim.AdamW(groups, **settings, fused=True)
+
+
+#: The param-group keys that choose AdamW's implementation, not its arithmetic.
+KERNEL_KEYS: tuple[str, ...] = ("fused", "foreach")
+
+
+def keep_kernel_choice(optimizer: torch.optim.Optimizer) -> None:
+    """After a checkpoint's state is loaded into ``optimizer`` (an optimizer built by :func:`adamw`, or one that
+    wraps it, as accelerate's does), put back the implementation it was built with: ``load_state_dict`` copies
+    each param group's ``fused`` / ``foreach`` flags from the checkpoint, so a run checkpointed with PyTorch's
+    default loop would resume on it whatever ``runtime.fused_optimizer`` says now."""
+    inner = getattr(optimizer, "optimizer", optimizer)
+    for group in inner.param_groups:
+        for key in KERNEL_KEYS:
+            if key in inner.defaults:
+                group[key] = inner.defaults[key]

@@ -37,7 +37,7 @@ from care.train.checkpoint import (
     save_checkpoint,
 )
 from care.train.config import TrainConfig
-from care.train.optimizer import adamw
+from care.train.optimizer import adamw, keep_kernel_choice
 from care.train.stages import DOCUMENT_TOWER, QUERY_TOWER, TEACHER, StageSpec, build_stage
 
 logger = logging.getLogger(__name__)
@@ -429,6 +429,7 @@ class Trainer:
         ckpt = latest_checkpoint(self.output_dir) if resume else None
         if ckpt is not None:
             acc.load_state(str(ckpt))
+            keep_kernel_choice(self.optimizer)
             self.state = TrainerState.load(ckpt / "trainer_state.json")
             self._truncate_metrics(self.state.global_step)
             logger.info("resumed from %s (step %d, epoch %d, batch %d)", ckpt, self.state.global_step,
