@@ -259,6 +259,18 @@ def test_stage2_document_lr_applies_to_document_tower_only(tiny_dir, tmp_path):
     assert len(trainer.optimizer.param_groups) == 2  # decay / no decay, as before the option existed
 
 
+@pytest.mark.parametrize(("setting", "fused"), [(None, True), (False, False)])
+def test_the_trainer_runs_adamw_fused_on_the_cpu_unless_told_not_to(tiny_dir, tmp_path, setting, fused):
+    """``runtime.fused_optimizer``: unset, the CPU run steps with the fused kernel; ``false``, PyTorch's loop."""
+    torch.set_num_threads(1)
+    data = tiny_config_dict(tiny_dir, "stage2", tmp_path / "s2", optim={"max_steps": 2},
+                            runtime={"fused_optimizer": setting})
+    trainer = Trainer(TrainConfig.from_dict(data))
+    trainer.train()
+    assert {bool(g["fused"]) for g in trainer.optimizer.param_groups} == {fused}
+    assert read_result(tmp_path / "s2").global_step == 2
+
+
 def test_document_lr_must_be_positive(tiny_dir, tmp_path):
     from care.train.config import ConfigError
 
