@@ -21,6 +21,9 @@
 # S1_EPOCHS (default 6) sets CARE [rich]'s Stage I epochs; another value names the row CARE [rich-epN], a screen the
 # frontier leaves out (the CPU's 1-layer Stage I probes still gained from 2 to 4 epochs: 0.181 -> 0.224), e.g.
 #   S1_EPOCHS=12 LAYERS=1 EXTRA_LAYERS="" RICH_TAG=frontier_rich_ep12 OUT=... bash benchmarks/frontier_gpu.sh
+# S1_LR sets its Stage I learning rate (the preset's: 2e-4) and adds -lrX to the row's name; in the CPU's 1-layer
+# probes 4 epochs at 6e-4 matched CARE [rich]'s whole recipe (docs/lab-notes.md, 2026-11-30), e.g.
+#   S1_LR=6e-4 S1_EPOCHS=12 LAYERS=1 EXTRA_LAYERS="" RICH_TAG=frontier_rich_ep12_lr6e-4 OUT=... bash benchmarks/frontier_gpu.sh
 # HIDDEN / RELATIONS add layer-wise distillation from the fine-tuned 12-layer tower to CARE [rich]'s Stage I
 # (stage1:loss.lambda_hidden / lambda_relations, care.train.layer_distill), e.g. HIDDEN=1 RELATIONS=1
 # RICH_TAG=frontier_rich_layers EXTRA_LAYERS="" (the base records of LAYERS are rebuilt from the finished stages).
@@ -73,7 +76,9 @@ if command -v nvidia-smi >/dev/null; then  # GPU use every 20 s, beside the setu
 fi
 case "${RICH_FILE:-}" in *queries*) NAME=rich-questions;; *) NAME=rich;; esac  # the row: CARE [NAME]
 [ "$S1_EPOCHS" = 6 ] || NAME="$NAME-ep$S1_EPOCHS"  # another Stage I length is a screen row, e.g. CARE [rich-ep12]
+[ -n "${S1_LR:-}" ] && NAME="$NAME-lr$S1_LR"  # another Stage I learning rate too, e.g. CARE [rich-ep12-lr6e-4]
 VARIANT="$NAME=stage1:data.train_file=$RICH;stage1:optim.epochs=$S1_EPOCHS;stage1_rank:data.train_file=$RICH;stage1_rank:optim.epochs=$RANK_EPOCHS"
+[ -n "${S1_LR:-}" ] && VARIANT="$VARIANT;stage1:optim.lr=$S1_LR"
 [ -n "${HIDDEN:-}" ] && VARIANT="$VARIANT;stage1:loss.lambda_hidden=$HIDDEN"
 [ -n "${RELATIONS:-}" ] && VARIANT="$VARIANT;stage1:loss.lambda_relations=$RELATIONS"
 for s in $SEEDS; do
