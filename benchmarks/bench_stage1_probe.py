@@ -11,6 +11,8 @@ with ``start=stage1``, from that seed's finished Stage I query tower: more epoch
 - the mean cosine between the probe's and the document tower's *query* vectors (``query: `` + text)
   of the first test queries: how closely the cut reproduces the tower it is aligned to.
 
+The record also scores the frozen document tower on both sides (that seed's symmetric large): each probe's ratio to it.
+
 Probes run one epoch by default (``optim.epochs=1``, a quarter of the preset's Stage I) so several
 fit in an hour of two CPU cores; they rank settings, the full recipe confirms the winner. Finished
 probes are skipped on rerun (resumable like every stage). The record goes to
@@ -51,6 +53,8 @@ logger = logging.getLogger("bench_stage1_probe")
 PROBE_DEFAULTS = ["optim.epochs=1"]
 #: Test queries whose query-vector cosine to the document tower is reported.
 COSINE_QUERIES = 400
+#: The row of the seed's frozen document tower on both sides: the probes' reference.
+REFERENCE = "symmetric large (the document tower, both sides)"
 #: ``start=`` values: the seed's init_query tower, the fine-tuned document tower cut to the query depth,
 #: or the seed's finished Stage I query tower (a probe of more Stage I epochs).
 STARTS = ("init_query", "cut", "stage1")
@@ -160,20 +164,26 @@ def main() -> None:
         scores[name] = row
         logger.info("probe %s %s: nDCG@10 %.4f, cosine %.4f", name, settings, row["ndcg_at_10"],
                     row["query_cosine_to_document_tower"])
+    reference = score_rows({REFERENCE: model_spec(recipe / "init_document" / "document")}, prep,
+                           seed_dir / PROBE_FOLDER, args.work / "embedding_cache")[REFERENCE]
     key = f"stage1_probe_{prep.name}{'_' + args.tag if args.tag else ''}_seed{args.seed}"
     record = BenchmarkRecord(EXPERIMENT, key, config={"probes": dict(args.probe), "defaults": PROBE_DEFAULTS,
                                                       "length_overrides": length, "layers": args.layers,
                                                       "cosine_queries": COSINE_QUERIES,
                                                       "stage1": portable(CONFIGS / "stage1.yaml")},
-                             seeds=[args.seed], scores=scores,
+                             seeds=[args.seed], scores={**scores, REFERENCE: reference},
                              extra={"train_seconds": seconds,  # the trainer's, summed over resumes
                                     "document_tower_mean_pairwise_query_cosine": mean_pairwise_cosine(target)})
     write_record(record, args.out)
     lines = [f"# Stage I probes — dev set, {prep.name} split, seed {args.seed}, {args.layers}-layer query tower "
              f"({' '.join(PROBE_DEFAULTS)} unless set)", "",
-             "| probe | settings | nDCG@10 (Stage I model) | query cosine to the document tower |", "|---|---|---|---|"]
+             "| probe | settings | nDCG@10 (Stage I model) | of symmetric large | query cosine to the document tower |",
+             "|---|---|---|---|---|"]
     lines += [f"| {name} | {'; '.join(settings) or 'preset'} | {scores[name]['ndcg_at_10']:.4f} | "
+              f"{scores[name]['ndcg_at_10'] / reference['ndcg_at_10']:.1%} | "
               f"{scores[name]['query_cosine_to_document_tower']:.4f} |" for name, settings in args.probe]
+    lines += ["", f"{REFERENCE}: nDCG@10 {reference['ndcg_at_10']:.4f} (the seed's fine-tuned 12-layer tower every probe "
+              "aligns to, on both sides)."]
     lines += ["", f"Two *different* test queries' vectors from the document tower have mean cosine "
               f"{record.extra['document_tower_mean_pairwise_query_cosine']:.3f}: a cosine near 1 between the cut's and "
               "the tower's vector of the same query can still leave the small differences that rank documents wrong."]
