@@ -4,9 +4,10 @@ AdamW (Loshchilov & Hutter, "Decoupled Weight Decay Regularization"): per parame
 ``m ← β1 m + (1-β1) g``, ``v ← β2 v + (1-β2) g²``, ``θ ← θ - lr (m̂ / (√v̂ + ε) + λ θ)``.
 
 PyTorch runs it one of three ways with the same arithmetic: a Python loop over the parameters (its default on
-the CPU), ``foreach`` (grouped tensor ops) or ``fused`` (one kernel per step). On the CPU the loop costs a
-Stage I step of a 1-layer e5 query tower about a third of its time, almost all of it in the 250k-row embedding
-matrix; the fused kernel does the same update about eight times faster (benchmarks/optimizer_speed.py).
+the CPU), ``foreach`` (grouped tensor ops) or ``fused`` (one kernel per step). On the CPU the loop took about a
+third of a Stage I step of a 1-layer e5 query tower (a profile, docs/lab-notes.md, 2026-11-30), mostly the update
+of the 250k-row embedding matrix; with the fused kernel the step is 1.5x faster, measured side by side
+(``benchmarks/optimizer_speed.py`` -> ``benchmarks/results/optimizer_speed/``).
 """
 
 from __future__ import annotations
