@@ -49,7 +49,7 @@ from care.bench.record import BenchmarkRecord, read_records, write_record
 from care.train.recipe import MINED_FILE, RecipeConfig, RecipePaths
 from care.train.sweep import RecipeRun, pick_best, share_mined_file, train_variant
 from care.train.trainer import read_result
-from care.train.variants import Variant, parse_items, parse_variant
+from care.train.variants import NAME_PATTERN, Variant, parse_items, parse_variant
 
 logger = logging.getLogger("bench_real_weights")
 
@@ -247,7 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--latency", action="store_true", help="with --summarise: measure query latency here")
     add("--latency-layers", type=int, nargs="+", default=[6, 4, 3])
     add("--threads", type=int, default=None)
-    add("--tag", default="", help="name this run's records <split>_<tag>_seed<K> (and --summarise T's records)")
+    add("--tag", default="", type=_tag,
+        help="name this run's records <split>_<tag>_seed<K> (and --summarise T's records); letters, digits, _ . -")
     return parser
 
 
@@ -260,11 +261,18 @@ def _variant(text: str) -> Variant:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _tag(text: str) -> str:
+    """``--tag``, checked when the arguments are parsed (before any training): a variant name's characters
+    (letters, digits, ``_ . -``; it becomes part of the records' file names)."""
+    if text and not NAME_PATTERN.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r}: use letters, digits, '_', '.' or '-', starting with a letter or "
+                                         "digit (it becomes part of the records' file names)")
+    return text
+
+
 def record_name(split: str, seed: int, tag: str = "") -> str:
     """``<split>_seed<K>``, or ``<split>_<tag>_seed<K>`` for a tagged probe (left out of the summary and the choice)."""
-    if tag and not tag.replace("_", "").replace("-", "").isalnum():
-        raise SystemExit(f"--tag {tag!r}: use letters, digits, '-' or '_' (it becomes part of a file name)")
-    return f"{split}_{tag}_seed{seed}" if tag else f"{split}_seed{seed}"
+    return f"{split}_{_tag(tag)}_seed{seed}" if tag else f"{split}_seed{seed}"
 
 
 def care_variant(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Variant:

@@ -31,7 +31,7 @@ SOURCE = "real_weights"
 #: Record groups (name -> record-name prefix before the seed), in priority order.
 GROUPS = {"gpu": "test_gpu_seed", "frontier": "test_frontier_seed", "frontier_rich": "test_frontier_rich_seed"}
 #: Records of other frontier runs (``test_frontier_<tag>_seedK``), found by :func:`with_discovered_groups`.
-DISCOVERED_GROUP = re.compile(r"test_(frontier_[A-Za-z0-9_-]+?)_seed\d+")
+DISCOVERED_GROUP = re.compile(r"test_(frontier_[A-Za-z0-9_.-]+?)_seed\d+")
 #: The summary record whose ``latencies`` hold the side-by-side CPU latency of e5's cuts.
 LATENCY_RECORD = "test_frontier"
 #: ``CARE [NAME]`` rows that are frontier towers (other variants in the records are screens of one seed):
