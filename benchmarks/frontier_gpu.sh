@@ -22,8 +22,8 @@
 # frontier leaves out (the CPU's 1-layer Stage I probes still gained from 2 to 4 epochs: 0.181 -> 0.224), e.g.
 #   S1_EPOCHS=12 LAYERS=1 EXTRA_LAYERS="" RICH_TAG=frontier_rich_ep12 OUT=... bash benchmarks/frontier_gpu.sh
 # S1_LR sets its Stage I learning rate (the preset's: 2e-4) and adds -lrX to the row's name; in the CPU's 1-layer
-# probes 4 epochs of Stage I alone gave 0.224 / 0.256 / 0.266 / 0.273 at 2e-4 / 6e-4 / 1.2e-3 / 2.4e-3 (docs/lab-notes.md,
-# 2026-11-30; still rising), e.g.
+# probes 4 epochs of Stage I alone gave 0.224 / 0.256 / 0.266 / 0.273 at 2e-4 / 6e-4 / 1.2e-3 / 2.4e-3, and the whole
+# [rich] recipe at 2.4e-3 kept 98.2 % of symmetric large on the CPU's seed 0 (docs/lab-notes.md, 2026-11-30), e.g.
 #   S1_LR=2.4e-3 LAYERS=1 EXTRA_LAYERS="" RICH_TAG=frontier_rich_lr2.4e-3 OUT=... bash benchmarks/frontier_gpu.sh
 #   S1_LR=4.8e-3 LAYERS=1 EXTRA_LAYERS="" RICH_TAG=frontier_rich_lr4.8e-3 OUT=... bash benchmarks/frontier_gpu.sh
 # HIDDEN / RELATIONS add layer-wise distillation from the fine-tuned 12-layer tower to CARE [rich]'s Stage I

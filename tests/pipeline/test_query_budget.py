@@ -47,18 +47,21 @@ def test_a_budget_below_one_is_refused_and_a_good_one_loads() -> None:
 
 def test_the_richer_stage_one_fills_only_what_the_user_left_unset() -> None:
     recipe, applied, kept = rich_stage1(CareRecipeConfig(overrides=["stage2:optim.epochs=1"]))
+    rich = ["stage1:optim.epochs=6", "stage1:optim.lr=0.0024", "stage1_rank:optim.epochs=3"]
     assert applied == {"recipes.care.alignment_sentences": 100_000, "recipes.care.alignment_sentence_max_chars": 150,
-                       "recipes.care.overrides": ["stage1:optim.epochs=6", "stage1_rank:optim.epochs=3"]}
-    assert kept == [] and recipe.overrides == ["stage1:optim.epochs=6", "stage1_rank:optim.epochs=3",
-                                               "stage2:optim.epochs=1"]
+                       "recipes.care.overrides": rich}
+    assert kept == [] and recipe.overrides == [*rich, "stage2:optim.epochs=1"]
     recipe, applied, kept = rich_stage1(CareRecipeConfig(alignment_sentences=10_000,
-                                                         overrides=["stage1:optim.epochs=2"]))
+                                                         overrides=["stage1:optim.epochs=2", "optim.lr=1e-4"]))
     assert (recipe.alignment_sentences, recipe.alignment_sentence_max_chars) == (10_000, 150)
-    assert recipe.overrides == ["stage1_rank:optim.epochs=3", "stage1:optim.epochs=2"]
-    assert kept == ["recipes.care.alignment_sentences", "stage1 epochs"]
+    assert recipe.overrides == ["stage1_rank:optim.epochs=3", "stage1:optim.epochs=2", "optim.lr=1e-4"]
+    assert kept == ["recipes.care.alignment_sentences", "stage1 epochs", "stage1 learning rate"]
     recipe, applied, kept = rich_stage1(CareRecipeConfig(epochs=1, alignment_sentence_max_chars=80))
-    assert recipe.overrides == [] and kept == ["recipes.care.alignment_sentence_max_chars", "stage1 epochs",
-                                               "stage1_rank epochs"]
+    assert recipe.overrides == ["stage1:optim.lr=0.0024"]
+    assert kept == ["recipes.care.alignment_sentence_max_chars", "stage1 epochs", "stage1_rank epochs"]
+    recipe, applied, kept = rich_stage1(CareRecipeConfig(lr=5e-5, overrides=["stage1_rank:optim.lr=1e-3"]))
+    assert recipe.overrides == ["stage1:optim.epochs=6", "stage1_rank:optim.epochs=3", "stage1_rank:optim.lr=1e-3"]
+    assert kept == ["stage1 learning rate"]  # recipes.care.lr sets every stage's rate
 
 
 @pytest.fixture
@@ -89,7 +92,7 @@ def recipe_calls(monkeypatch, tmp_path):
 
 def _context(tmp_path: Path, budget: float, *more: str) -> RunContext:
     config = load_run_config(demo_config_path(), [*E5_TOWERS, f"recipes.care.query_speedup={budget}",
-                                                  "recipes.care.epochs=null", *more])
+                                                  "recipes.care.epochs=null", "recipes.care.lr=null", *more])
     ctx = RunContext(config, tmp_path / "run")
     ctx.train_file.parent.mkdir(parents=True)
     shutil.copy(config.inputs.train_file, ctx.train_file)
@@ -107,7 +110,7 @@ def test_the_picked_depth_reaches_the_recipe(tmp_path, curve, recipe_calls) -> N
     assert query.name == "L1-strided" and json.loads((query / "config.json").read_text())["num_hidden_layers"] == 1
     assert Path(paths.document_model).name == "L12" and curve[0][0] == paths.document_model  # the curve of D's cuts
     assert len(curve[0][1]) == 20 and curve[0][2] == ctx.root / "cache" / "query_latency"
-    assert "stage1:optim.epochs=6" in overrides and "stage1_rank:optim.epochs=3" in overrides  # the richer Stage I
+    assert {"stage1:optim.epochs=6", "stage1:optim.lr=0.0024", "stage1_rank:optim.epochs=3"} <= set(overrides)
     alignment = [json.loads(line) for line in Path(paths.alignment_file).read_text(encoding="utf-8").splitlines()]
     assert max(len(row["query"]) for row in alignment) > 60  # corpus sentences up to 150 characters
     choice = outputs[OUTPUT_KEY]

@@ -122,7 +122,8 @@ def test_care_train_recipe_trains_the_cut_the_budget_picks(tmp_path, monkeypatch
     assert res.exit_code == 0, res.output
     (paths, overrides), = calls
     assert Path(paths.query_model).name == "L1-strided" and Path(paths.document_model).name == "L12"
-    assert overrides == ["stage1:optim.epochs=6", "stage1_rank:optim.epochs=1"]  # --set wins for the ranking part
+    assert overrides == ["stage1:optim.epochs=6", "stage1:optim.lr=0.0024",  # --set wins for the ranking part
+                         "stage1_rank:optim.epochs=1"]
     assert Path(paths.alignment_file).name == query_budget.RICH_ALIGNMENT_FILE
     assert "query tower e5?layers=1 (1 layer(s), 4.84×)" in res.output
     record = json.loads((tmp_path / "out" / "query_budget.json").read_text(encoding="utf-8"))

@@ -37,12 +37,12 @@ OUTPUT_KEY = "query_budget"
 
 def rich_stage1(recipe: CareRecipeConfig) -> tuple[CareRecipeConfig, dict[str, Any], list[str]]:
     """``recipe`` with the frontier's richer Stage I (``care.train.query_budget.RICH_*``: every corpus sentence of
-    6-150 characters, Stage I 6 epochs, its ranking part 3) in every field the user left unset:
+    6-150 characters, Stage I 6 epochs at learning rate 2.4e-3, its ranking part 3) in every field the user left unset:
     ``(recipe, {field: value applied}, [fields left as the user set them])``."""
     from care.train.query_budget import (
         RICH_ALIGNMENT_SENTENCES,
         RICH_SENTENCE_MAX_CHARS,
-        rich_epoch_overrides,
+        rich_stage1_overrides,
     )
 
     applied: dict[str, Any] = {}
@@ -54,8 +54,9 @@ def rich_stage1(recipe: CareRecipeConfig) -> tuple[CareRecipeConfig, dict[str, A
             changes[name] = applied[f"recipes.care.{name}"] = value
         else:
             kept.append(f"recipes.care.{name}")
-    overrides, kept_epochs = rich_epoch_overrides(recipe.overrides, epochs_set=recipe.epochs is not None)
-    kept += kept_epochs
+    user_set = [key for key, value in (("optim.epochs", recipe.epochs), ("optim.lr", recipe.lr)) if value is not None]
+    overrides, kept_settings = rich_stage1_overrides(recipe.overrides, user_set=user_set)
+    kept += kept_settings
     if overrides:
         changes["overrides"] = [*overrides, *recipe.overrides]
         applied["recipes.care.overrides"] = overrides

@@ -167,7 +167,7 @@ def _query_budget(budget: float, query_model: str, document_model: str, train_fi
         budget_towers_error,
         choose_query_tower,
         rich_alignment_file,
-        rich_epoch_overrides,
+        rich_stage1_overrides,
         training_queries,
     )
 
@@ -182,7 +182,7 @@ def _query_budget(budget: float, query_model: str, document_model: str, train_fi
                                 training_queries(train_file), towers / "query_latency", timing=timing)
     choice.settings = {"--query-model": choice.query_spec}
     if choice.rich_stage1:
-        added, choice.kept = rich_epoch_overrides(overrides)
+        added, choice.kept = rich_stage1_overrides(overrides)
         if added:
             overrides = [*added, *overrides]
             choice.settings["--set"] = added

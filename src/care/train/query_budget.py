@@ -6,7 +6,8 @@ model cut to each depth, timed side by side at batch 1 on one thread); :func:`pi
 function of it; :func:`choose_query_tower` measures and picks. A budget no cut meets fails before anything is
 trained, with the measured speed-ups (:class:`QueryBudgetError`). Where the pick is one layer, the frontier's
 richer Stage I applies (the ``RICH_*`` settings): on the dev set it lifted CARE's 1-layer tower from 81.5 % to 88.4 %
-of symmetric large (``benchmarks/results/frontier/test.md``).
+of symmetric large (``benchmarks/results/frontier/test.md``), and a higher Stage I learning rate further
+(:data:`RICH_STAGE1_LR`).
 
 Used by ``care run`` (``recipes.care.query_speedup``, :mod:`care.pipeline.query_budget`) and
 ``care train recipe --query-speedup`` (its richer Stage I data: :func:`rich_alignment_file`).
@@ -47,6 +48,16 @@ RICH_RANK_EPOCHS = 3
 #: The richer Stage I's epochs per stage, as stage overrides set them (the data comes from the two sentence
 #: settings above).
 RICH_EPOCHS: dict[str, int] = {"stage1": RICH_STAGE1_EPOCHS, "stage1_rank": RICH_RANK_EPOCHS}
+#: Stage I's (alignment part's) learning rate in the richer Stage I. The e5 preset's 2e-4 was chosen for the 6-layer
+#: tower; the 1-layer tower's Stage I alone keeps 77.0 % of symmetric large at it and 93.8 % at 2.4e-3
+#: (``benchmarks/results/real_weights/stage1_probe_test_L1_more_text_seed0.md``); the whole richer recipe at it keeps
+#: 98.2 % where the preset's rate kept 89.4 % (one seed on the CPU:
+#: ``benchmarks/results/real_weights/test_cpu_rich_lr2.4e-3_L1_seed0.json``).
+RICH_STAGE1_LR = 2.4e-3
+#: The richer Stage I's other settings per stage (``{stage: {key: value}}``), as stage overrides set them.
+RICH_STAGE_SETTINGS: dict[str, dict[str, float | int]] = {
+    stage: {"optim.epochs": epochs, **({"optim.lr": RICH_STAGE1_LR} if stage == "stage1" else {})}
+    for stage, epochs in RICH_EPOCHS.items()}
 #: How many of the run's queries are timed (distinct training queries, in file order): a few are enough, the
 #: latency routine cycles through them until every median is stable.
 LATENCY_QUERIES = 20
@@ -145,26 +156,36 @@ class QueryTowerChoice:
                 f"{self.speedups[self.depth]:.2f}×); settings applied: {settings}{kept}")
 
 
-def sets_epochs(overrides: Sequence[str], stage: str) -> bool:
-    """Whether ``overrides`` (``key=value`` / ``stage:key=value``) set ``stage``'s epochs: ``optim.epochs`` for every
-    stage or for this one."""
+def sets_key(overrides: Sequence[str], stage: str, key: str) -> bool:
+    """Whether ``overrides`` (``key=value`` / ``stage:key=value``) set ``key`` (e.g. ``optim.epochs``) for every
+    stage or for ``stage``."""
     for override in overrides:
-        scope, _, key = override.split("=", 1)[0].strip().rpartition(":")
-        if key.strip() == "optim.epochs" and scope.strip() in ("", stage):
+        scope, _, name = override.split("=", 1)[0].strip().rpartition(":")
+        if name.strip() == key and scope.strip() in ("", stage):
             return True
     return False
 
 
-def rich_epoch_overrides(overrides: Sequence[str], *, epochs_set: bool = False) -> tuple[list[str], list[str]]:
-    """The richer Stage I's epochs (:data:`RICH_EPOCHS`) for the stages whose epochs the user left unset:
-    ``(overrides to add, ["<stage> epochs" left as the user set them])``; ``epochs_set``: every stage's epochs are
-    the user's (``recipes.care.epochs``)."""
+#: The words :func:`rich_stage1_overrides` lists a setting left as the user set it by.
+SETTING_WORDS = {"optim.epochs": "epochs", "optim.lr": "learning rate"}
+
+
+def rich_stage1_overrides(overrides: Sequence[str], *, user_set: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """The richer Stage I's settings (:data:`RICH_STAGE_SETTINGS`: epochs, Stage I's learning rate) for each stage
+    where the user left them unset: ``(overrides to add, ["<stage> <setting>" left as the user set them])``.
+
+    Args:
+        overrides: the user's ``key=value`` / ``stage:key=value`` settings.
+        user_set: keys the user set for every stage some other way (``optim.epochs`` for ``recipes.care.epochs``,
+            ``optim.lr`` for ``recipes.care.lr``).
+    """
     added, kept = [], []
-    for stage, epochs in RICH_EPOCHS.items():
-        if epochs_set or sets_epochs(overrides, stage):
-            kept.append(f"{stage} epochs")
-        else:
-            added.append(f"{stage}:optim.epochs={epochs}")
+    for stage, settings in RICH_STAGE_SETTINGS.items():
+        for key, value in settings.items():
+            if key in user_set or sets_key(overrides, stage, key):
+                kept.append(f"{stage} {SETTING_WORDS.get(key, key)}")
+            else:
+                added.append(f"{stage}:{key}={value}")
     return added, kept
 
 
