@@ -263,6 +263,24 @@ def test_the_ranking_part_needs_query_side_alignment_rows(tiny_dir, tmp_path, ca
         run_recipe(paths, config_dir=_config_dir_with_rank(tiny_dir, tmp_path / "cfg"), overrides=FAST)
 
 
+def test_the_ranking_part_trains_on_the_queries_an_override_names(tiny_dir, tmp_path, calls, caplog):
+    """``stage1_rank:data.train_file`` replaces the derived rank_queries.jsonl: it is neither built nor needed."""
+    from care.data.io import write_jsonl
+
+    write_jsonl(tmp_path / "docs_only.jsonl", [r for r in alignment_rows() if r["type"] == "doc_align"])
+    named = tmp_path / "mine.jsonl"
+    assert write_jsonl(named, [r for r in alignment_rows() if r["type"] == "query_align"])
+    out = tmp_path / "out"
+    paths = RecipePaths(str(tiny_dir / "tiny-bert"), str(tiny_dir / "tiny-qwen3"), str(tiny_dir / "train.jsonl"),
+                        str(out), alignment_file=str(tmp_path / "docs_only.jsonl"))
+    with caplog.at_level("INFO", logger="care.train.recipe"):
+        run_recipe(paths, config_dir=_config_dir_with_rank(tiny_dir, tmp_path / "cfg"),
+                   overrides=[*FAST, f"stage1_rank:data.train_file={named}"])
+    assert _wiring(calls)["bank_distill"][2] == str(named)
+    assert not (out / "rank_queries.jsonl").exists()
+    assert "the ranking part's queries" not in caplog.text
+
+
 def test_a_run_recorded_before_a_recipe_field_existed_is_still_resumable(tiny_dir, tmp_path, calls):
     run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST)
     record = tmp_path / "recipe.json"

@@ -154,7 +154,7 @@ def baseline_steps(name: str) -> tuple[Step, ...]:
 
 def _split_overrides(step: Step, overrides: Sequence[str]) -> list[str]:
     """Overrides for ``step``: the unprefixed ones (training steps only), then ``<step>:key=value`` ones."""
-    from care.train.recipe import override_stage
+    from care.train.overrides import override_stage
 
     common = [o for o in overrides if override_stage(o) is None] if step.stage != PRUNE_STEP else []
     return common + [o.split(":", 1)[1] for o in overrides if override_stage(o) == step.name]

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from care.errors import CareError
+from care.train.overrides import sets_key
 
 logger = logging.getLogger(__name__)
 
@@ -152,16 +153,6 @@ class QueryTowerChoice:
         return (f"query-latency budget {self.budget:g}×: speed-ups over {self.layers} layers ({self.engine}): "
                 f"{format_speedups(self.speedups)} -> query tower {self.query_spec} ({self.depth} layer(s), "
                 f"{self.speedups[self.depth]:.2f}×); settings applied: {settings}{kept}")
-
-
-def sets_key(overrides: Sequence[str], stage: str, key: str) -> bool:
-    """Whether ``overrides`` (``key=value`` / ``stage:key=value``) set ``key`` (e.g. ``optim.epochs``) for every
-    stage or for ``stage``."""
-    for override in overrides:
-        scope, _, name = override.split("=", 1)[0].strip().rpartition(":")
-        if name.strip() == key and scope.strip() in ("", stage):
-            return True
-    return False
 
 
 #: The words :func:`rich_stage1_overrides` lists a setting left as the user set it by.

@@ -43,6 +43,7 @@ from typing import Any
 from care.config import Config, ConfigError, apply_overrides, read_config_file
 from care.errors import CareError
 from care.train.config import TrainConfig
+from care.train.overrides import override_key, override_stage, sets_key
 from care.train.trainer import TrainResult, read_result, train
 from care.train.validation import (
     SCORES_FILE,
@@ -173,12 +174,6 @@ class RecipePaths:
     finished_stages: dict[str, str] | None = None
 
 
-def override_stage(override: str) -> str | None:
-    """The stage a ``<stage>:key=value`` override targets; ``None`` for a plain ``key=value`` (every stage)."""
-    key = override.split("=", 1)[0]
-    return key.split(":", 1)[0] if ":" in key else None
-
-
 def _stage_config(stage: str, config_dir: str | Path | None, overrides: Sequence[str],
                   wiring: dict[str, object]) -> TrainConfig:
     """The stage's YAML from ``config_dir`` (``<stage>.yaml``) or the built-in defaults, then the
@@ -285,7 +280,7 @@ def training_stage(stage: str, config_dir: str | Path | None, overrides: Sequenc
     default = TRAINING_STAGE.get(stage, stage)
     choices = STAGE_CHOICES.get(stage, (default,))
     named = [yaml.safe_load(o.split("=", 1)[1]) for o in overrides
-             if override_stage(o) == stage and o.split("=", 1)[0].split(":", 1)[1].strip() == "stage"]
+             if override_stage(o) == stage and override_key(o) == "stage"]
     if named:
         if named[-1] not in choices:
             raise ConfigError(f"override '{stage}:stage={named[-1]}': the recipe's {stage} trains as one of "
@@ -493,7 +488,8 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
             train_file = _alignment_file(paths, out)
         if stage == "stage1_rank":
             extra["data.bank_file"] = paths.train_file  # ranked: the training file's documents
-            if train_file is None:  # else Stage I trains on the train file: its queries are ranked
+            # else Stage I trains on the train file (its queries are ranked), or the user named the ranked queries
+            if train_file is None and not sets_key(overrides, stage, "data.train_file"):
                 train_file = _rank_queries_file(_alignment_file(paths, out), out)
         settings: dict[str, object] = {"stage": trained_as, "output_dir": dirs[stage],
                                        "model.query_model": query_model, "model.document_model": document_model,

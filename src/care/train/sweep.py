@@ -142,7 +142,8 @@ class RecipeRun:
 
 def changed_stages(variant: Variant) -> set[str]:
     """The recipe stages ``variant`` changes, directly or through a stage they are built on (:data:`STAGE_INPUTS`)."""
-    from care.train.recipe import RECIPE_STAGES, override_stage
+    from care.train.overrides import override_stage
+    from care.train.recipe import RECIPE_STAGES
     from care.train.variants import SWITCH_STAGE
 
     changed = {override_stage(o) for o in variant.overrides}

@@ -166,7 +166,8 @@ def _count(name: str, item: str, text: str) -> int:
 def _check_override(name: str, item: str, key: str) -> None:
     """A stage override must name a recipe stage and a field of that stage's config."""
     from care.train.config import TrainConfig, build_unvalidated
-    from care.train.recipe import RECIPE_STAGES, override_stage
+    from care.train.overrides import override_stage
+    from care.train.recipe import RECIPE_STAGES
 
     stage = override_stage(item)
     if stage is not None and stage not in RECIPE_STAGES:
