@@ -8,8 +8,9 @@ more epochs); and the query latency measured on the CPU side by side in ``test_f
 thread; shapes, not weights, set it). Writes ``frontier/test.json`` (``extra.frontier``: one entry per query tower),
 ``test.md`` and ``frontier.png`` (nDCG@10 against int8 queries/s).
 
-A tower scored in several record groups takes its figures from the first group that has it (:data:`GROUPS`); its
-seeds are the seeds of those records. ``ratio_to_symmetric_large`` pairs each tower with symmetric large of the same
+A tower scored in several record groups takes its figures from the first group that has it (:data:`GROUPS`, then
+the discovered ``test_frontier_<tag>_seedK`` groups, then those named with ``--group TAG``, e.g. a CPU run's
+``cpu_rich_lr2.4e-3_L1``); its seeds are the seeds of those records. ``ratio_to_symmetric_large`` pairs each tower with symmetric large of the same
 records (same seeds); speed-ups are over e5's 12-layer query side in the same engine.
 """
 
@@ -97,6 +98,29 @@ def collect(records: dict[str, BenchmarkRecord], groups: dict[str, str] = GROUPS
     return towers
 
 
+def named_groups(tags: list[str] | None) -> dict[str, str]:
+    """The record groups ``--group TAG`` names (``TAG`` -> ``test_<TAG>_seed``), checked like a run's tag."""
+    groups = {}
+    for tag in tags or ():
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", tag):
+            raise SystemExit(f"--group {tag!r}: a record tag is letters, digits, '_', '.' and '-' "
+                             "(bench_real_weights.py --tag; its records are test_<TAG>_seedK.json)")
+        groups[tag] = f"test_{tag}_seed"
+    return groups
+
+
+def group_machines(records: dict[str, BenchmarkRecord], groups: dict[str, str]) -> dict[str, str]:
+    """Where each group's records were trained (``NVIDIA H200``, ``CPU, 2 cores``), for the table's text; a group
+    whose records name no machine is left out."""
+    machines: dict[str, str] = {}
+    for group, prefix in groups.items():
+        found = {r.machine.get("gpu") or f"CPU, {r.machine.get('cores', '?')} cores"
+                 for name, r in records.items() if r.machine and re.fullmatch(re.escape(prefix) + r"\d+", name)}
+        if found:
+            machines[group] = " / ".join(sorted(found))
+    return machines
+
+
 def with_discovered_groups(records: dict[str, BenchmarkRecord], groups: dict[str, str] = GROUPS) -> dict[str, str]:
     """``groups`` followed by every other ``test_frontier_<tag>_seedK`` group among ``records`` (tag order): the
     records of a later run (``TAG=frontier_L0 bash benchmarks/frontier_gpu.sh``) join the frontier without a change
@@ -155,9 +179,11 @@ def display(row: str, layers: int | None) -> str:
 
 
 def build(records: dict[str, BenchmarkRecord], shapes: dict[str, int] | None = None,
-          groups: dict[str, str] = GROUPS, variants: tuple[str, ...] = VARIANTS) -> BenchmarkRecord:
-    """The frontier record (not written): ``extra.frontier`` one entry per tower, deepest rows last."""
-    groups = with_discovered_groups(records, groups)
+          groups: dict[str, str] = GROUPS, variants: tuple[str, ...] = VARIANTS,
+          extra_groups: dict[str, str] | None = None) -> BenchmarkRecord:
+    """The frontier record (not written): ``extra.frontier`` one entry per tower, deepest rows last.
+    ``extra_groups`` (:func:`named_groups`) are read after ``groups`` and the discovered ones."""
+    groups = {**with_discovered_groups(records, groups), **(extra_groups or {})}
     towers = collect(records, groups, variants)
     if not towers:
         raise SystemExit(f"no records named {', '.join(p + 'K' for p in groups.values())} to build the frontier from")
@@ -183,8 +209,9 @@ def build(records: dict[str, BenchmarkRecord], shapes: dict[str, int] | None = N
             "ndcg_at_10_mean": mean, "ndcg_at_10_std": statistics.stdev(values) if len(values) > 1 else 0.0,
             "ndcg_at_10_per_seed": values, "seeds": seeds,
             "ratio_to_symmetric_large": mean / statistics.mean(found["large"][s] for s in seeds) if paired else None,
-            "records": found["records"]})
-    config = {"source": SOURCE, "groups": groups, "variants": list(variants), "latency_record": LATENCY_RECORD,
+            "group": found["group"], "records": found["records"]})
+    config = {"source": SOURCE, "groups": groups, "machines": group_machines(records, groups),
+              "variants": list(variants), "latency_record": LATENCY_RECORD,
               "e5_shapes": shapes, "speedup": "p50 of e5's 12-layer query side / p50 of this tower, same engine; "
               f"interleaved per query, and back to back ({WARM[1:]}: each tower answering consecutive queries)",
               "latency": {"machine": latency_record.machine, "date": latency_record.date,
@@ -206,8 +233,11 @@ def _cell(value: float | None, form: str) -> str:
 
 def markdown(record: BenchmarkRecord) -> str:
     """``test.md``: the frontier table."""
-    sources = ", ".join(f"`{prefix}K`" for prefix in record.config["groups"].values())
-    about = (f"nDCG@10 from the H200 records (`real_weights/` {sources}); speed-ups: e5's 12-layer query side / this "
+    machines = record.config.get("machines") or {}
+    sources = ", ".join(f"`{prefix}K`" + (f" ({machines[group]})" if group in machines else "")
+                        for group, prefix in record.config["groups"].items())
+    about = (f"nDCG@10 from the records `real_weights/` {sources}, each tower's ratio against symmetric large of its "
+             "own records (seeds trained on different machines are not pooled); speed-ups: e5's 12-layer query side / this "
              "tower, same engine, ONNX, batch 1, one thread, measured side by side on the CPU "
              f"(`real_weights/{record.config['latency_record']}.json`); query shapes, not weights, set them. The "
              "towers are timed interleaved per query (every call follows another tower's, its weights cold: the "
@@ -277,13 +307,16 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS, help="results root the frontier/ record goes to")
     parser.add_argument("--e5-config", type=Path, default=E5_CONFIG, help="e5's config.json (parameter counts)")
     parser.add_argument("--variant", action="append", default=None, help=f"CARE [NAME] rows to include {VARIANTS}")
+    parser.add_argument("--group", action="append", default=None, metavar="TAG",
+                        help="also read the records test_<TAG>_seedK (a run's --tag, e.g. cpu_rich_lr2.4e-3_L1)")
     parser.add_argument("--no-figure", action="store_true")
     args = parser.parse_args()
     shapes = read_shapes(args.e5_config)
     if shapes is None:
         shapes = next((r.config["e5_shapes"] for r in read_records(args.out, EXPERIMENT).values()
                        if r.config.get("e5_shapes")), None)  # the shapes a previous run recorded
-    record = build(read_records(args.results, SOURCE), shapes, variants=tuple(args.variant or VARIANTS))
+    record = build(read_records(args.results, SOURCE), shapes, variants=tuple(args.variant or VARIANTS),
+                   extra_groups=named_groups(args.group))
     path = write_record(record, args.out)
     with atomic_write(path.with_suffix(".md")) as fh:
         fh.write(markdown(record))

@@ -23,14 +23,18 @@ def _score(tower: dict | None) -> str | None:
 
 def frontier_table(results: Path = RESULTS) -> str:
     """One row per query-tower depth (and per CARE variant): its query speed-up over the 12-layer query side in
-    ONNX int8 (interleaved per query and back to back) and fp32 (one thread, batch 1), CARE's and symmetric small's nDCG@10 mean ± std over the seeds (with
-    the share of symmetric large); the last row holds the 12-layer references."""
+    ONNX int8 (interleaved per query and back to back) and fp32 (one thread, batch 1), CARE's and symmetric small's
+    nDCG@10 mean ± std over the seeds (with the share of symmetric large of the same records); the seeds name their
+    machine where it is not the references' (seeds of different machines are different trainings); the last row
+    holds the 12-layer references."""
     record = read_records(results, FRONTIER_EXPERIMENT).get(FRONTIER_RECORD) if (
         results / FRONTIER_EXPERIMENT).is_dir() else None
     if record is None:
         return "No frontier record yet: run `python -m benchmarks.frontier`."
     towers = record.extra["frontier"]
     by = {(t["row"], t["layers"]): t for t in towers}
+    machines = record.config.get("machines") or {}
+    reference = machines.get((by.get((REFERENCES[0], FULL_DEPTH)) or {}).get("group"))
     rows = []
     for tower in sorted((t for t in towers if t["layers"] is not None), key=lambda t: (t["layers"], t["row"])):
         if tower["row"].startswith(SMALL) or tower["row"] in REFERENCES:  # (BM25, no tower, has no depth)
@@ -41,6 +45,9 @@ def frontier_table(results: Path = RESULTS) -> str:
         plain = variant == (f"[FFN {width}]" if width else "")  # no variant but the narrowing: paired with small's
         small = by.get((f"{SMALL} [FFN {width}]" if width else SMALL, tower["layers"])) if plain else None
         seeds = ", ".join(map(str, sorted(set(tower["seeds"]) | set(small["seeds"] if small else []))))
+        trained_on = machines.get(tower.get("group"))
+        if trained_on and reference and trained_on != reference:  # not poolable with the references' seeds
+            seeds += f" ({trained_on})"
         rows.append([f"{depth} {variant}".strip(), _speedup(tower, "speedup_int8"),
                      _speedup(tower, "speedup_int8_back_to_back"), _speedup(tower, "speedup_fp32"),
                      _score(tower), _score(small), seeds])

@@ -6,16 +6,17 @@ import json
 
 import pytest
 
-from benchmarks.frontier import build, figure, markdown, query_params, tower_of
+from benchmarks.frontier import build, figure, markdown, named_groups, query_params, tower_of
 from care.bench.record import BenchmarkRecord, write_record
 
 SHAPES = {"vocab_size": 50, "hidden_size": 8, "intermediate_size": 16, "max_position_embeddings": 32,
           "type_vocab_size": 2}
 
 
-def _record(name: str, seed: int, layers: int, scores: dict[str, float]) -> BenchmarkRecord:
+def _record(name: str, seed: int, layers: int, scores: dict[str, float], gpu: str | None = "H200") -> BenchmarkRecord:
     return BenchmarkRecord("real_weights", name, config={"layers": layers}, seeds=[seed],
-                           scores={label: {"ndcg_at_10": value} for label, value in scores.items()})
+                           scores={label: {"ndcg_at_10": value} for label, value in scores.items()},
+                           machine={"gpu": gpu, "cores": 16 if gpu else 2})
 
 
 def _records() -> dict[str, BenchmarkRecord]:
@@ -96,6 +97,34 @@ def test_records_of_a_later_frontier_run_join_by_their_tag():
     assert static["ratio_to_symmetric_large"] == pytest.approx(0.5) and rich["ndcg_at_10_mean"] == 0.18
     assert static["params_transformer"] == 0 and entries[("symmetric small", 0)]["seeds"] == [0]
     assert entries[("CARE", 1)]["records"] == ["test_frontier_seed0", "test_frontier_seed1", "test_frontier_seed2"]
+
+
+def test_a_group_named_by_its_tag_joins_last_paired_with_its_own_symmetric_large(tmp_path):
+    """``--group cpu_x``: a CPU run's records add their variant behind every other group; its ratio is against the
+    CPU seeds' own symmetric large, and the table names the machine of seeds that are not the references'."""
+    from benchmarks.tables_frontier import frontier_table
+
+    records = _records()
+    for seed, (care, large) in enumerate([(0.285, 0.29), (0.275, 0.30)]):
+        name = f"test_cpu_x_seed{seed}"
+        records[name] = _record(name, seed, 1, {"symmetric large": large, "CARE [lr]": care, "CARE [rich]": 0.1,
+                                                "symmetric small": 0.05}, gpu=None)
+    record = build(records, SHAPES, variants=("rich", "lr"), extra_groups=named_groups(["cpu_x"]))
+    entries = {(e["row"], e["layers"]): e for e in record.extra["frontier"]}
+    lr = entries[("CARE [lr]", 1)]
+    assert lr["records"] == ["test_cpu_x_seed0", "test_cpu_x_seed1"] and lr["group"] == "cpu_x"
+    assert lr["ratio_to_symmetric_large"] == pytest.approx(0.28 / 0.295) and lr["speedup_int8"] == 5.0
+    assert entries[("CARE [rich]", 1)]["records"] == ["test_frontier_rich_seed0"]  # earlier groups come first
+    assert entries[("symmetric large", 12)]["group"] == "gpu"
+    assert record.config["machines"] == {"gpu": "H200", "frontier": "H200", "frontier_rich": "H200",
+                                         "cpu_x": "CPU, 2 cores"}
+    assert "`test_cpu_x_seedK` (CPU, 2 cores)" in markdown(record)
+    write_record(record, tmp_path)
+    table = frontier_table(tmp_path)
+    assert "| 1 layer [lr] | 5.00× | 9.00× | 6.00× | 0.280 ± 0.007 (94.9%) | – | 0, 1 (CPU, 2 cores) |" in table
+    assert "| 1 layer [rich] | 5.00× | 9.00× | 6.00× | 0.256 ± 0.000 (80.0%) | – | 0 |" in table
+    with pytest.raises(SystemExit, match="--group 'a b'"):
+        named_groups(["a b"])
 
 
 def test_a_narrowed_run_gets_its_own_rows_timings_and_table_line(tmp_path):
