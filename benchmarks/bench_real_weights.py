@@ -22,7 +22,7 @@ Usage::
     python -m benchmarks.bench_real_weights --summarise --seeds 0 1 2  # latency here + the table
 
 ``--skip-rows care`` screens ``--variant`` rows on a CPU without the CARE row's own Stage I and II (hours there):
-the seed's initialisations must be finished; each variant is recorded with its Stage I row
+the seed's initialisations are trained first where they are not finished; each variant is recorded with its Stage I row
 (``CARE w/o Stage II [NAME]``) beside symmetric small / large and e5 zero-shot.
 """
 
@@ -58,7 +58,7 @@ WALL_SECONDS_FILE = "wall_seconds.json"  # per seed folder: wall time per step, 
 LEGACY_PEER_TIME_FILE = "peer_train_time.json"
 #: The rows a seed may be recorded without (``--skip-rows``).
 SKIPPABLE_ROWS = {"peer": PEER_ROW, "without_stage1": "CARE w/o Stage I", "care": "CARE"}
-#: The CARE recipe's initialisations: what ``--skip-rows care`` still needs (finished) for the variants and rows.
+#: The CARE recipe's initialisations: what ``--skip-rows care`` still trains (unless finished) for the variants.
 INIT_STAGES = ("init_query", "init_document")
 #: ``CARE w/o Stage I``: the CARE row's recipe without Stage I, on its initialised towers.
 WITHOUT_STAGE1 = parse_items("without_stage1", ["recipe:skip_stage1=true"])
@@ -122,8 +122,10 @@ def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, 
     specs, base = {"e5 zero-shot": e5_spec(e5, "float32")}, care_run(prep, cut, e5, work / "care" / "recipe", seed, care)
     if "care" in args.skip_rows:  # a screen of --variant rows: the CARE row's Stage I and II are not trained
         if missing := [s for s in INIT_STAGES if not finished(base.stage_folder(s))]:
-            raise SystemExit(f"--skip-rows care: {', '.join(missing)} not finished in {base.paths.output_dir}; run "
-                             f"this seed once without it (stop it after init_document) to train them")
+            logger.info("--skip-rows care: training the seed's %s first (the CARE recipe's initialisations, in %s)",
+                        ", ".join(missing), base.paths.output_dir)
+            with timer.step("care"):
+                base.run(stages=INIT_STAGES)
         inits = {stage: read_result(base.stage_folder(stage)) for stage in INIT_STAGES}
         trained = {"symmetric small": inits["init_query"].query_model,
                    "symmetric large": inits["init_document"].document_model}

@@ -183,5 +183,9 @@ def test_the_driver_trains_and_scores_every_row_and_a_rerun_repeats_nothing(tmp_
     assert set(record["scores"]) == {"e5 zero-shot", "symmetric small", "symmetric large", "CARE [st1]",
                                      "CARE w/o Stage II [st1]"}
     assert (work / "variants" / "st1" / "stage1").is_dir()  # the variant changes Stage I: it trained its own
+    # a seed without its initialisations: the screen trains them (and no Stage I or II of the CARE row) first
     fresh = [*screen[:screen.index("--work") + 1], str(tmp_path / "fresh"), *screen[screen.index("--work") + 2:]]
-    assert "--skip-rows care: init_query, init_document not finished" in run(fresh, code=1)
+    log = run(fresh)
+    assert "training the seed's init_query, init_document first" in log
+    recipe = tmp_path / "fresh" / "test" / "seed0" / "care" / "recipe"
+    assert sorted(p.name for p in recipe.iterdir() if p.is_dir()) == ["init_document", "init_query"]

@@ -128,12 +128,14 @@ class RecipeRun:
     overrides: Sequence[str] = ()
     recipe: RecipeConfig = field(default_factory=RecipeConfig)
 
-    def run(self, validation: ValidationConfig | None = None) -> dict[str, TrainResult]:
-        """Run (or finish) the recipe; validation off unless given."""
-        from care.train.recipe import run_recipe
+    def run(self, validation: ValidationConfig | None = None, stages: Sequence[str] | None = None,
+            ) -> dict[str, TrainResult]:
+        """Run (or finish) the recipe, or only ``stages`` of it (e.g. its initialisations); validation off unless
+        given."""
+        from care.train.recipe import RECIPE_STAGES, run_recipe
 
         return run_recipe(self.paths, config_dir=self.config_dir, overrides=list(self.overrides), recipe=self.recipe,
-                          validation=validation or ValidationConfig(enabled=False))
+                          validation=validation or ValidationConfig(enabled=False), stages=stages or RECIPE_STAGES)
 
     def stage_folder(self, stage: str) -> Path:
         """Where this run's ``stage`` is (its own folder, or one it reuses)."""
