@@ -1,6 +1,7 @@
 """The quality-latency frontier of CARE's query tower on real weights (issue 41): ``python -m benchmarks.frontier``.
 
-Reads the ``real_weights`` records trained on one H200 (dev set, test split): ``test_gpu_seedK`` (CARE with e5 cut
+Reads the ``real_weights`` records trained on one H200 (dev set, test split; ``--group TAG`` adds a run's own, e.g.
+the CPU's ``cpu_rich_lr2.4e-3_L1``): ``test_gpu_seedK`` (CARE with e5 cut
 to 6 layers, symmetric small / large, e5 zero-shot), ``test_frontier_seedK`` (CARE and symmetric small with e5 cut to
 1 and 3 layers), ``test_frontier_rich_seedK`` (``CARE [rich]``: the 1-layer tower's Stage I on every corpus sentence,
 more epochs); and the query latency measured on the CPU side by side in ``test_frontier`` (``bench_real_weights
