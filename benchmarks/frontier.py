@@ -11,8 +11,8 @@ thread; shapes, not weights, set it). Writes ``frontier/test.json`` (``extra.fro
 
 A tower scored in several record groups takes its figures from the first group that has it (:data:`GROUPS`, then
 the discovered ``test_frontier_<tag>_seedK`` groups, then those named with ``--group TAG``, e.g. a CPU run's
-``cpu_rich_lr2.4e-3_L1``); its seeds are the seeds of those records. ``ratio_to_symmetric_large`` pairs each tower with symmetric large of the same
-records (same seeds); speed-ups are over e5's 12-layer query side in the same engine.
+``cpu_rich_lr2.4e-3_L1``); its seeds are the seeds of those records. ``ratio_to_symmetric_large`` pairs each
+tower with symmetric large of the same records (same seeds); speed-ups are over e5's 12-layer query side in the same engine.
 """
 
 from __future__ import annotations
@@ -238,8 +238,8 @@ def markdown(record: BenchmarkRecord) -> str:
     sources = ", ".join(f"`{prefix}K`" + (f" ({machines[group]})" if group in machines else "")
                         for group, prefix in record.config["groups"].items())
     about = (f"nDCG@10 from the records `real_weights/` {sources}, each tower's ratio against symmetric large of its "
-             "own records (seeds trained on different machines are not pooled); speed-ups: e5's 12-layer query side / this "
-             "tower, same engine, ONNX, batch 1, one thread, measured side by side on the CPU "
+             "own records (seeds trained on different machines are not pooled); speed-ups: e5's 12-layer query side "
+             "/ this tower, same engine, ONNX, batch 1, one thread, measured side by side on the CPU "
              f"(`real_weights/{record.config['latency_record']}.json`); query shapes, not weights, set them. The "
              "towers are timed interleaved per query (every call follows another tower's, its weights cold: the "
              "conservative figure) and back to back (each answering consecutive queries, as a query service runs "
