@@ -27,6 +27,7 @@ from typing import Any
 from benchmarks._common import RESULTS, RUNS
 from care.bench.record import BenchmarkRecord, read_records, write_record
 from care.data.io import atomic_write
+from care.train.variants import NAME_PATTERN
 
 EXPERIMENT = "frontier"
 SOURCE = "real_weights"
@@ -100,10 +101,10 @@ def collect(records: dict[str, BenchmarkRecord], groups: dict[str, str] = GROUPS
 
 
 def named_groups(tags: list[str] | None) -> dict[str, str]:
-    """The record groups ``--group TAG`` names (``TAG`` -> ``test_<TAG>_seed``), checked like a run's tag."""
+    """The record groups ``--group TAG`` names (``TAG`` -> ``test_<TAG>_seed``), checked as a run's ``--tag`` is."""
     groups = {}
     for tag in tags or ():
-        if not re.fullmatch(r"[A-Za-z0-9_.-]+", tag):
+        if not NAME_PATTERN.fullmatch(tag):
             raise SystemExit(f"--group {tag!r}: a record tag is letters, digits, '_', '.' and '-' "
                              "(bench_real_weights.py --tag; its records are test_<TAG>_seedK.json)")
         groups[tag] = f"test_{tag}_seed"

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from care.config import Config, ConfigError
 from care.errors import CareError
-from care.train.recipe import RecipeConfig, RecipePaths
+from care.train.recipe import RECIPE_STAGES, RecipeConfig, RecipePaths
 from care.train.trainer import TrainResult, read_result
 from care.train.validation import METRICS, StageScore, ValidationConfig, ValidationSplit
 from care.train.variants import Variant, parse_items
@@ -128,14 +128,14 @@ class RecipeRun:
     overrides: Sequence[str] = ()
     recipe: RecipeConfig = field(default_factory=RecipeConfig)
 
-    def run(self, validation: ValidationConfig | None = None, stages: Sequence[str] | None = None,
+    def run(self, validation: ValidationConfig | None = None, stages: Sequence[str] = RECIPE_STAGES,
             ) -> dict[str, TrainResult]:
         """Run (or finish) the recipe, or only ``stages`` of it (e.g. its initialisations); validation off unless
         given."""
-        from care.train.recipe import RECIPE_STAGES, run_recipe
+        from care.train.recipe import run_recipe
 
         return run_recipe(self.paths, config_dir=self.config_dir, overrides=list(self.overrides), recipe=self.recipe,
-                          validation=validation or ValidationConfig(enabled=False), stages=stages or RECIPE_STAGES)
+                          validation=validation or ValidationConfig(enabled=False), stages=stages)
 
     def stage_folder(self, stage: str) -> Path:
         """Where this run's ``stage`` is (its own folder, or one it reuses)."""
@@ -145,7 +145,6 @@ class RecipeRun:
 def changed_stages(variant: Variant) -> set[str]:
     """The recipe stages ``variant`` changes, directly or through a stage they are built on (:data:`STAGE_INPUTS`)."""
     from care.train.overrides import override_stage
-    from care.train.recipe import RECIPE_STAGES
     from care.train.variants import SWITCH_STAGE
 
     changed = {override_stage(o) for o in variant.overrides}
@@ -182,8 +181,6 @@ def share_mined_file(source_dir: str | Path, target_dir: str | Path) -> Path | N
 def train_variant(base: RecipeRun, variant: Variant, output_dir: str | Path) -> dict[str, TrainResult]:
     """Train ``variant`` of ``base`` into ``output_dir``, reusing every finished stage of ``base`` it does not
     change (:func:`changed_stages`); returns each stage's result (the reused ones included)."""
-    from care.train.recipe import RECIPE_STAGES
-
     changed = changed_stages(variant)
     reused = {s: str(base.stage_folder(s)) for s in RECIPE_STAGES if s not in changed and _finished(base.stage_folder(s))}
     if "init_document" in reused:  # Stage II mines with the same document tower: the base's file may serve
@@ -202,7 +199,7 @@ def _finished(folder: Path) -> bool:
 
 def final_model(results: Mapping[str, TrainResult]) -> str:
     """The spec of a recipe run's final CARE model, with the prompts its stage trained it with."""
-    from care.train.recipe import RECIPE_STAGES, stage_model_spec
+    from care.train.recipe import stage_model_spec
 
     stage = next((s for s in reversed(RECIPE_STAGES) if s in results and results[s].care_model), None)
     if stage is None:
