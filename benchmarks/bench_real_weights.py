@@ -248,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--summarise", action="store_true", help="train nothing: aggregate the seeds' records")
     add("--latency", action="store_true", help="with --summarise: measure query latency here")
     add("--latency-layers", type=int, nargs="+", default=[6, 4, 3])
+    add("--latency-bm25", action="store_true", help="with --latency: also time BM25 searching the test split's corpus")
     add("--threads", type=int, default=None)
     add("--tag", default="", type=_tag,
         help="name this run's records <split>_<tag>_seed<K> (and --summarise T's records); letters, digits, _ . -")

@@ -6,8 +6,10 @@ to 6 layers, symmetric small / large, e5 zero-shot), ``test_frontier_seedK`` (CA
 1 and 3 layers), ``test_frontier_rich_seedK`` (``CARE [rich]``: the 1-layer tower's Stage I on every corpus sentence,
 more epochs); and the query latency measured on the CPU side by side in ``test_frontier`` (``bench_real_weights
 --summarise --latency --latency-layers 6 4 3 2 1 --tag frontier --threads 1``: ONNX int8 and fp32, batch 1, one
-thread; shapes, not weights, set it). Writes ``frontier/test.json`` (``extra.frontier``: one entry per query tower),
-``test.md`` and ``frontier.png`` (nDCG@10 against int8 queries/s).
+thread; shapes, not weights, set it). BM25 is a point: its nDCG@10 from the harness's ``baselines/reference_models``
+record (same split and corpus), its speed from a summary timed with ``--latency-bm25`` (BM25 searching the corpus
+beside the 12-layer int8 graph; :func:`bm25_timing`). Writes ``frontier/test.json`` (``extra.frontier``: one entry
+per query tower, then BM25), ``test.md`` and ``frontier.png`` (nDCG@10 against int8 queries/s).
 
 A tower scored in several record groups takes its figures from the first group that has it (:data:`GROUPS`, then
 the discovered ``test_frontier_<tag>_seedK`` groups, then those named with ``--group TAG``, e.g. a CPU run's
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import RESULTS, RUNS
+from benchmarks.real_weights_summary import BACK_TO_BACK, BM25_LATENCY
 from care.bench.record import BenchmarkRecord, read_records, write_record
 from care.data.io import atomic_write
 from care.train.variants import NAME_PATTERN
@@ -55,6 +58,10 @@ WARM = "_back_to_back"
 #: Figure: the curves (towers of one row at several depths) and the single points.
 CURVES = ("CARE", "symmetric small")
 POINTS = ("e5 zero-shot", "symmetric large")
+#: BM25's point: its nDCG@10 on the same split and corpus from the harness's reference-model record
+#: (``python -m benchmarks.bench_baselines``: ``care bench`` on the dev set), its speed from a real-weights summary
+#: timed with ``--latency-bm25`` (BM25 searching the corpus beside the 12-layer int8 graph).
+BM25_ROW, BM25_SOURCE, BM25_RECORD, BM25_MODEL, BM25_DATASET = "BM25", "baselines", "reference_models", "bm25", "toyhom"
 
 
 def tower_of(label: str, layers: int | None, variants: tuple[str, ...] = VARIANTS) -> tuple[str, int | None] | None:
@@ -182,8 +189,9 @@ def display(row: str, layers: int | None) -> str:
 
 def build(records: dict[str, BenchmarkRecord], shapes: dict[str, int] | None = None,
           groups: dict[str, str] = GROUPS, variants: tuple[str, ...] = VARIANTS,
-          extra_groups: dict[str, str] | None = None) -> BenchmarkRecord:
-    """The frontier record (not written): ``extra.frontier`` one entry per tower, deepest rows last.
+          extra_groups: dict[str, str] | None = None, baselines: BenchmarkRecord | None = None) -> BenchmarkRecord:
+    """The frontier record (not written): ``extra.frontier`` one entry per tower, deepest rows last, then BM25
+    (:func:`bm25_point`) where ``baselines`` scores it and a summary record times it.
     ``extra_groups`` (:func:`named_groups`) are read after ``groups`` and the discovered ones."""
     groups = {**with_discovered_groups(records, groups), **(extra_groups or {})}
     towers = collect(records, groups, variants)
@@ -212,6 +220,12 @@ def build(records: dict[str, BenchmarkRecord], shapes: dict[str, int] | None = N
             "ndcg_at_10_per_seed": values, "seeds": seeds,
             "ratio_to_symmetric_large": mean / statistics.mean(found["large"][s] for s in seeds) if paired else None,
             "group": found["group"], "records": found["records"]})
+    bm25 = next((e for e in entries if e["row"] == BM25_ROW), None) or bm25_point(baselines, entries)
+    if bm25 is not None and bm25 not in entries:
+        entries.append(bm25)
+    timing = bm25_timing(records, [LATENCY_RECORD, *(f"test_{tag}" for tag in (extra_groups or {}))], entries)
+    if bm25 is not None and timing is not None:
+        bm25.update(timing)
     config = {"source": SOURCE, "groups": groups, "machines": group_machines(records, groups),
               "variants": list(variants), "latency_record": LATENCY_RECORD,
               "e5_shapes": shapes, "speedup": "p50 of e5's 12-layer query side / p50 of this tower, same engine; "
@@ -219,7 +233,8 @@ def build(records: dict[str, BenchmarkRecord], shapes: dict[str, int] | None = N
               "latency": {"machine": latency_record.machine, "date": latency_record.date,
                           "self_check": latency_record.latencies.get("_self_check"),
                           f"self_check{WARM}": latency_record.latencies.get(f"_self_check{WARM}")}
-              if latency_record else None}
+              if latency_record else None,
+              "bm25": {"score": ", ".join(bm25["records"]), "latency": bm25.get("latency_record")} if bm25 else None}
     return BenchmarkRecord(
         EXPERIMENT, "test", config=config, seeds=sorted({s for e in entries for s in e["seeds"]}),
         scores={display(e["row"], e["layers"]): {"ndcg_at_10": e["ndcg_at_10_mean"], "std": e["ndcg_at_10_std"]}
@@ -227,6 +242,43 @@ def build(records: dict[str, BenchmarkRecord], shapes: dict[str, int] | None = N
         latencies={display(e["row"], e["layers"]): {"int8_p50_ms": e["int8_p50_ms"], "fp32_p50_ms": e["fp32_p50_ms"]}
                    for e in entries if e["int8_p50_ms"] is not None},
         extra={"frontier": entries})
+
+
+def bm25_timing(records: dict[str, BenchmarkRecord], latency_records: list[str],
+                towers: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """BM25's speed fields of a frontier entry, or None where no record times it.
+
+    Its speed-ups are over the 12-layer int8 graph timed beside it in the first of ``latency_records`` whose
+    latencies hold :data:`BM25_LATENCY`; it is placed on the int8 queries/s axis at that speed-up times symmetric
+    large's queries/s in ``towers`` (the towers' clock, :data:`LATENCY_RECORD`).
+    """
+    timed = next((name for name in latency_records if name in records and BM25_LATENCY in records[name].latencies),
+                 None)
+    if timed is None:
+        return None
+    latencies = records[timed].latencies
+    speedup = latencies[BM25_LATENCY]["large_over_this"]
+    large_qps = next((e["int8_qps"] for e in towers if e["row"] == POINTS[1] and e["layers"] == FULL_DEPTH), None)
+    return {"speedup_int8": speedup, f"speedup_int8{WARM}":
+            (latencies.get(BM25_LATENCY + BACK_TO_BACK) or {}).get("large_over_this"),
+            "p50_ms": latencies[BM25_LATENCY]["p50_ms"], "engine": latencies[BM25_LATENCY].get("engine"),
+            "int8_qps": large_qps * speedup if large_qps and speedup else None, "latency_record": timed}
+
+
+def bm25_point(baselines: BenchmarkRecord | None, towers: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """BM25's frontier entry from the harness's reference-model record (BM25 is deterministic: one value, no
+    seeds), its ratio against symmetric large's entry in ``towers``; None where ``baselines`` does not score it."""
+    models = baselines.scores.get(BM25_DATASET, {}).get("models", {}) if baselines else {}
+    score = models.get(BM25_MODEL, {}).get("retrieval", {}).get("scores", {}).get("ndcg_at_10")
+    if score is None:
+        return None
+    large = next((e for e in towers if e["row"] == POINTS[1] and e["layers"] == FULL_DEPTH), None)
+    return {"row": BM25_ROW, "layers": None, "ffn_width": None, "params": None, "params_transformer": None,
+            "speedup_int8": None, "speedup_fp32": None, f"speedup_int8{WARM}": None, f"speedup_fp32{WARM}": None,
+            f"int8_p50_ms{WARM}": None, "int8_p50_ms": None, "fp32_p50_ms": None, "int8_qps": None,
+            "ndcg_at_10_mean": score, "ndcg_at_10_std": 0.0, "ndcg_at_10_per_seed": [], "seeds": [],
+            "ratio_to_symmetric_large": score / large["ndcg_at_10_mean"] if large else None,
+            "group": None, "records": [f"{BM25_SOURCE}/{BM25_RECORD}"]}
 
 
 def _cell(value: float | None, form: str) -> str:
@@ -252,12 +304,19 @@ def markdown(record: BenchmarkRecord) -> str:
              about, "", header, "|---|---|---|---|---|---|---|---|---|"]
     for e in record.extra["frontier"]:
         params = "–" if e["params"] is None else f"{e['params'] / 1e6:.1f} ({e['params_transformer'] / 1e6:.2f})"
-        per_seed = ", ".join(f"{v:.4f} (seed {s})" for s, v in zip(e["seeds"], e["ndcg_at_10_per_seed"], strict=True))
+        per_seed = ", ".join(f"{v:.4f} (seed {s})" for s, v in zip(e["seeds"], e["ndcg_at_10_per_seed"], strict=True)) \
+            or "– (deterministic)"
         ratio = "–" if e["ratio_to_symmetric_large"] is None else f"{e['ratio_to_symmetric_large']:.1%}"
         lines.append(f"| {display(e['row'], e['layers'])} | {params} | {e['ndcg_at_10_mean']:.4f} ± "
                      f"{e['ndcg_at_10_std']:.4f} | {per_seed} | {ratio} | {_cell(e['speedup_int8'], '.2f')}× | "
                      f"{_cell(e['speedup_fp32'], '.2f')}× | {_cell(e['int8_p50_ms'], '.2f')} | "
                      f"{_cell(e.get('speedup_int8' + WARM), '.2f')}× |")
+    bm25 = next((e for e in record.extra["frontier"] if e["row"] == BM25_ROW), None)
+    if bm25 is not None and bm25.get("latency_record"):
+        lines += ["", f"BM25 (scored in {', '.join(f'`{name}`' for name in bm25['records'])}) has no "
+                  "query encoder: its time is a whole search (tokenising, scoring every document of the test split's "
+                  f"corpus, the top 10; {bm25['p50_ms']:.2f} ms), timed beside the 12-layer int8 graph in "
+                  f"`real_weights/{bm25['latency_record']}.json`, where a tower's time stops at its query vector."]
     latency = record.config.get("latency") or {}
     for key, name in (("self_check", "Latency, interleaved per query"), (f"self_check{WARM}", "Back to back")):
         if (latency.get(key) or {}).get("description"):
@@ -273,6 +332,8 @@ def figure(record: BenchmarkRecord, png: Path) -> Path:
     import matplotlib.pyplot as plt
 
     placed = [e for e in record.extra["frontier"] if e["int8_qps"] is not None]
+    machines = record.config.get("machines") or {}
+    reference = next((machines.get(e.get("group")) for e in placed if e["row"] == POINTS[1]), None)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for row, style in zip(CURVES, ("o-", "s--"), strict=True):
         curve = sorted((e for e in placed if e["row"] == row), key=lambda e: e["int8_qps"])
@@ -283,8 +344,11 @@ def figure(record: BenchmarkRecord, png: Path) -> Path:
                 ax.annotate(f"{e['layers']}L", (e["int8_qps"], e["ndcg_at_10_mean"]), textcoords="offset points",
                             xytext=(5, 4), fontsize=8)
     for e in (e for e in placed if e["row"] not in CURVES):
+        label, machine = display(e["row"], e["layers"]), machines.get(e.get("group"))
+        if machine and reference and machine != reference:  # trained apart from the references: not poolable
+            label += f", trained on {machine}"
         ax.errorbar([e["int8_qps"]], [e["ndcg_at_10_mean"]], yerr=[e["ndcg_at_10_std"]], capsize=3,
-                    fmt="*" if e["row"] == "e5 zero-shot" else "D", markersize=9, label=display(e["row"], e["layers"]))
+                    fmt={POINTS[0]: "*", BM25_ROW: "X"}.get(e["row"], "D"), markersize=9, label=label)
     ax.set_xscale("log")
     ax.set_xlabel("query side, ONNX int8 queries/s (batch 1, one CPU thread; log)")
     ax.set_ylabel("nDCG@10 (dev set, test split)")
@@ -317,8 +381,9 @@ def main() -> None:
     if shapes is None:
         shapes = next((r.config["e5_shapes"] for r in read_records(args.out, EXPERIMENT).values()
                        if r.config.get("e5_shapes")), None)  # the shapes a previous run recorded
+    baselines = read_records(args.results, BM25_SOURCE).get(BM25_RECORD) if (args.results / BM25_SOURCE).is_dir() else None
     record = build(read_records(args.results, SOURCE), shapes, variants=tuple(args.variant or VARIANTS),
-                   extra_groups=named_groups(args.group))
+                   extra_groups=named_groups(args.group), baselines=baselines)
     path = write_record(record, args.out)
     with atomic_write(path.with_suffix(".md")) as fh:
         fh.write(markdown(record))

@@ -108,6 +108,11 @@ TOKENIZER_CALL = "transformers tokenizer call"
 #: Suffix of the rows timed back to back (each tower answers half the queries in a row, as a service runs its one
 #: tower; :class:`care.bench.latency.LatencySettings` ``block_calls``) instead of interleaved per query.
 BACK_TO_BACK = ", back to back"
+#: The latency row of BM25 (``--latency-bm25``): jieba words, searching the dev set's whole corpus for its top
+#: :data:`care.bench.latency.LEXICAL_K`; its speed-up is over symmetric large's 12-layer int8 query side.
+BM25_LATENCY = "BM25 (jieba words), search of the corpus"
+#: The engine BM25's speed-up is taken against (it has no query encoder, so no engine of its own to match).
+BM25_REFERENCE_ENGINE = "onnxruntime int8"
 SELF_CHECK_BACK_TO_BACK = "_self_check_back_to_back"
 
 
@@ -116,7 +121,8 @@ def query_latency(args) -> dict[str, dict]:
     the 12-layer and shallowest int8 graphs also with ``transformers``' tokenizer call (the fixed cost the
     direct Rust tokenizer removes), each compared with the 12-layer graph under the same tokenizer path; all of
     it twice: interleaved per query (every call follows another tower's: the conservative figure) and back to back
-    (:data:`BACK_TO_BACK`).
+    (:data:`BACK_TO_BACK`). With ``--latency-bm25`` also BM25 answering each query from the test split's corpus
+    (:data:`BM25_LATENCY`: tokenising, scoring every document, the top 10; a tower's time stops at its vector).
 
     Latency depends on the shape, not the weights: the untrained cuts time exactly as the trained towers.
     """
@@ -150,6 +156,14 @@ def query_latency(args) -> dict[str, dict]:
         models[key] = OnnxQueryEncoder(args.work / "latency" / f"L{layers}", int8=True, threads=1,
                                        direct_tokenizer=False)
         engines[key] = f"onnxruntime int8, {TOKENIZER_CALL}"
+    if args.latency_bm25:
+        from care.data.retrieval import load_retrieval_folder
+        from care.encoders.bm25 import BM25Retriever
+
+        corpus = load_retrieval_folder(args.data, split="test").corpus
+        models[BM25_LATENCY] = BM25Retriever()
+        models[BM25_LATENCY].index(list(corpus), [doc.full_text for doc in corpus.values()])
+        engines[BM25_LATENCY] = "bm25s"
     control = next(k for k in models if k.endswith("ONNX int8") and not k.startswith("12 "))
     copy = OnnxQueryEncoder(models[control].folder, int8=True, threads=1)
     out: dict[str, dict] = {}
@@ -157,7 +171,8 @@ def query_latency(args) -> dict[str, dict]:
         report = measure_latency(models, queries, control=(control, copy), settings=settings)
         logger.info("latency%s: %s", suffix, report.self_check.describe())
         for k in report.medians():  # the speed-up over symmetric large's query side in the same engine
-            same_engine_large = next(m for m in models if m.startswith("12 ") and engines[m] == engines[k])
+            engine = BM25_REFERENCE_ENGINE if k == BM25_LATENCY else engines[k]
+            same_engine_large = next(m for m in models if m.startswith("12 ") and engines[m] == engine)
             out[k + suffix] = {"engine": engines[k], **report.models[k].to_dict(),
                                "large_over_this": report.ratio(same_engine_large, k) if k != same_engine_large else 1.0}
         out[SELF_CHECK_BACK_TO_BACK if suffix else "_self_check"] = {

@@ -159,7 +159,8 @@ def test_a_failing_task_still_leaves_results_md_for_the_finished_ones(app, retri
     assert "| tiny-retrieval | retrieval | ndcg_at_10 |" in table and "broken-sts" not in table
 
 
-def test_bench_latency_times_dense_models_with_a_self_check(app, retrieval_folder, sts_folder, tmp_path, monkeypatch):
+def test_bench_latency_times_dense_models_and_bm25_search_with_a_self_check(app, retrieval_folder, sts_folder, tmp_path,
+                                                                           monkeypatch):
     import care.bench.latency as latency
 
     fast = latency.LatencySettings(warmup_calls=1, min_calls=6, max_calls=12, max_seconds=5.0, overhead_calls=2)
@@ -168,9 +169,18 @@ def test_bench_latency_times_dense_models_with_a_self_check(app, retrieval_folde
     result = CliRunner().invoke(app, ["bench", "--model", "hash", "--model", "bm25", "--task", str(retrieval_folder),
                                       "--output", str(out), "--no-cache", "--no-progress", "--latency"])
     assert result.exit_code == 0, result.output
-    assert "| hash |" in result.output and "| hash (copy) |" in result.output and "| bm25 |" not in result.output.split("query latency")[-1]
+    timings = result.output.split("query latency")[-1]
+    assert "| hash |" in timings and "| hash (copy) |" in timings and "| overlap |" in timings  # searching the corpus
     # the real clock on a shared machine: the self-check may pass or fail, but its line and record are always there
     saved = json.loads((out / "latency.json").read_text(encoding="utf-8"))
     assert ("latency self-check passed" if saved["self_check"]["passed"] else "LATENCY SELF-CHECK FAILED") in result.output
-    assert saved["self_check"]["model"] == "hash" and set(saved["models"]) == {"hash", "hash (copy)"}
+    assert saved["self_check"]["model"] == "hash" and set(saved["models"]) == {"hash", "hash (copy)", "overlap"}
+    assert saved["models"]["overlap"]["engine"] == "OverlapRetriever"
     assert [spec for spec, _, _ in app.loaded].count("hash") == 2  # the self-check's second copy
+
+
+def test_bench_latency_says_why_bm25_alone_is_not_timed_on_a_task_without_a_corpus(app, sts_folder, tmp_path):
+    result = CliRunner().invoke(app, ["bench", "--model", "bm25", "--task", str(sts_folder), "--no-cache",
+                                      "--no-progress", "--latency"])
+    assert result.exit_code == 0, result.output
+    assert "no model to time" in result.output and "sts task" in result.output

@@ -177,3 +177,46 @@ def test_the_figure_is_written(tmp_path):
     pytest.importorskip("matplotlib")
     png = figure(build(_records(), SHAPES), tmp_path / "frontier.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _baselines(bm25: float) -> BenchmarkRecord:
+    """The harness's reference-model record as ``bench_baselines`` writes it (BM25 on the dev set's test split)."""
+    return BenchmarkRecord("baselines", "reference_models", config={}, scores={"toyhom": {"models": {
+        "bm25": {"retrieval": {"task": "toyhom-test-retrieval", "scores": {"ndcg_at_10": bm25}}}}}})
+
+
+def test_bm25_is_a_point_scored_by_the_harness_and_timed_beside_the_12_layer_graph(tmp_path):
+    from benchmarks.frontier import BM25_LATENCY
+
+    records = _records()
+    for name in ("test_frontier_seed0", "test_frontier_seed1", "test_frontier_seed2"):
+        del records[name].scores["BM25"]  # as on the dev set: the real-weights runs do not score BM25
+    records["test_cpu_x"] = BenchmarkRecord("real_weights", "test_cpu_x", config={}, seeds=[0], latencies={
+        BM25_LATENCY: {"p50_ms": 2.5, "large_over_this": 2.0, "engine": "bm25s"},
+        BM25_LATENCY + ", back to back": {"p50_ms": 1.5, "large_over_this": 3.0, "engine": "bm25s"}})
+    assert all(e["row"] != "BM25" for e in build(records, SHAPES).extra["frontier"])  # neither scored nor timed
+    untimed = build(records, SHAPES, baselines=_baselines(0.18))
+    bm25 = next(e for e in untimed.extra["frontier"] if e["row"] == "BM25")
+    assert bm25["int8_qps"] is None and "latency_record" not in bm25 and "has no query encoder" not in markdown(untimed)
+    record = build(records, SHAPES, baselines=_baselines(0.18), extra_groups=named_groups(["cpu_x"]))
+    bm25 = record.extra["frontier"][-1]
+    assert (bm25["row"], bm25["layers"], bm25["seeds"], bm25["ndcg_at_10_mean"]) == ("BM25", None, [], 0.18)
+    assert bm25["ratio_to_symmetric_large"] == pytest.approx(0.18 / 0.295)  # symmetric large of the gpu group
+    assert (bm25["speedup_int8"], bm25["speedup_int8_back_to_back"], bm25["latency_record"]) == (2.0, 3.0, "test_cpu_x")
+    assert bm25["int8_qps"] == pytest.approx(2.0 * 1000 / 6.0)  # on the towers' clock: 12 layers ran 6 ms there
+    assert record.config["bm25"] == {"score": "baselines/reference_models", "latency": "test_cpu_x"}
+    table = markdown(record)
+    assert "| BM25 | – | 0.1800 ± 0.0000 | – (deterministic) | 61.0% | 2.00× |" in table
+    assert "`real_weights/test_cpu_x.json`" in table and "2.50 ms" in table
+    pytest.importorskip("matplotlib")
+    assert figure(record, tmp_path / "f.png").is_file()
+
+
+def test_a_bm25_row_of_the_records_gets_the_timing_instead_of_a_second_point():
+    from benchmarks.frontier import BM25_LATENCY
+
+    records = _records()
+    records["test_frontier"].latencies[BM25_LATENCY] = {"p50_ms": 3.0, "large_over_this": 2.0}
+    entries = [e for e in build(records, SHAPES, baselines=_baselines(0.18)).extra["frontier"] if e["row"] == "BM25"]
+    assert len(entries) == 1 and entries[0]["seeds"] == [0, 1, 2] and entries[0]["ndcg_at_10_mean"] == 0.2
+    assert entries[0]["speedup_int8"] == 2.0 and entries[0]["latency_record"] == "test_frontier"

