@@ -40,7 +40,7 @@ from pathlib import Path
 from benchmarks._common import RESULTS, RUNS, dev_set, portable
 from benchmarks.real_weights_setup import (CONFIGS, EXPERIMENT, PROBE_FOLDER, e5_spec, finished, model_spec, narrowed,
                                            prepare, score_rows)
-from care.bench.record import BenchmarkRecord, write_record
+from care.bench.record import BenchmarkRecord, pin_commit, write_record
 from care.data.io import atomic_write, iter_jsonl
 from care.train.config import TrainConfig, apply_overrides, load_config
 from care.models.e5_export import QUERY_PREFIX
@@ -144,6 +144,7 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     args.data = args.data or dev_set()
+    pin_commit(args.out)  # the code that trains, not the checkout's when the record is written
     prep = prepare(args.data, args.work, False, e5_spec(args.e5, "float32"), None)
     seed_dir = args.work / prep.name / f"seed{args.seed}"
     recipe = seed_dir / "care" / "recipe"

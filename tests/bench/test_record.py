@@ -80,3 +80,16 @@ def test_a_command_names_data_folders_by_their_variable_and_no_machine_path(tmp_
                            str(tmp_path / "runs" / "x"), "/elsewhere/y"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "python tool.py $CARE_DEV_SET $CARE_DEV_SET/train.jsonl --out runs/x /elsewhere/y"
+
+
+def test_a_pinned_commit_is_the_one_a_record_written_after_a_later_commit_names(tmp_path):
+    from care.bench.record import pin_commit
+
+    repo = _repo(tmp_path)
+    started = pin_commit(repo / "results")  # a long run starts
+    (repo / "a.txt").write_text("edited while it trains", encoding="utf-8")
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-am", "y"], cwd=repo, check=True)
+    path = write_record(BenchmarkRecord("exp", "seed0", config={}), repo / "results")
+    assert json.loads(path.read_text(encoding="utf-8"))["commit"] == started != git_commit(repo)
+    other = write_record(BenchmarkRecord("exp", "x", config={}), repo / "elsewhere")  # another root: asked now
+    assert json.loads(other.read_text(encoding="utf-8"))["commit"] == git_commit(repo)

@@ -3,7 +3,8 @@
 Every script under ``benchmarks/`` writes its figures through :func:`write_record` to
 ``benchmarks/results/<experiment>/<name>.json``, so a reader (and the README / docs table generators)
 can always tell which command, commit, configuration and seeds produced a number, and how loaded the
-shared machine was when a latency was taken. :func:`read_records` reads an experiment back.
+shared machine was when a latency was taken. :func:`read_records` reads an experiment back. A long run calls
+:func:`pin_commit` at its start, so its records name the code that ran, not a commit made while it trained.
 
 Schema (:data:`RECORD_SCHEMA_VERSION`)::
 
@@ -40,6 +41,8 @@ COMMIT_ENV = "CARE_GIT_COMMIT"
 #: Environment variables naming data folders that sit elsewhere on every machine (the private dev set the
 #: benchmarks and ``configs/runs`` read, the CMedTEB data root): a path under one is recorded as ``$NAME/...``.
 DATA_FOLDER_VARIABLES: tuple[str, ...] = ("CARE_DEV_SET", "CMEDTEB_DATA")
+#: Commits pinned by :func:`pin_commit`, by resolved results root.
+_PINNED: dict[Path, str] = {}
 
 
 def git_commit(root: str | Path | None = None) -> str:
@@ -167,8 +170,23 @@ class BenchmarkRecord:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
+def pin_commit(results_root: str | Path) -> str:
+    """Take the commit of the code this process runs now, for every record it later writes under ``results_root``.
+
+    A long run (hours of training) calls it at its start: a commit made in the checkout while it trains is not the
+    code that trained, and :func:`write_record` would otherwise ask git when the record is written.
+
+    Returns:
+        The pinned commit (:func:`git_commit`).
+    """
+    commit = git_commit(results_root)
+    _PINNED[Path(results_root).resolve()] = commit
+    return commit
+
+
 def write_record(record: BenchmarkRecord, results_root: str | Path) -> Path:
-    """Fill in command, commit, date and machine (where empty) and write the record atomically.
+    """Fill in command, commit (the one :func:`pin_commit` took, else the checkout's now), date and machine (where
+    empty) and write the record atomically.
 
     Returns:
         ``<results_root>/<experiment>/<name>.json``.
@@ -177,7 +195,7 @@ def write_record(record: BenchmarkRecord, results_root: str | Path) -> Path:
         raise CareError(f"benchmark record needs an experiment and a plain file name, got "
                         f"{record.experiment!r} / {record.name!r}")
     record.command = record.command or invocation()
-    record.commit = record.commit or git_commit(results_root)
+    record.commit = record.commit or _PINNED.get(Path(results_root).resolve()) or git_commit(results_root)
     record.date = record.date or time.strftime("%Y-%m-%dT%H:%M:%S%z")
     record.machine = record.machine or machine_info()
     path = Path(results_root) / record.experiment / f"{record.name}.json"
