@@ -13,6 +13,8 @@ from care.bench.tables import markdown_table
 FRONTIER_EXPERIMENT, FRONTIER_RECORD = "frontier", "test"
 #: Row names in the record: the curves and the 12-layer references (shown in one row, in this order).
 CARE, SMALL, REFERENCES, FULL_DEPTH = "CARE", "symmetric small", ("symmetric large", "e5 zero-shot"), 12
+#: BM25's row (no query tower: its speed-ups are of a whole search over the 12-layer int8 graph; deterministic).
+BM25 = "BM25"
 
 
 def _score(tower: dict | None) -> str | None:
@@ -25,8 +27,9 @@ def frontier_table(results: Path = RESULTS) -> str:
     """One row per query-tower depth (and per CARE variant): its query speed-up over the 12-layer query side in
     ONNX int8 (interleaved per query and back to back) and fp32 (one thread, batch 1), CARE's and symmetric small's
     nDCG@10 mean ± std over the seeds (with the share of symmetric large of the same records); the seeds name their
-    machine where it is not the references' (seeds of different machines are different trainings); the last row
-    holds the 12-layer references."""
+    machine where it is not the references' (seeds of different machines are different trainings); then the
+    12-layer references, and BM25 where the record times it (a whole search against the 12-layer int8 query side,
+    timed beside it)."""
     record = read_records(results, FRONTIER_EXPERIMENT).get(FRONTIER_RECORD) if (
         results / FRONTIER_EXPERIMENT).is_dir() else None
     if record is None:
@@ -55,6 +58,10 @@ def frontier_table(results: Path = RESULTS) -> str:
     if all(refs):
         rows.append([f"{FULL_DEPTH} layers: {' / '.join(REFERENCES)}", "1.00×", "1.00×", "1.00×", _score(refs[0]),
                      _score(refs[1]), ", ".join(map(str, refs[0]["seeds"]))])
+    bm25 = by.get((BM25, None))
+    if bm25 is not None and bm25.get("speedup_int8") is not None:
+        rows.append([f"{BM25} (no query tower: a whole search)", _speedup(bm25, "speedup_int8"),
+                     _speedup(bm25, "speedup_int8_back_to_back"), "–", _score(bm25), "–", "deterministic"])
     return markdown_table(["query tower", "int8 speed-up", "int8, back to back", "fp32 speed-up",
                            "CARE (of symmetric large)", "symmetric small", "seeds"], rows)
 
