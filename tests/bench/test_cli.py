@@ -179,8 +179,19 @@ def test_bench_latency_times_dense_models_and_bm25_search_with_a_self_check(app,
     assert [spec for spec, _, _ in app.loaded].count("hash") == 2  # the self-check's second copy
 
 
-def test_bench_latency_says_why_bm25_alone_is_not_timed_on_a_task_without_a_corpus(app, sts_folder, tmp_path):
+def test_bench_latency_times_bm25_on_the_first_retrieval_task_and_says_when_there_is_none(app, sts_folder,
+                                                                                          retrieval_folder, monkeypatch):
+    import care.bench.latency as latency
+
+    fast = latency.LatencySettings(warmup_calls=1, min_calls=6, max_calls=12, max_seconds=5.0, overhead_calls=2)
+    monkeypatch.setattr(latency, "LatencySettings", lambda: fast)
     result = CliRunner().invoke(app, ["bench", "--model", "bm25", "--task", str(sts_folder), "--no-cache",
                                       "--no-progress", "--latency"])
     assert result.exit_code == 0, result.output
-    assert "no model to time" in result.output and "sts task" in result.output
+    assert "not timed: overlap" in result.output and "no task here is a retrieval task" in result.output
+    result = CliRunner().invoke(app, ["bench", "--model", "bm25", "--model", "hash", "--task", str(sts_folder), "--task",
+                                      str(retrieval_folder), "--no-cache", "--no-progress", "--latency"])
+    assert result.exit_code == 0, result.output
+    timings = result.output.split("query latency on tiny-retrieval's queries:")[-1]
+    assert "| overlap |" in timings and "| overlap (copy) |" in timings and "| hash |" in timings
+    assert "not timed" not in result.output

@@ -55,7 +55,7 @@ def bench(
     split: Optional[str] = typer.Option(None, "--split", help="Data split to evaluate (e.g. test -> test_qrels.tsv or BEIR's qrels/test.tsv, test_queries.jsonl when present); refused when a task has no file for it."),
     device: Optional[str] = typer.Option(None, "--device", help="Device for neural models (cpu, cuda, cuda:1, ...)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide progress bars."),
-    latency: bool = typer.Option(False, "--latency", help="Also time single queries side by side: the dense models' query encoding and, on a retrieval task, BM25's search "
+    latency: bool = typer.Option(False, "--latency", help="Also time single queries side by side on the first retrieval task's queries: the dense models' query encoding and BM25's search of that task's corpus "
                                  "(random order per query, stable median with p10/p90, self-check of a second copy of the "
                                  "first model, overhead-dominated models flagged); printed and written to OUTPUT/latency.json."),
 ) -> None:
@@ -98,21 +98,23 @@ def bench(
 
 def _latency(specs: list[str], labels: list[str], models: list, tasks: list, device: str | None, batch_size: int,
              output: Path | None) -> str:
-    """Time the models' single queries on the first task's queries, side by side: the dense models' query encoders,
-    and, when that task is a retrieval task, each lexical model's search of its corpus (indexed here); a second copy
-    of the first timed model is the self-check."""
+    """Time single queries side by side on the queries of the first retrieval task (else of the first task): the
+    dense models' query encoders and, where that task is a retrieval task, each lexical model's search of its corpus
+    (indexed here); a second copy of the first timed model is the self-check."""
     from care.bench.latency import latency_table, measure_latency
     from care.bench.task_queries import task_queries
     from care.data.io import write_json
     from care.encoders.base import Encoder, LexicalRetriever
 
-    first_task = tasks[0]
-    corpus = _corpus_of(first_task) if first_task.type == "retrieval" else None
+    timing_task = next((t for t in tasks if t.type == "retrieval"), tasks[0])
+    corpus = _corpus_of(timing_task) if timing_task.type == "retrieval" else None
     timed = {label: (spec, m) for spec, label, m in zip(specs, labels, models)
              if isinstance(m, Encoder) or corpus is not None}
+    untimed = [label for label in labels if label not in timed]
+    note = (f"not timed: {', '.join(untimed)} (a lexical model's time is a search of a corpus, and no task here is "
+            "a retrieval task)\n") if untimed else ""
     if not timed:
-        return (f"no model to time: the lexical models search a retrieval task's corpus and {first_task.name!r} is a "
-                f"{first_task.type} task (name a retrieval task first, or a dense model)\n")
+        return note
 
     def ready(model: Encoder | LexicalRetriever) -> Encoder | LexicalRetriever:  # a lexical one searches the corpus
         if not isinstance(model, Encoder):
@@ -120,11 +122,11 @@ def _latency(specs: list[str], labels: list[str], models: list, tasks: list, dev
         return model
 
     first, (spec, _) = next(iter(timed.items()))
-    report = measure_latency({label: ready(m) for label, (_, m) in timed.items()}, task_queries(first_task, LATENCY_QUERIES),
-                             instruction=first_task.instruction, control=(first, ready(_load(spec, device, batch_size))))
+    report = measure_latency({label: ready(m) for label, (_, m) in timed.items()}, task_queries(timing_task, LATENCY_QUERIES),
+                             instruction=timing_task.instruction, control=(first, ready(_load(spec, device, batch_size))))
     if output is not None:
         write_json(Path(output) / LATENCY_FILE, report.to_dict())
-    return latency_table(report)
+    return f"query latency on {timing_task.name}'s queries:\n" + latency_table(report) + note
 
 
 def _corpus_of(task: TaskMetadata) -> tuple[list[str], list[str]]:
