@@ -383,7 +383,8 @@ def main() -> None:
     if shapes is None:
         shapes = next((r.config["e5_shapes"] for r in read_records(args.out, EXPERIMENT).values()
                        if r.config.get("e5_shapes")), None)  # the shapes a previous run recorded
-    baselines = read_records(args.results, BM25_SOURCE).get(BM25_RECORD) if (args.results / BM25_SOURCE).is_dir() else None
+    baselines = (read_records(args.results, BM25_SOURCE).get(BM25_RECORD) if (args.results / BM25_SOURCE).is_dir()
+                 else None)
     record = build(read_records(args.results, SOURCE), shapes, variants=tuple(args.variant or VARIANTS),
                    extra_groups=named_groups(args.group), baselines=baselines)
     path = write_record(record, args.out)

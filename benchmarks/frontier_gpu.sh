@@ -23,7 +23,7 @@
 #   S1_EPOCHS=12 LAYERS=1 EXTRA_LAYERS="" RICH_TAG=frontier_rich_ep12 OUT=... bash benchmarks/frontier_gpu.sh
 # S1_LR sets its Stage I learning rate (the preset's: 2e-4) and adds -lrX to the row's name; in the CPU's 1-layer
 # probes 4 epochs of Stage I alone gave 0.224 / 0.256 / 0.266 / 0.273 at 2e-4 / 6e-4 / 1.2e-3 / 2.4e-3, and the whole
-# [rich] recipe at 2.4e-3 kept 98.2 % of symmetric large on the CPU's seeds 0 and 1
+# [rich] recipe at 2.4e-3 kept 97.6 % of symmetric large over the CPU's seeds 0-2
 # (benchmarks/results/real_weights/test_cpu_rich_lr2.4e-3_L1.md), e.g.
 #   S1_LR=2.4e-3 RICH_SEEDS="0 1 2" LAYERS=1 EXTRA_LAYERS="" RICH_TAG=frontier_rich_lr2.4e-3 OUT=... bash benchmarks/frontier_gpu.sh
 #   (Stage I alone at 4.8e-3: 0.273, flat against 2.4e-3)

@@ -281,9 +281,11 @@ def test_a_lexical_retriever_is_timed_searching_one_query_for_its_top_k():
                              control=("bm25", CostRetriever(0.003)))
     assert report.models["bm25"].p50_ms >= 3.0 > report.models["dense"].p50_ms >= 1.0
     # a fixed cost per search, yet not "overhead-dominated": scoring the corpus is the retriever's own work
-    assert report.models["bm25"].overhead_share == pytest.approx(1.0, abs=0.05) and not report.models["bm25"].overhead_dominated
+    assert report.models["bm25"].overhead_share == pytest.approx(1.0, abs=0.05)
+    assert not report.models["bm25"].overhead_dominated
     assert report.trusted and report.ratio("bm25", "dense") == pytest.approx(3.0, rel=0.1)
-    assert all(len(q) == 1 and k == LEXICAL_K for q, k in bm25.searches) and {q[0] for q, _ in bm25.searches} >= set(QUERIES)
+    assert all(len(q) == 1 and k == LEXICAL_K for q, k in bm25.searches)
+    assert {q[0] for q, _ in bm25.searches} >= set(QUERIES)
     assert engine_of(bm25) == "CostRetriever"
     with pytest.raises(CareError, match="neither an Encoder nor a LexicalRetriever"):
         query_call(object())

@@ -88,7 +88,8 @@ def test_a_pinned_commit_is_the_one_a_record_written_after_a_later_commit_names(
     repo = _repo(tmp_path)
     started = pin_commit(repo / "results")  # a long run starts
     (repo / "a.txt").write_text("edited while it trains", encoding="utf-8")
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-am", "y"], cwd=repo, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-am", "y"], cwd=repo,
+                   check=True)
     path = write_record(BenchmarkRecord("exp", "seed0", config={}), repo / "results")
     assert json.loads(path.read_text(encoding="utf-8"))["commit"] == started != git_commit(repo)
     other = write_record(BenchmarkRecord("exp", "x", config={}), repo / "elsewhere")  # another root: asked now
