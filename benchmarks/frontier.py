@@ -258,7 +258,8 @@ def bm25_timing(records: dict[str, BenchmarkRecord], latency_records: list[str],
         return None
     latencies = records[timed].latencies
     speedup = latencies[BM25_LATENCY]["large_over_this"]
-    large_qps = next((e["int8_qps"] for e in towers if e["row"] == POINTS[1] and e["layers"] == FULL_DEPTH), None)
+    large = _symmetric_large(towers)
+    large_qps = large["int8_qps"] if large else None
     return {"speedup_int8": speedup, f"speedup_int8{WARM}":
             (latencies.get(BM25_LATENCY + BACK_TO_BACK) or {}).get("large_over_this"),
             "p50_ms": latencies[BM25_LATENCY]["p50_ms"], "engine": latencies[BM25_LATENCY].get("engine"),
@@ -272,13 +273,17 @@ def bm25_point(baselines: BenchmarkRecord | None, towers: list[dict[str, Any]]) 
     score = models.get(BM25_MODEL, {}).get("retrieval", {}).get("scores", {}).get("ndcg_at_10")
     if score is None:
         return None
-    large = next((e for e in towers if e["row"] == POINTS[1] and e["layers"] == FULL_DEPTH), None)
+    large = _symmetric_large(towers)
     return {"row": BM25_ROW, "layers": None, "ffn_width": None, "params": None, "params_transformer": None,
             "speedup_int8": None, "speedup_fp32": None, f"speedup_int8{WARM}": None, f"speedup_fp32{WARM}": None,
             f"int8_p50_ms{WARM}": None, "int8_p50_ms": None, "fp32_p50_ms": None, "int8_qps": None,
             "ndcg_at_10_mean": score, "ndcg_at_10_std": 0.0, "ndcg_at_10_per_seed": [], "seeds": [],
             "ratio_to_symmetric_large": score / large["ndcg_at_10_mean"] if large else None,
             "group": None, "records": [f"{BM25_SOURCE}/{BM25_RECORD}"]}
+
+
+def _symmetric_large(towers: list[dict[str, Any]]) -> dict[str, Any] | None:
+    return next((e for e in towers if e["row"] == POINTS[1] and e["layers"] == FULL_DEPTH), None)
 
 
 def _cell(value: float | None, form: str) -> str:
