@@ -5,7 +5,10 @@ compound, building, unit and room (``杭州市西湖区文三路88号院3号楼2
 An address starts after an anchor word (``住址：``, ``家住``, ``寄到`` ...), at a province name, or
 at a token the lexical tagger marks as a place (``LOC``); from there :func:`read_address` takes
 address units one after another while they fit. A span needs at least :data:`MIN_ADDRESS_UNITS`
-units (a bare ``北京市`` or ``上海市第一人民医院`` is not a home).
+units (a bare ``北京市`` or ``上海市第一人民医院`` is not a home). A span that no anchor word introduces
+must also reach below the county (a road, a compound, a house number, a village or a community:
+:data:`STREET_UNITS`): a place name that is not part of a person's address stays, as in an
+epidemiology list (``湖北省武汉市、江苏省南京市等地均有病例报告``, ``河北、山东、河南、安徽等省多见``).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ MIN_ADDRESS_UNITS = 2
 MAX_PLACE_NAME = 8
 #: Characters that do not occur in a place name: a run holding one is ordinary text (``附近头痛``).
 NOT_IN_PLACE = frozenset("的了过着是在有与也就让把被给很他她它我你您们这那个些去到向对为以或但而即应需要可能时后说看吃"
-                         "痛疼病症药医院诊治疗查住")
+                         "痛疼病症药医院诊治疗查住等各均及")
 _NUM = "一二三四五六七八九十"
 _ADMIN = "省|自治区|特别行政区|自治州|地区|盟|市|州|区|县|旗|街道|镇|乡|村|屯|社区"
 _ROAD = "大道|大街|胡同|路|街|道|巷|弄|里"
@@ -40,6 +43,11 @@ _UNITS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     r"附\d{1,4}号",
     r"\d{1,4}-\d{1,3}(?:-\d{1,5})?(?:室|号)?",
 ))
+#: Administrative units below the county that a person's address holds (a village, a community).
+_LOCAL_ADMIN = ("村", "屯", "社区", "街道")
+#: Indices in :data:`_UNITS` of the units below the county (road, compound, numbers): an address with no
+#: anchor word needs one of them, or a :data:`_LOCAL_ADMIN` unit.
+STREET_UNITS = frozenset(range(1, len(_UNITS)))
 #: A bare room number after a building / unit / floor unit (``15栋3120``, ``3单元1102``).
 _ROOM = re.compile(r"\d{2,5}(?![0-9A-Za-z])")
 _ROOM_AFTER = ("栋", "幢", "单元", "座", "楼", "层", "号楼", "门")
@@ -51,18 +59,25 @@ def _province_re() -> re.Pattern[str]:
     return re.compile("|".join(sorted(provinces(), key=len, reverse=True)))
 
 
-def _unit_at(text: str, pos: int) -> int:
-    """End of the address unit starting at ``pos``, or ``pos`` when none fits."""
-    for pattern in _UNITS:
+def _unit_at(text: str, pos: int) -> tuple[int, bool]:
+    """End of the address unit starting at ``pos`` (``pos`` when none fits), and whether it lies below the
+    county (:data:`STREET_UNITS`, :data:`_LOCAL_ADMIN`)."""
+    for index, pattern in enumerate(_UNITS):
         m = pattern.match(text, pos)
         if m and not ("run" in m.groupdict() and set(m.group("run")) & NOT_IN_PLACE):
-            return m.end()
-    return pos
+            return m.end(), index in STREET_UNITS or m.group().endswith(_LOCAL_ADMIN)
+    return pos, False
 
 
 def read_address(text: str, start: int) -> tuple[int, int]:
     """Read address units from ``start``; returns ``(end, units)``."""
-    pos, units = start, 0
+    end, units, _ = read_units(text, start)
+    return end, units
+
+
+def read_units(text: str, start: int) -> tuple[int, int, bool]:
+    """Read address units from ``start``; returns ``(end, units, below the county)``."""
+    pos, units, street = start, 0, False
     province = _province_re().match(text, pos)
     if province:
         pos = province.end()
@@ -70,18 +85,19 @@ def read_address(text: str, start: int) -> tuple[int, int]:
         pos += suffix.end() if suffix else 0
         units += 1
     while True:
-        end = _unit_at(text, pos)
+        end, fine = _unit_at(text, pos)
         if end == pos and units and text[:pos].endswith(_ROOM_AFTER):
             room = _ROOM.match(text, pos)
-            end = room.end() if room else pos
+            end, fine = (room.end(), True) if room else (pos, False)
         if end == pos:
-            return pos, units
-        pos, units = end, units + 1
+            return pos, units, street
+        pos, units, street = end, units + 1, street or fine
 
 
 def find_addresses(text: str, tokens: Sequence[Token] = ()) -> list[Span]:
     """Addresses after an anchor, at a province name or at a place token (see the module docstring)."""
-    starts = {m.end() for m in _ANCHOR_RE.finditer(text)}
+    anchored = {m.end() for m in _ANCHOR_RE.finditer(text)}
+    starts = set(anchored)
     starts |= {m.start() for m in _province_re().finditer(text)}
     starts |= {t.start for t in tokens if t.tag == PLACE}
     spans = []
@@ -89,8 +105,8 @@ def find_addresses(text: str, tokens: Sequence[Token] = ()) -> list[Span]:
     for start in sorted(starts):
         if start < covered_to:
             continue
-        end, units = read_address(text, start)
-        if units >= MIN_ADDRESS_UNITS:
+        end, units, street = read_units(text, start)
+        if units >= MIN_ADDRESS_UNITS and (street or start in anchored):
             spans.append(Span(start, end, "ADDRESS", text[start:end]))
             covered_to = end
     return spans

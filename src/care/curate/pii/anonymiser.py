@@ -8,9 +8,11 @@ Recognisers: structured identifiers by shape and checksum (:mod:`~care.curate.pi
 a label (:mod:`~care.curate.pii.labels`), birth dates (:mod:`~care.curate.pii.birth_dates`), licence
 plates (:mod:`~care.curate.pii.plates`); names (:mod:`~care.curate.pii.names`) and addresses
 (:mod:`~care.curate.pii.address`) from a Chinese lexical tagger (:mod:`~care.curate.pii.lexical`,
-LAC by default) plus context rules. A bare name candidate that is a clinical term, cuts a word or
-holds a symptom character is dropped (:mod:`~care.curate.pii.clinical`). Everything runs on
-:func:`~care.curate.pii.rules.normalise_width` of the text (full-width digits and letters read as half-width).
+LAC by default) plus context rules. A bare name candidate that is a clinical term, a medical word of
+encyclopedic text (an eponym, a historic physician, a herb, a physiology term:
+:mod:`~care.curate.pii.medical_terms`), cuts a word or holds a symptom character is dropped
+(:mod:`~care.curate.pii.clinical`). Everything runs on :func:`~care.curate.pii.rules.normalise_width` of
+the text (full-width digits and letters read as half-width).
 """
 
 from __future__ import annotations

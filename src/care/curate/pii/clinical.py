@@ -8,11 +8,13 @@ candidate is not a name, or ``None`` when nothing speaks against it:
 1. **clinical term**: the candidate is, or lies inside, a term of the clinical lexicon that occurs in
    the text there (罗布麻; 马西平 inside 卡马西平), or it is the head or the tail of a lexicon term (胡桃 of
    胡桃仁, 白大衣 of 白大衣高血压, 马西平 of 卡马西平 where the text split it: ``卡，马西平``);
-2. **cuts a word**: the candidate starts or ends strictly inside a word of jieba's segmentation of the
+2. **medical word of encyclopedic text**: an eponym, a historic physician, a herb or a physiology term
+   of the project's lists or shapes (:mod:`care.curate.pii.medical_terms`: 唐氏儿, 张景岳认为, 黄蜀葵, 舒张峰);
+3. **cuts a word**: the candidate starts or ends strictly inside a word of jieba's segmentation of the
    text that jieba's dictionary holds (``好发于青预后`` segments ``好|发于|青``: 于青 starts inside 发于).
    Words jieba's HMM makes up for unseen characters do not count: unseen characters are where names are,
    and the HMM glues a name to its neighbour (``交蔡|志强``);
-3. **symptom character**: its given name holds a character that at least
+4. **symptom character**: its given name holds a character that at least
    :data:`SYMPTOM_CHAR_MIN_TERMS` of the lexicon's symptom terms hold and that no given name of
    jieba's person-name (``nr``) words holds (劳疲: 疲 of 疲劳, 疲乏).
 
@@ -42,6 +44,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from care.curate.pii.medical_terms import MedicalTerms, load_medical_terms
 from care.curate.pii.names import has_name_context, in_dictionary, jieba_word_tags, surname_length
 from care.curate.pii.rules import CJK, Span
 from care.data.errors import DataFormatError
@@ -128,6 +131,15 @@ class ClinicalLexicon:
             if i < len(table) and table[i].startswith(key):
                 return table[i][::-1] if flip else table[i]
         return None
+
+    @functools.cached_property
+    def word_terms(self) -> dict[str, int]:
+        """Two-character word -> number of terms holding it (舒张 -> 16), for
+        :mod:`care.curate.pii.medical_terms` (rule 5)."""
+        counts: Counter[str] = Counter()
+        for term in self.terms:
+            counts.update({term[i:i + 2] for i in range(len(term) - 1)})
+        return dict(counts)
 
     def symptom_characters(self, min_terms: int = SYMPTOM_CHAR_MIN_TERMS) -> frozenset[str]:
         """Characters held by at least ``min_terms`` distinct symptom terms."""
@@ -221,9 +233,12 @@ def inner_offsets(words: Iterable[str]) -> frozenset[int]:
 class NameGuard:
     """Tells why a name candidate is not a name (see the module docstring); stateless between texts."""
 
-    def __init__(self, lexicon: ClinicalLexicon, *, symptom_chars: frozenset[str] | None = None) -> None:
-        """``symptom_chars`` overrides the characters rule 3 reads (default: the lexicon's, less name characters)."""
+    def __init__(self, lexicon: ClinicalLexicon, *, symptom_chars: frozenset[str] | None = None,
+                 medical: MedicalTerms | None = None) -> None:
+        """``symptom_chars`` overrides the characters rule 4 reads (default: the lexicon's, less name characters);
+        ``medical`` the rules of rule 2 (default: the project's lists, :func:`load_medical_terms`)."""
         self.lexicon = lexicon
+        self.medical = medical if medical is not None else load_medical_terms(lexicon.word_terms)
         self.symptom_chars = (lexicon.symptom_characters() - name_characters() if symptom_chars is None
                               else symptom_chars)
 
@@ -236,6 +251,9 @@ class NameGuard:
             return f"clinical term {term}"
         if MIN_TERM_LENGTH <= len(word) <= MAX_NAME_LENGTH and (term := self.lexicon.head_or_tail(word)):
             return f"part of the clinical term {term}"
+        medical = self.medical.why_not(text, start, end)
+        if medical is not None:
+            return medical
         inner = inner_offsets(words if words is not None else segment(text))
         if start in inner or end in inner:
             return "cuts a word"
