@@ -29,6 +29,8 @@ MAX_PLACE_NAME = 8
 #: Characters that do not occur in a place name: a run holding one is ordinary text (``附近头痛``).
 NOT_IN_PLACE = frozenset("的了过着是在有与也就让把被给很他她它我你您们这那个些去到向对为以或但而即应需要可能时后说看吃"
                          "痛疼病症药医院诊治疗查住等各均及")
+#: Shortest name before a compound word: ``旅居``, ``定居``, ``独居`` are verbs, not compounds.
+MIN_COMPOUND_NAME = 2
 _NUM = "一二三四五六七八九十"
 _ADMIN = "省|自治区|特别行政区|自治州|地区|盟|市|州|区|县|旗|街道|镇|乡|村|屯|社区"
 _ROAD = "大道|大街|胡同|路|街|道|巷|弄|里"
@@ -37,7 +39,7 @@ _COMPOUND = "小区|花园|家园|新村|公寓|华庭|大厦|广场|公馆|苑|
 _UNITS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     rf"(?P<run>[{CJK}]{{1,{MAX_PLACE_NAME}}}?)(?:{_ADMIN})",
     rf"(?P<run>[{CJK}0-9]{{1,{MAX_PLACE_NAME}}}?)(?:{_ROAD})(?:[{_NUM}\d]+段)?",
-    rf"(?P<run>[{CJK}]{{1,{MAX_PLACE_NAME}}}?)(?:{_COMPOUND})(?:[{_NUM}\d]+[区期])?",
+    rf"(?P<run>[{CJK}]{{{MIN_COMPOUND_NAME},{MAX_PLACE_NAME}}}?)(?:{_COMPOUND})(?:[{_NUM}\d]+[区期])?",
     r"\d{1,5}\s?(?:号院|号楼|号|弄|栋|幢|座|单元|层|楼|室|户|组|门|排|期)",
     rf"[A-Za-z{_NUM}]{{1,3}}\s?(?:号楼|座|栋|幢|区|单元|楼|层|门|组)",
     r"附\d{1,4}号",

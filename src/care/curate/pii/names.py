@@ -28,7 +28,7 @@ import logging
 import re
 from collections.abc import Sequence
 
-from care.curate.pii.lexical import PERSON, Token
+from care.curate.pii.lexical import ORGANISATION, PERSON, Token
 from care.curate.pii.rules import CJK, Span, resource_words, surnames
 
 logger = logging.getLogger(__name__)
@@ -36,6 +36,8 @@ logger = logging.getLogger(__name__)
 #: Lengths of a name ending before a title that the rules read (4 only with a compound surname).
 NAME_LENGTHS = (2, 3, 4)
 MAX_GIVEN_NAME_LENGTH = 2
+#: The length of a compound surname (欧阳, 令狐).
+COMPOUND_SURNAME_LENGTH = 2
 NAME_WINDOW = 6
 
 #: Words that introduce a name right after them (longest first when matched).
@@ -52,6 +54,8 @@ NAME_SUFFIX_CONTEXT = (
 )
 #: Tags (jieba and LAC) of function words: a surname character tagged so is not a surname there (向医生, 于医生处).
 FUNCTION_TAGS = frozenset({"p", "c", "u", "d", "r", "v", "vd", "ad", "f", "q", "m", "w", "x", "xc", "uj", "ul", "zg", "TIME"})
+#: Tags of named entities: a name before a title that the tagger read as one entity is a name (潘超医生).
+ENTITY_TAGS = frozenset({PERSON, ORGANISATION})
 #: Tags (LAC and jieba) of nouns, numbers and adjectives: what a bare two-character "name" must not precede.
 NOUN_LIKE_TAGS = frozenset({"n", "nz", "nw", "ng", "m", "mq", "q", "a", "an", "vn", "s", "eng", "LOC", "ORG"})
 #: Characters that may follow a name that no tagger recognised (punctuation, gender, 因/于/来 ...).
@@ -233,6 +237,13 @@ def _surname_stands_alone(start: int, surname: int, bounds: _Boundaries) -> bool
     return token is not None and (token.tag == PERSON or (token.end == start + surname and token.tag not in FUNCTION_TAGS))
 
 
+def _one_token(start: int, end: int, bounds: _Boundaries) -> bool:
+    """The tagger reads ``text[start:end]`` as one named entity (``潘超|医生``, tagged as an organisation),
+    not as a common noun (``管床|医生``)."""
+    token = bounds.by_start.get(start)
+    return token is not None and token.end == end and token.tag in ENTITY_TAGS
+
+
 def _name_after(text: str, pos: int, bounds: _Boundaries) -> str | None:
     """A name the tagger missed right after a context word: a surname plus one or two plausible
     given-name characters ending at a word boundary and before punctuation or a clause word."""
@@ -241,8 +252,9 @@ def _name_after(text: str, pos: int, bounds: _Boundaries) -> str | None:
     if not surname:
         return None
     word = _extend_name(text, pos, text[pos:pos + surname], surname)
+    # a compound surname after a context word is a name even where the tagger split it (令|狐秋菊)
     if len(word) > surname and bounds.aligned(pos, pos + len(word)) and valid_name(word) \
-            and _surname_stands_alone(pos, surname, bounds):
+            and (surname == COMPOUND_SURNAME_LENGTH or _surname_stands_alone(pos, surname, bounds)):
         return word
     return None
 
@@ -256,7 +268,8 @@ def _name_before(text: str, end: int, bounds: _Boundaries) -> str | None:
         tail = text[start:end]
         surname = surname_length(tail)
         if surname and surname < length and _plausible_given(tail[surname:]) and valid_name(tail) \
-                and bounds.aligned(start, end) and _surname_stands_alone(start, surname, bounds):
+                and bounds.aligned(start, end) and (_surname_stands_alone(start, surname, bounds)
+                                                    or _one_token(start, end, bounds)):
             return tail
     return None
 
