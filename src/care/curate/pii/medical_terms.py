@@ -45,6 +45,10 @@ DISEASE_CHARS = "病症征"
 DISEASE_FOLLOWERS = frozenset("是又为与和及或等患可多常属即指系的在以由")
 #: Characters that join the parts of an eponym (伏格特-小柳-原田病, 冯·维勒布兰德病).
 EPONYM_JOINERS = "-－‐–—·•‧・"
+#: How far before and after a candidate an eponym chain is looked for (伏格特-小柳-原田病 is 10 characters;
+#: a chain reaches further after its first part than before it, where only the first part lies).
+CHAIN_BEFORE = 20
+CHAIN_AFTER = 30
 #: Dynasties and eras before a historic person (明代张景岳, 清代医家叶天士, 东汉末年张仲景).
 ERA_WORDS: tuple[str, ...] = (
     "春秋", "战国", "秦代", "西汉", "东汉", "汉代", "汉朝", "东汉末年", "三国", "魏晋", "晋代", "西晋", "东晋", "南北朝",
@@ -125,7 +129,7 @@ def _eponym_shape(text: str, start: int, end: int) -> str | None:
     word = text[start:end]
     if "氏" in word[1:] or text.startswith("氏", end):
         return "an eponym with 氏"
-    for m in _CHAIN_RE.finditer(text, max(0, start - 20), min(len(text), end + 30)):
+    for m in _CHAIN_RE.finditer(text, max(0, start - CHAIN_BEFORE), min(len(text), end + CHAIN_AFTER)):
         if m.start() < end and start < m.end():
             return f"part of the eponym {m.group()}"
     for suffix in EPONYM_SUFFIXES:
