@@ -12,8 +12,8 @@ def _count(hits: int, total: int) -> dict:
 
 
 def _genre(spurious: float, without: float) -> dict:
-    return {"removed": {"STRUCTURED": _count(97, 97), "NAME_ADDRESS": _count(124, 126)}, "kept": {"ALL": _count(1422, 1422)},
-            "texts": 1000, "spurious_per_1000": spurious, "spurious_per_1000_without_protection": without}
+    return {"removed": {"STRUCTURED": _count(97, 97), "NAME_ADDRESS": _count(124, 126)},
+            "kept": {"ALL": _count(1422, 1422)}, "texts": 1000, "spurious_per_1000": spurious, "spurious_per_1000_without_protection": without}
 
 
 def test_genre_table_by_hand():
