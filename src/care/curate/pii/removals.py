@@ -6,7 +6,8 @@ changes the medical text. :func:`judge_removals` gives each removed span of one 
 - a person's judgement when one was recorded for ``(document id, span)`` (``judged``): spurious when
   the span is not personal data;
 - else the reason :meth:`~care.curate.pii.clinical.NameGuard.why_not` finds against a name in Chinese
-  characters (a clinical term, part of one, a cut word, a symptom character): spurious;
+  characters (a clinical term, part of one, a medical word of encyclopedic text, a cut word, a symptom
+  character): spurious;
 - else ``unjudged``: it looks like personal data and needs a person to read it in its text.
 
 :func:`summarise` counts removals, spurious ones and unjudged ones over a set of texts, per 1,000
