@@ -19,8 +19,8 @@ from care.pipeline.run import StepFailed, run_pipeline
 
 from ..beir_folder import write_beir_folder
 
-CONFIG = {"curate": {"encoder": "hashing"}, "models": {"query": "tiny", "document": "tiny", "references": {"BM25": "bm25"}},
-          "show_progress": False, "seed": 7}
+CONFIG = {"curate": {"encoder": "hashing"}, "show_progress": False, "seed": 7,
+          "models": {"query": "tiny", "document": "tiny", "references": {"BM25": "bm25"}}}
 #: The steps a config with a train file, a task and the CARE recipe has work for, in order.
 STEPS = ["label", "train_care", "evaluate", "latency", "index", "report"]
 
@@ -37,8 +37,8 @@ def no_step_runs(monkeypatch):
 def _config_file(tmp_path, **inputs):
     beir = write_beir_folder(tmp_path)
     path = tmp_path / "run.yaml"
-    path.write_text(json.dumps({**CONFIG, "inputs": {"train_file": str(beir.train_positive), "tasks": [str(beir.folder)],
-                                                     **inputs}}), encoding="utf-8")
+    fields = {"train_file": str(beir.train_positive), "tasks": [str(beir.folder)], **inputs}
+    path.write_text(json.dumps({**CONFIG, "inputs": fields}), encoding="utf-8")
     return path
 
 
@@ -124,7 +124,8 @@ def test_a_missing_train_file_is_named_by_its_config_key(tmp_path, no_step_runs,
 
 @pytest.mark.parametrize(("inputs", "message"), [
     ({"tasks": ["{beir}", "{tmp}/nowhere"]}, r"^inputs\.tasks\[1\]: unknown task '.*nowhere' \(and no such folder\)"),
-    ({"alignment_queries": ["{tmp}/log.jsonl"]}, r"^inputs\.alignment_queries\[0\]: .*log\.jsonl, line 1, field 'text'"),
+    ({"alignment_queries": ["{tmp}/log.jsonl"]},
+     r"^inputs\.alignment_queries\[0\]: .*log\.jsonl, line 1, field 'text'"),
     ({"corpus": "{tmp}/corpus.jsonl"}, r"^inputs\.corpus: .*corpus\.jsonl not found; check the path"),
     ({"raw_queries": "{tmp}"}, r"^inputs\.raw_queries: .* is a folder; name a file"),
 ])
