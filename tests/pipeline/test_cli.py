@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from care.cli import app
 from care.pipeline import run as pipeline
-from care.pipeline.cli import resume_command
+from care.pipeline.cli import demo_config_path, resume_command
 
 THRESHOLDS = "curate.judge_thresholds={S: 0.5, A: 0.4, B: 0.35, C: 0.25}"  # a value the resume command must quote
 
@@ -109,3 +109,50 @@ def test_the_resume_command_is_what_was_typed_without_fresh_and_redo(config, set
     assert result.exit_code == 0, result.output
     assert shlex.split(result.output) == ["care", "--quiet", "run", config, "--output", "runs/a b",
                                           *(w for value in sets for w in ("--set", value)), "--no-lora"]
+
+
+@pytest.fixture
+def torch_threads():
+    """torch's thread count put back after the test (a run sets it for the whole process)."""
+    import torch
+
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize(("in_file", "flags", "in_force"), [
+    (3, [], 3),  # the config's threads
+    (3, ["--set", "threads=2"], 2),  # --set wins over the file
+    (3, ["--set", "threads=2", "--threads", "1"], 1),  # --threads, given, wins over both
+    (None, [], 0),  # nothing set: the library default
+])
+def test_threads_come_from_the_config_then_set_then_the_option(tmp_path, torch_threads, monkeypatch, in_file, flags,
+                                                                in_force):
+    import torch
+
+    from ..beir_folder import write_beir_folder
+
+    for name in list(pipeline.STEPS):
+        monkeypatch.setitem(pipeline.STEPS, name, lambda ctx: {})
+    beir = write_beir_folder(tmp_path)
+    config = {"curate": {"encoder": "hashing"}, "models": {"references": {"BM25": "bm25"}}, "show_progress": False,
+              "inputs": {"train_file": str(beir.train_pos), "tasks": [str(beir.folder)]},
+              **({"threads": in_file} if in_file is not None else {})}
+    (tmp_path / "run.yaml").write_text(json.dumps(config), encoding="utf-8")
+    default = torch.get_num_threads()
+    folder = tmp_path / "run"
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "run.yaml"), "-o", str(folder), *flags])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["config"]["threads"] == in_force
+    assert manifest["threads"] == torch.get_num_threads() == (in_force or default)
+
+
+def test_a_bad_thread_count_names_the_option_or_the_field(tmp_path) -> None:
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "run.yaml"), "--threads", "-1"])
+    assert result.exit_code == 2 and "Invalid value for '--threads'" in result.output  # before anything is read
+    result = CliRunner().invoke(app, ["demo", "--skip-e5", "-o", str(tmp_path / "d"), "--set", "threads=-1"])
+    assert str(result.exception) == (f"{demo_config_path()}: config field 'threads': must be >= 0 (torch threads; "
+                                     "0: the library default), got -1 (set by the override threads=-1)")
+    assert not (tmp_path / "d").exists()

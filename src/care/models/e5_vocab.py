@@ -122,7 +122,9 @@ def used_pieces(texts: Iterable[str], image_path: str | Path | None = None, *,
     keep = {image.bos, image.eos, image.pad, image.unk}
     texts = list(texts)
     for prefix in ("", *prefixes):
-        for ids in tokenizer([prefix + t for t in texts], add_special_tokens=False)["input_ids"]:
+        # whole texts on purpose (every piece they use, past the model's length too): verbose=False drops
+        # transformers' "Token indices sequence length is longer than ..." warning, which is about feeding the model
+        for ids in tokenizer([prefix + t for t in texts], add_special_tokens=False, verbose=False)["input_ids"]:
             keep.update(ids)
     return keep
 

@@ -79,15 +79,22 @@ def failure_line(failure: StepFailed, log_file: Path, resume: str) -> str:
 
 
 def _run(ctx: typer.Context, config_path: Path, output: Path, overrides: list[str], *, fresh: bool,
-         redo: list[str], verbose: bool) -> None:
+         redo: list[str], verbose: bool, check: bool = False) -> None:
     """Run (or resume) the pipeline and print its summary; a failed step prints one line (the traceback goes to
-    ``run.log``, and to the terminal too with ``--verbose``) and exits with :data:`STEP_FAILED_EXIT`."""
+    ``run.log``, and to the terminal too with ``--verbose``) and exits with :data:`STEP_FAILED_EXIT`. ``check``:
+    print the plan instead (:func:`care.pipeline.plan.plan_run`), running and writing nothing; a bad config or
+    input is one line from :func:`care.cli.run_cli`."""
     from care.pipeline.config import load_run_config
     from care.pipeline.console import FILE_ONLY, route_logs
     from care.pipeline.run import StepFailed, run_pipeline
 
     verbose = verbose or bool(ctx.find_root().params.get("verbose"))  # `care --verbose run ...` too
     config = load_run_config(config_path, overrides)
+    if check:
+        from care.pipeline.plan import format_plan, plan_run
+
+        typer.echo(format_plan(plan_run(config, output, fresh=fresh, redo=redo)))
+        return
     with route_logs(output, verbose=verbose, progress_bars=config.show_progress) as log_file:
         try:
             report = run_pipeline(config, output, fresh=fresh, redo=redo)
@@ -121,15 +128,20 @@ def run(
     fresh: bool = typer.Option(False, "--fresh", help="Delete an earlier run in the output folder and start over."),
     step: Optional[list[str]] = typer.Option(None, "--step", help="Run only these steps (repeatable)."),
     redo: Optional[list[str]] = typer.Option(None, "--redo", help="Run these finished steps again (repeatable)."),
-    threads: int = typer.Option(0, "--threads", help="torch threads (0 = library default)."),
+    threads: Optional[int] = typer.Option(None, "--threads", min=0, help="torch threads (0 = library default); "
+                                          "given, it wins over the config's threads and --set threads=N."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bars."),
     verbose: bool = typer.Option(False, "--verbose", help="Show the libraries' logs, and a failed step's traceback, "
                                                           "on the terminal too (they are always in run.log)."),
+    check: bool = typer.Option(False, "--check", help="Check the config and every input and print the plan (the "
+                                                      "steps, what each reads and writes, done or to run); train "
+                                                      "nothing, write nothing."),
 ) -> None:
     """Curate, label, train the configured recipes, evaluate, time, index the best model, report."""
-    overrides = [*set_, *(["steps=[" + ",".join(step) + "]"] if step else []), f"threads={threads}",
+    overrides = [*set_, *(["steps=[" + ",".join(step) + "]"] if step else []), *threads_override(threads),
                  *(["show_progress=false"] if no_progress else [])]
-    _run(ctx, config, output or Path("runs") / config.stem, overrides, fresh=fresh, redo=redo or [], verbose=verbose)
+    _run(ctx, config, output or Path("runs") / config.stem, overrides, fresh=fresh, redo=redo or [], verbose=verbose,
+         check=check)
 
 
 def demo(
@@ -149,10 +161,14 @@ def demo(
     config_file: Optional[Path] = typer.Option(None, "--config", help="A run config (YAML/JSON) whose fields override the "
                                                                       "shipped demo config; flags win."),
     set_: list[str] = typer.Option([], "--set", help="Override a demo config field: SECTION.FIELD=VALUE (repeatable)."),
-    threads: int = typer.Option(0, "--threads", help="torch threads (0 = library default)."),
+    threads: Optional[int] = typer.Option(None, "--threads", min=0, help="torch threads (0 = library default); "
+                                          "given, it wins over the config's threads and --set threads=N."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bars."),
     verbose: bool = typer.Option(False, "--verbose", help="Show the libraries' logs, and a failed step's traceback, "
                                                           "on the terminal too (they are always in run.log)."),
+    check: bool = typer.Option(False, "--check", help="Check the config and every input and print the plan (the "
+                                                      "steps, what each reads and writes, done or to run); train "
+                                                      "nothing, write nothing."),
 ) -> None:
     """care run on the shipped demo config: curate, label, train (tiny CARE, e5 student), evaluate, index, report."""
     overrides = demo_overrides(config_file)
@@ -166,8 +182,14 @@ def demo(
         overrides.append(f"recipes.care.epochs={epochs}")
     if step:
         overrides.append("steps=[" + ",".join(step) + "]")
-    overrides += [*set_, f"threads={threads}", *(["show_progress=false"] if no_progress else [])]
-    _run(ctx, demo_config_path(), output, overrides, fresh=fresh, redo=redo or [], verbose=verbose)
+    overrides += [*set_, *threads_override(threads), *(["show_progress=false"] if no_progress else [])]
+    _run(ctx, demo_config_path(), output, overrides, fresh=fresh, redo=redo or [], verbose=verbose, check=check)
+
+
+def threads_override(threads: int | None) -> list[str]:
+    """``--threads N`` as an override, applied after the config's ``threads`` and ``--set threads=N`` so it wins;
+    none when the option was not given (the config's value stands)."""
+    return [] if threads is None else [f"threads={threads}"]
 
 
 def demo_overrides(config_file: Path | None) -> list[str]:

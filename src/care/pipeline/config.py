@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from care.config import Config, ConfigError, apply_overrides, read_config_file
+from care.config import Config, ConfigError, apply_overrides, parse_override, read_config_file
 from care.errors import CareError
 from care.train.recipe import RecipeConfig
 from care.train.student import StudentConfig
@@ -326,6 +326,9 @@ class RunConfig(Config):
     cache_dir: str | None = None
 
     def validate(self) -> None:
+        if self.threads < 0:
+            raise ConfigError(f"config field 'threads': must be >= 0 (torch threads; 0: the library default), "
+                              f"got {self.threads}")
         unknown = [s for s in self.steps if s not in STEPS]
         if unknown:
             raise ConfigError(f"config field 'steps': unknown step(s) {unknown}; choose from {', '.join(STEPS)}")
@@ -469,4 +472,20 @@ def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (
     path = Path(path)
     data = apply_overrides(read_config_file(path, "run config"), overrides)
     data = _student_file(_resolve(data, path.resolve().parent))
-    return RunConfig.from_dict(data, source=str(path))
+    try:
+        return RunConfig.from_dict(data, source=str(path))
+    except ConfigError as exc:
+        raise ConfigError(_naming_overrides(str(exc), overrides)) from None
+
+
+def _naming_overrides(message: str, overrides: list[str] | tuple[str, ...]) -> str:
+    """``message`` of a refused field, with the overrides that set that field (or a section above it) named
+    (``... got -1 (set by the override threads=-1)``): the value came from the command line, not the file."""
+    culprits = []
+    for item in overrides:
+        parts, _ = parse_override(item)
+        dotted = ".".join(parts)
+        if f"field '{dotted}'" in message or f"field '{dotted}." in message or f"field '{dotted}[" in message:
+            culprits.append(item)
+    return f"{message} (set by the override{'s' if len(culprits) > 1 else ''} {', '.join(culprits)})" if culprits \
+        else message

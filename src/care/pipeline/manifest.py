@@ -67,6 +67,9 @@ class RunManifest:
     created: str = field(default_factory=_now)
     #: ``{absolute path: SHA-256}`` of the input files the run read (:func:`care.pipeline.preflight.input_digests`).
     inputs: dict[str, str] = field(default_factory=dict)
+    #: torch's thread count the latest call ran the steps with (``threads`` in force; the config's ``threads: 0``
+    #: is the library default, recorded here as the number it chose). ``None``: not started yet.
+    threads: int | None = None
 
     @property
     def path(self) -> Path:
@@ -75,7 +78,8 @@ class RunManifest:
     def save(self) -> None:
         write_json(self.path, {"format_version": MANIFEST_VERSION, "created": self.created, "updated": _now(),
                                "config": self.config, "versions": self.versions,
-                               "steps": {k: asdict(v) for k, v in self.steps.items()}, "inputs": self.inputs})
+                               "steps": {k: asdict(v) for k, v in self.steps.items()}, "inputs": self.inputs,
+                               "threads": self.threads})
 
     @classmethod
     def load(cls, folder: str | Path) -> RunManifest | None:
@@ -86,7 +90,8 @@ class RunManifest:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             steps = {k: StepRecord(**v) for k, v in data["steps"].items()}
-            return cls(Path(folder), data["config"], data["versions"], steps, data["created"], data.get("inputs", {}))
+            return cls(Path(folder), data["config"], data["versions"], steps, data["created"], data.get("inputs", {}),
+                       data.get("threads"))
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise CareError(f"{path} is not a run manifest ({exc}); rerun with --fresh to start over") from None
 

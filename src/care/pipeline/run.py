@@ -115,28 +115,55 @@ class RunReport:
     manifest: Path | None = None
 
 
-def _prepare_folder(config: RunConfig, root: Path, fresh: bool) -> RunManifest:
-    """Load (resume) or create the run folder's manifest; ``fresh`` deletes an earlier run first."""
-    if fresh and root.exists():
+def earlier_run(config: RunConfig, root: Path, fresh: bool) -> RunManifest | None:
+    """The manifest of the run in ``root`` that a run of ``config`` resumes (``None``: it starts a new run there),
+    checked as :func:`run_pipeline` checks it; reads only, writes nothing (``care run --check``).
+
+    Raises:
+        CareError: ``root`` holds something else than a care run, or a run with other settings (unless ``fresh``:
+            then that run would be deleted).
+    """
+    if fresh:
         if _contents(root) and not (root / MANIFEST_FILE).is_file():
             raise CareError(f"--fresh: {root} is not a care run folder (no {MANIFEST_FILE}); not deleting it. "
                             "Choose another output folder")
+        return None
+    manifest = RunManifest.load(root)
+    if manifest is None:
+        if _contents(root):
+            raise CareError(f"{root} exists and is not a care run folder (no {MANIFEST_FILE}); "
+                            "choose another output folder")
+        return None
+    previous = RunConfig.from_dict(manifest.config, source=str(manifest.path)).resume_key()
+    changed = sorted(_changed(previous, config.resume_key()))
+    if changed:
+        raise CareError(f"{root} holds a run with other settings ({', '.join(changed)}); "
+                        "rerun with --fresh to start over, or pick another output folder")
+    return manifest
+
+
+def check_redo(redo: Sequence[str]) -> None:
+    """Refuse ``--redo`` steps that do not exist.
+
+    Raises:
+        CareError: naming them and the steps there are.
+    """
+    unknown = [s for s in redo if s not in STEPS]
+    if unknown:
+        raise CareError(f"--redo: unknown step(s) {unknown}; choose from {', '.join(STEPS)}")
+
+
+def _prepare_folder(config: RunConfig, root: Path, fresh: bool) -> RunManifest:
+    """Load (resume) or create the run folder's manifest; ``fresh`` deletes an earlier run first."""
+    manifest = earlier_run(config, root, fresh)
+    if fresh and root.exists():
         logger.info("--fresh: deleting the earlier run in %s", root)
         for path in _contents(root):
             shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
-    manifest = RunManifest.load(root)
     if manifest is None:
-        if root.exists() and _contents(root):
-            raise CareError(f"{root} exists and is not a care run folder (no {MANIFEST_FILE}); "
-                            "choose another output folder")
         root.mkdir(parents=True, exist_ok=True)
         manifest = RunManifest(root, config.to_dict())
     else:
-        previous = RunConfig.from_dict(manifest.config, source=str(manifest.path)).resume_key()
-        changed = sorted(_changed(previous, config.resume_key()))
-        if changed:
-            raise CareError(f"{root} holds a run with other settings ({', '.join(changed)}); "
-                            "rerun with --fresh to start over, or pick another output folder")
         manifest.config = config.to_dict()
     manifest.save()
     return manifest
@@ -178,14 +205,14 @@ def run_pipeline(config: RunConfig, output: str | Path, *, fresh: bool = False,
     """
     started = time.perf_counter()
     root = Path(output)
-    if config.threads:
-        import torch
+    check_redo(redo)
+    import torch
 
+    if config.threads:
         torch.set_num_threads(config.threads)
     manifest = _prepare_folder(config, root, fresh)
-    unknown = [s for s in redo if s not in STEPS]
-    if unknown:
-        raise CareError(f"--redo: unknown step(s) {unknown}; choose from {', '.join(STEPS)}")
+    manifest.threads = torch.get_num_threads()  # the threads in force (0 in the config: the library's choice)
+    manifest.save()
     for name in redo:
         manifest.steps.pop(name, None)
     ctx = RunContext(config, root, manifest)
@@ -233,7 +260,15 @@ def run_pipeline(config: RunConfig, output: str | Path, *, fresh: bool = False,
 
 def _record_inputs(manifest: RunManifest, digests: dict[str, str]) -> None:
     """Keep ``digests`` in the manifest; refuse them when a file has other content than when the run's steps so
-    far (finished, failed or interrupted: their outputs and checkpoints) read it.
+    far (finished, failed or interrupted: their outputs and checkpoints) read it (:func:`check_unchanged_inputs`)."""
+    check_unchanged_inputs(manifest, digests)
+    manifest.inputs = {**manifest.inputs, **digests}
+    manifest.save()
+
+
+def check_unchanged_inputs(manifest: RunManifest, digests: dict[str, str]) -> None:
+    """Refuse ``digests`` (:func:`care.pipeline.preflight.input_digests`) when a file has other content than when
+    the run's steps so far read it; reads only.
 
     Raises:
         CareError: naming the changed file(s) and those steps, and how to go on.
@@ -245,8 +280,6 @@ def _record_inputs(manifest: RunManifest, digests: dict[str, str]) -> None:
                         f"{'it' if len(changed) == 1 else 'them'}: its steps so far ({steps}) used the earlier "
                         "content. Restore the file, or rerun with --fresh to start over (or write the run to "
                         "another folder)")
-    manifest.inputs = {**manifest.inputs, **digests}
-    manifest.save()
 
 
 def _summary(step: str, outputs: dict[str, Any]) -> str:

@@ -14,18 +14,24 @@ from care.pipeline.context import RunContext
 
 def tasks(ctx: RunContext) -> dict[str, TaskMetadata]:
     """``{task name as configured: task}`` of every evaluation task (the configured split applied)."""
+    return {name: task_of(ctx, name) for name in ctx.config.inputs.tasks}
+
+
+def task_of(ctx: RunContext, name: str) -> TaskMetadata:
+    """The evaluation task ``name`` (a registered name or a folder) with the run's data root, split and instruction.
+
+    Raises:
+        CareError: an unknown task, or a registered one whose data is not found.
+    """
     from care.bench.registry import get_task
 
     inputs = ctx.config.inputs
-    out = {}
-    for name in inputs.tasks:
-        task = get_task(name, data_root=inputs.data_root)
-        if inputs.split is not None:
-            task = replace(task, split=inputs.split)
-        if task.instruction is None and inputs.instruction is not None:
-            task = replace(task, instruction=inputs.instruction)
-        out[name] = task
-    return out
+    task = get_task(name, data_root=inputs.data_root)
+    if inputs.split is not None:
+        task = replace(task, split=inputs.split)
+    if task.instruction is None and inputs.instruction is not None:
+        task = replace(task, instruction=inputs.instruction)
+    return task
 
 
 #: The name of the validation split's task in the run's results (carved by the label step).
