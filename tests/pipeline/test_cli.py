@@ -153,6 +153,6 @@ def test_a_bad_thread_count_names_the_option_or_the_field(tmp_path) -> None:
     result = CliRunner().invoke(app, ["run", str(tmp_path / "run.yaml"), "--threads", "-1"])
     assert result.exit_code == 2 and "Invalid value for '--threads'" in result.output  # before anything is read
     result = CliRunner().invoke(app, ["demo", "--skip-e5", "-o", str(tmp_path / "d"), "--set", "threads=-1"])
-    assert str(result.exception) == (f"{demo_config_path()}: config field 'threads': must be >= 0 (torch threads; "
+    assert str(result.exception) == (f"{demo_config_path(tiny=True)}: config field 'threads': must be >= 0 (torch threads; "
                                      "0: the library default), got -1 (set by the override threads=-1)")
     assert not (tmp_path / "d").exists()

@@ -14,7 +14,7 @@ from care.pipeline.config import STEPS, RunConfig, load_run_config
 
 
 def test_the_shipped_demo_config_resolves_into_the_demo_data():
-    config = load_run_config(demo_config_path())
+    config = load_run_config(demo_config_path(tiny=True))
     root = demo_tasks_root()
     assert config.inputs.train_file == str(root / "train" / "train.jsonl")
     assert config.inputs.tasks[0] == str(root / "CMedTEB-Demo-Retrieval") and config.main_task == config.inputs.tasks[0]
@@ -64,7 +64,7 @@ def test_care_recipe_fields_left_out_keep_the_stage_files_settings(tmp_path):
     from care.models.instructions import RETRIEVAL_INSTRUCTION, prompt_prefix
     from care.pipeline.train import care_overrides
 
-    demo = care_overrides(SimpleNamespace(config=load_run_config(demo_config_path())))
+    demo = care_overrides(SimpleNamespace(config=load_run_config(demo_config_path(tiny=True))))
     for setting in ("optim.epochs=5", "optim.lr=0.001", "optim.batch_size=32", "model.query_max_seq_length=64",
                     "init_query:data.n_negatives=1", "stage2:data.n_negatives=3"):
         assert setting in demo
@@ -205,8 +205,8 @@ def test_care_recipe_mines_stage2_negatives_from_the_runs_corpus(tmp_path, monke
 def test_a_bad_tower_spec_fails_when_the_config_loads():
     with pytest.raises(ConfigError, match=r"config field 'models.query': tower spec 'e5\?layerz=6': unknown option "
                                           r"'layerz'; accepted options: layers"):
-        load_run_config(demo_config_path(), ["models.query=e5?layerz=6"])
-    assert load_run_config(demo_config_path(), ["models.query=e5?layers=6", "models.document=e5"]).models.query == \
+        load_run_config(demo_config_path(tiny=True), ["models.query=e5?layerz=6"])
+    assert load_run_config(demo_config_path(tiny=True), ["models.query=e5?layers=6", "models.document=e5"]).models.query == \
         "e5?layers=6"
 
 

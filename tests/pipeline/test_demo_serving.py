@@ -32,7 +32,7 @@ STUDENT_ONLY = ["recipes.care.enabled=false", f"inputs.tasks=[demo:{RETRIEVAL}]"
 @pytest.fixture(scope="module")
 def demo_run(module_scratch):
     root = module_scratch
-    report = run_pipeline(load_run_config(demo_config_path(), STUDENT_ONLY), root / "run")
+    report = run_pipeline(load_run_config(demo_config_path(tiny=True), STUDENT_ONLY), root / "run")
     return root, report
 
 

@@ -34,15 +34,15 @@ E5_TOWERS = ["models.query=e5?layers=6", "models.document=e5"]
 ])
 def test_a_budget_without_towers_it_can_cut_fails_when_the_config_loads(overrides, message) -> None:
     with pytest.raises(ConfigError, match=message):
-        load_run_config(demo_config_path(), [*overrides, "recipes.care.query_speedup=5"])
+        load_run_config(demo_config_path(tiny=True), [*overrides, "recipes.care.query_speedup=5"])
 
 
 def test_a_budget_below_one_is_refused_and_a_good_one_loads() -> None:
     with pytest.raises(ConfigError, match=r"'recipes.care.query_speedup': must be at least 1 .*got 0.5"):
-        load_run_config(demo_config_path(), [*E5_TOWERS, "recipes.care.query_speedup=0.5"])
-    config = load_run_config(demo_config_path(), [*E5_TOWERS, "recipes.care.query_speedup=5"])
+        load_run_config(demo_config_path(tiny=True), [*E5_TOWERS, "recipes.care.query_speedup=0.5"])
+    config = load_run_config(demo_config_path(tiny=True), [*E5_TOWERS, "recipes.care.query_speedup=5"])
     assert config.recipes.care.query_speedup == 5.0
-    assert load_run_config(demo_config_path()).recipes.care.query_speedup is None  # the default: no budget
+    assert load_run_config(demo_config_path(tiny=True)).recipes.care.query_speedup is None  # the default: no budget
 
 
 def test_the_richer_stage_one_fills_only_what_the_user_left_unset() -> None:
@@ -91,7 +91,7 @@ def recipe_calls(monkeypatch, tmp_path):
 
 
 def _context(tmp_path: Path, budget: float, *more: str) -> RunContext:
-    config = load_run_config(demo_config_path(), [*E5_TOWERS, f"recipes.care.query_speedup={budget}",
+    config = load_run_config(demo_config_path(tiny=True), [*E5_TOWERS, f"recipes.care.query_speedup={budget}",
                                                   "recipes.care.epochs=null", "recipes.care.lr=null", *more])
     ctx = RunContext(config, tmp_path / "run")
     ctx.train_file.parent.mkdir(parents=True)
@@ -134,7 +134,7 @@ def test_a_deeper_pick_trains_with_the_stage_settings_as_they_are(tmp_path, curv
 def test_the_budget_times_the_cuts_as_the_config_says(tmp_path, curve, recipe_calls) -> None:
     with pytest.raises(ConfigError, match="'recipes.care.query_speedup_timing': must be one of interleaved, "
                                           "back_to_back, got 'warm'"):
-        load_run_config(demo_config_path(), [*E5_TOWERS, "recipes.care.query_speedup=5",
+        load_run_config(demo_config_path(tiny=True), [*E5_TOWERS, "recipes.care.query_speedup=5",
                                              "recipes.care.query_speedup_timing=warm"])
     with_query_budget(step_train_care)(_context(tmp_path, 2.5, "recipes.care.query_speedup_timing=back_to_back"))
     assert curve[0][3] == "back_to_back"

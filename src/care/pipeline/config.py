@@ -302,10 +302,19 @@ class IndexStepConfig(Config):
     Attributes:
         model: build it with this row instead of the best one (``null``: the best on the main task).
         type: FAISS index type.
+        care_tolerance: serve CARE (``recipes.care.labels.stage2``: the small query tower over the large tower's
+            document vectors) when its validation score is at most this far below the best trained model's;
+            ``null``: the safety net's ``validation.tolerance``. A cheaper query side within the validation
+            split's noise is the better model to serve.
     """
 
     model: str | None = None
     type: str = "flat"
+    care_tolerance: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.care_tolerance is not None and self.care_tolerance < 0:
+            raise ConfigError(f"config field 'index.care_tolerance': must be >= 0 (or null), got {self.care_tolerance}")
 
 
 @dataclass

@@ -187,23 +187,52 @@ def selection_task(ctx: RunContext) -> str:
     return VALIDATION_TASK if ctx.validation_task is not None else tasks(ctx)[ctx.config.main_task].name
 
 
+def care_tolerance(ctx: RunContext) -> float:
+    """How far below the best trained model CARE may score on the selection task and still be served:
+    ``index.care_tolerance``, else the safety net's ``validation.tolerance``."""
+    tolerance = ctx.config.index.care_tolerance
+    return ctx.config.validation.tolerance if tolerance is None else tolerance
+
+
+def choose_served(scores: dict[str, float], care: str | None, tolerance: float) -> tuple[str, str]:
+    """``(row label, why)`` of the model to serve among trained models' ``scores`` on the selection task: CARE
+    (row ``care``) when it is within ``tolerance`` of the best (its query side is the cheap one), else the best.
+
+    >>> choose_served({"symmetric large": 0.70, "CARE": 0.695}, "CARE", 0.01)[0]
+    'CARE'
+    >>> choose_served({"symmetric large": 0.70, "CARE": 0.68}, "CARE", 0.01)[0]
+    'symmetric large'
+    """
+    best = max(scores, key=lambda k: scores[k])
+    if care is not None and care != best and care in scores and scores[care] >= scores[best] - tolerance:
+        return care, (f"CARE within {tolerance:g} of the best trained model ({best}, "
+                      f"{scores[care] - scores[best]:+.4f}): the small query tower")
+    return best, "the best trained model"
+
+
 def best_model(ctx: RunContext) -> tuple[str, str]:
-    """``(row label, model spec)`` of the model the index is built with: ``index.model``, else the trained
-    model (not a reference, not an ONNX row) with the best main score on :func:`selection_task`."""
+    """``(row label, model spec)`` of the model the index is built with: ``index.model``, else, among the trained
+    models (not references, not ONNX rows) scored on :func:`selection_task`, CARE when it is within
+    :func:`care_tolerance` of the best, else the best (:func:`choose_served`)."""
+    return _served(ctx)[:2]
+
+
+def _served(ctx: RunContext) -> tuple[str, str, str]:
+    """``(row label, model spec, why)`` of :func:`best_model`."""
     trained = ctx.trained_models()
     chosen = ctx.config.index.model
     if chosen is not None:
         if chosen not in trained:
             raise CareError(f"index.model {chosen!r} is not a trained model of this run; choose from {', '.join(trained)}")
-        return chosen, trained[chosen]
+        return chosen, trained[chosen], "index.model"
     if not trained:
         raise CareError("no trained model to index: enable a recipe (recipes.care / recipes.student / recipes.baselines)")
     on = selection_task(ctx)
     scores = {r.model: r.main_value for r in load_results(ctx) if r.task == on and r.model in trained}
     if not scores:
         raise CareError(f"no evaluation of the trained models on {on}: run the 'evaluate' step first")
-    label = max(scores, key=lambda k: scores[k])
-    return label, trained[label]
+    label, why = choose_served(scores, ctx.config.recipes.care.labels.get("stage2"), care_tolerance(ctx))
+    return label, trained[label], f"{why} on {on}"
 
 
 def serving_warnings(ctx: RunContext, label: str) -> list[str]:
@@ -229,7 +258,7 @@ def step_index(ctx: RunContext) -> dict[str, Any]:
     from care.index.build import BuildOptions, build
     from care.index.config import IndexConfig
 
-    label, spec = best_model(ctx)
+    label, spec, how = _served(ctx)
     model = str(Path(spec).resolve()) if Path(spec).exists() else spec
     options = BuildOptions(model=model, corpus=corpus_file(ctx), output=ctx.root / INDEX_FOLDER,
                            index=IndexConfig.from_dict({"type": ctx.config.index.type}),
@@ -237,7 +266,6 @@ def step_index(ctx: RunContext) -> dict[str, Any]:
     manifest = build(options)
     if manifest is None:
         raise CareError(f"index build in {options.output} did not merge; rerun the same command to finish it")
-    how = "index.model" if ctx.config.index.model else f"the best trained model on {selection_task(ctx)}"
     logger.info("index: %d documents with %s (%s; %s)", manifest.n_docs, label, how, model)
     warnings = serving_warnings(ctx, label)
     for warning in warnings:
