@@ -1,0 +1,116 @@
+"""Slow clients (slowloris) against a service: sockets that send a request a byte at a time, and how long
+the server lets each live.
+
+Each socket opens a connection and sends its request one byte every ``interval_s`` — either the head
+(request line and headers, never finished: ``"headers"``) or a complete head followed by a body that
+never ends (``"body"``) — until the server closes it or ``duration_s`` passes. Reported per socket:
+its kind, the seconds from connecting to the server's close (None if still open at the end), and
+the status line the server answered with, if any. Used by ``tests/serve/test_protocol.py`` and
+``benchmarks/bench_service_hostile.py --slow-clients``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+HEADERS = "headers"
+BODY = "body"
+KINDS = (HEADERS, BODY)
+#: A request head a slow client never finishes: one header value that grows by a byte each interval.
+_ENDLESS_HEAD = b"POST /search HTTP/1.1\r\nHost: care\r\nContent-Type: application/json\r\nX-Slow: "
+#: Declared body size of a slow-body client: far more than it will ever send.
+_SLOW_BODY_BYTES = 1 << 20
+#: Bytes read at a time while waiting for the server's answer or close.
+_READ_BYTES = 65536
+
+
+@dataclass
+class SlowSocket:
+    """What happened to one slow socket."""
+
+    kind: str
+    closed_after_s: float | None  # connect -> server close; None = still open when the run ended
+    answer: str | None  # the status line the server sent before closing, if any
+    bytes_sent: int
+
+
+def _payload(kind: str, host: str) -> bytes:
+    if kind == HEADERS:
+        return _ENDLESS_HEAD + b"x" * _SLOW_BODY_BYTES
+    head = (f"POST /search HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {_SLOW_BODY_BYTES}\r\n\r\n").encode()
+    return head + b'{"query": "' + b"x" * _SLOW_BODY_BYTES
+
+
+async def _slow_socket(host: str, port: int, kind: str, interval_s: float, stop_at: float) -> SlowSocket:
+    """One slow client: the head in one packet for ``body`` (then the body a byte at a time), or the head a
+    byte at a time for ``headers``; stops when the server closes or at ``stop_at`` (loop time)."""
+    loop = asyncio.get_running_loop()
+    opened = loop.time()
+    reader, writer = await asyncio.open_connection(host, port)
+    payload = _payload(kind, host)
+    sent = payload.index(b"\r\n\r\n") + 4 if kind == BODY else 1
+    received = bytearray()
+    closed_at: float | None = None
+    try:
+        writer.write(payload[:sent])
+        while loop.time() < stop_at:
+            try:
+                chunk = await asyncio.wait_for(reader.read(_READ_BYTES), timeout=min(interval_s, stop_at - loop.time()))
+            except asyncio.TimeoutError:
+                writer.write(payload[sent:sent + 1])
+                sent += 1
+                continue
+            except (ConnectionError, OSError):
+                chunk = b""
+            if not chunk:
+                closed_at = loop.time()
+                break
+            received += chunk
+    except (ConnectionError, OSError):
+        closed_at = loop.time()
+    finally:
+        writer.close()
+    answer = bytes(received).split(b"\r\n", 1)[0].decode("latin-1") if received else None
+    return SlowSocket(kind, None if closed_at is None else round(closed_at - opened, 3), answer, sent)
+
+
+async def run_slow_clients_async(base_url: str, *, n: int, duration_s: float, interval_s: float = 1.0,
+                                 kinds: tuple[str, ...] = KINDS) -> list[SlowSocket]:
+    """``n`` slow sockets at once (kinds taken in turn), each until the server closes it or ``duration_s``."""
+    parts = urlsplit(base_url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    stop_at = asyncio.get_running_loop().time() + duration_s
+    return list(await asyncio.gather(*(_slow_socket(host, port, kinds[i % len(kinds)], interval_s, stop_at)
+                                       for i in range(n))))
+
+
+class SlowClients:
+    """:func:`run_slow_clients_async` in a background thread of its own, so normal traffic can be measured
+    meanwhile: ``with SlowClients(url, n=60, duration_s=40) as slow: ...; slow.results``."""
+
+    def __init__(self, base_url: str, **options: object) -> None:
+        self.base_url, self.options = base_url, options
+        self.results: list[SlowSocket] = []
+        self.started = 0.0
+        self._thread = threading.Thread(target=self._run, name="care-slow-clients", daemon=True)
+
+    def _run(self) -> None:
+        self.results = asyncio.run(run_slow_clients_async(self.base_url, **self.options))  # type: ignore[arg-type]
+
+    def __enter__(self) -> SlowClients:
+        self.started = time.monotonic()
+        self._thread.start()
+        return self
+
+    def join(self, timeout: float | None = None) -> list[SlowSocket]:
+        """Wait for every socket to end; their results."""
+        self._thread.join(timeout)
+        return self.results
+
+    def __exit__(self, *exc: object) -> None:
+        self.join()
