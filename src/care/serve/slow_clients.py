@@ -3,9 +3,10 @@ the server lets each live.
 
 Each socket opens a connection and sends its request one byte every ``interval_s`` — either the head
 (request line and headers, never finished: ``"headers"``) or a complete head followed by a body that
-never ends (``"body"``) — until the server closes it or ``duration_s`` passes. Reported per socket:
-its kind, the seconds from connecting to the server's close (None if still open at the end), and
-the status line the server answered with, if any. Used by ``tests/serve/test_protocol.py`` and
+never ends (``"body"``) — until the server closes it or ``duration_s`` passes; with ``reopen``, a
+closed socket is replaced by a new one at once (as a slowloris attacker does), so ``n`` stay open
+throughout. Reported per socket: its kind, the seconds from connecting to the server's close (None if
+still open at the end), how long it was open, and the status line the server answered with, if any. Used by ``tests/serve/test_protocol.py`` and
 ``benchmarks/bench_service_hostile.py --slow-clients``.
 """
 
@@ -34,6 +35,7 @@ class SlowSocket:
 
     kind: str
     closed_after_s: float | None  # connect -> server close; None = still open when the run ended
+    open_s: float  # connect -> server close or the run's end
     answer: str | None  # the status line the server sent before closing, if any
     bytes_sent: int
 
@@ -76,17 +78,29 @@ async def _slow_socket(host: str, port: int, kind: str, interval_s: float, stop_
     finally:
         writer.close()
     answer = bytes(received).split(b"\r\n", 1)[0].decode("latin-1") if received else None
-    return SlowSocket(kind, None if closed_at is None else round(closed_at - opened, 3), answer, sent)
+    lived = round((closed_at if closed_at is not None else loop.time()) - opened, 3)
+    return SlowSocket(kind, None if closed_at is None else lived, lived, answer, sent)
 
 
 async def run_slow_clients_async(base_url: str, *, n: int, duration_s: float, interval_s: float = 1.0,
-                                 kinds: tuple[str, ...] = KINDS) -> list[SlowSocket]:
-    """``n`` slow sockets at once (kinds taken in turn), each until the server closes it or ``duration_s``."""
+                                 kinds: tuple[str, ...] = KINDS, reopen: bool = False) -> list[SlowSocket]:
+    """``n`` slow sockets at once (kinds taken in turn), each until the server closes it or ``duration_s``;
+    with ``reopen``, each closed one is replaced until ``duration_s``. Every socket's outcome, in no order."""
     parts = urlsplit(base_url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
-    stop_at = asyncio.get_running_loop().time() + duration_s
-    return list(await asyncio.gather(*(_slow_socket(host, port, kinds[i % len(kinds)], interval_s, stop_at)
-                                       for i in range(n))))
+    loop = asyncio.get_running_loop()
+    stop_at = loop.time() + duration_s
+    results: list[SlowSocket] = []
+
+    async def slot(kind: str) -> None:
+        while True:
+            outcome = await _slow_socket(host, port, kind, interval_s, stop_at)
+            results.append(outcome)
+            if not reopen or outcome.closed_after_s is None or loop.time() >= stop_at:
+                return
+
+    await asyncio.gather(*(slot(kinds[i % len(kinds)]) for i in range(n)))
+    return results
 
 
 class SlowClients:
