@@ -22,9 +22,10 @@ default bounds (``ServeConfig.header_timeout_s`` 10 s, ``body_timeout_s`` 30 s) 
    request head a byte a second, half a body; each one the server closes is reopened at once, as a
    slowloris attacker does: when the server closed each (seconds after connecting), what it answered,
    how many outlived their deadline, and what ``/metrics`` counted;
-2. ``--rounds`` (10) rounds of a ``--seconds`` (4) window without slow sockets, then one with a fresh
-   pool of N (open throughout the window): p50 / p99 / QPS of normal queries side by side, so the
-   machine's drift affects both alike;
+2. ``--rounds`` (10) rounds of a ``--seconds`` (4) window without slow sockets and one with a fresh
+   pool of N (open throughout the window), in turn without-first and with-first: p50 / p99 / QPS of
+   normal queries side by side, so the machine's drift affects both alike; the figure is the median
+   of the rounds' p50 ratios (with / without);
 3. ``--hang-ups`` (20) clients that send half a body and hang up: the 5xx and disconnects counted.
 
 Written to ``benchmarks/results/service_hostile/tiny_care_slow_clients.json``.
@@ -162,13 +163,19 @@ def slow_client_record(url: str, port: int, args: argparse.Namespace) -> Benchma
     per_kind = _slow_socket_summary(slow.join(), limits)
     timeouts = _metric_values(url, "care_client_timeouts_total")
     logger.info("slow sockets: %s; normal traffic meanwhile: %s", per_kind, held)
-    # 2. side by side: rounds of a window without, then a window with a fresh pool of slow sockets (open throughout)
+    # 2. side by side: rounds of a window without and a window with a fresh pool of slow sockets (open throughout),
+    # in turn without-first and with-first, so a drift of the machine's speed favours neither
     rounds = []
     for i in range(args.rounds):
-        without = _window(url, args, args.seconds)
-        with SlowClients(url, n=args.slow_clients, duration_s=args.seconds, interval_s=SLOW_INTERVAL_S):
-            with_slow = _window(url, args, args.seconds)
-        rounds.append({"without": without, "with": with_slow})
+        measured = {}
+        for side in (("without", "with") if i % 2 == 0 else ("with", "without")):
+            if side == "without":
+                measured[side] = _window(url, args, args.seconds)
+            else:
+                with SlowClients(url, n=args.slow_clients, duration_s=args.seconds, interval_s=SLOW_INTERVAL_S):
+                    measured[side] = _window(url, args, args.seconds)
+        rounds.append(measured)
+        without, with_slow = measured["without"], measured["with"]
         logger.info("round %d: p50 %.2f ms without, %.2f ms with %d slow sockets", i, without["p50_ms"],
                     with_slow["p50_ms"], args.slow_clients)
     # 3. clients that hang up mid-body: counted apart, never as 5xx
@@ -201,7 +208,7 @@ def slow_client_record(url: str, port: int, args: argparse.Namespace) -> Benchma
                    "rounds": [{side: {k: r[side][k] for k in ("qps", "p50_ms", "p99_ms", "requests")} for side in r}
                               for r in rounds],
                    "p50_median_of_rounds_ms": {side: round(v, 3) for side, v in p50.items()}},
-        extra={"p50_with_over_without": round(p50["with"] / p50["without"], 3),
+        extra={"p50_medians_with_over_without": round(p50["with"] / p50["without"], 3),
                "round_ratios": (ratios := [round(r["with"]["p50_ms"] / r["without"]["p50_ms"], 3) for r in rounds]),
                "round_ratio_median": round(statistics.median(ratios), 3)})
 
