@@ -20,7 +20,8 @@ default bounds (``ServeConfig.header_timeout_s`` 10 s, ``body_timeout_s`` 30 s) 
 
 1. N slow sockets held for ``--slow-seconds`` (40: longer than the body's deadline) — half sending a
    request head a byte a second, half a body; each one the server closes is reopened at once, as a
-   slowloris attacker does: when the server closed each (seconds after connecting), what it answered,
+   slowloris attacker does (in a process of their own, as an attacker elsewhere: in this one, their
+   event loop would take turns with the normal client's): when the server closed each (seconds after connecting), what it answered,
    how many outlived their deadline, and what ``/metrics`` counted;
 2. ``--rounds`` (10) rounds of a ``--seconds`` (4) window without slow sockets and one with a fresh
    pool of N (open throughout the window), in turn without-first and with-first: p50 / p99 / QPS of
@@ -158,7 +159,7 @@ def slow_client_record(url: str, port: int, args: argparse.Namespace) -> Benchma
     run_load(url, queries, clients=args.normal_clients, duration_s=WARM_UP_S)  # first calls allocate; not measured
     # 1. the deadlines: a pool of slow sockets held for longer than the body's deadline, each closed one reopened
     with SlowClients(url, n=args.slow_clients, duration_s=args.slow_seconds, interval_s=SLOW_INTERVAL_S,
-                     reopen=True) as slow:
+                     reopen=True, process=True) as slow:
         held = _window(url, args, args.slow_seconds)
     per_kind = _slow_socket_summary(slow.join(), limits)
     timeouts = _metric_values(url, "care_client_timeouts_total")
@@ -172,7 +173,8 @@ def slow_client_record(url: str, port: int, args: argparse.Namespace) -> Benchma
             if side == "without":
                 measured[side] = _window(url, args, args.seconds)
             else:
-                with SlowClients(url, n=args.slow_clients, duration_s=args.seconds, interval_s=SLOW_INTERVAL_S):
+                with SlowClients(url, n=args.slow_clients, duration_s=args.seconds, interval_s=SLOW_INTERVAL_S,
+                                 process=True):
                     measured[side] = _window(url, args, args.seconds)
         rounds.append(measured)
         without, with_slow = measured["without"], measured["with"]

@@ -31,9 +31,9 @@ def test_sixty_slow_sockets_are_closed_at_their_deadline_and_normal_queries_go_o
     with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=30) as client:
         with SlowClients(url, n=N_SLOW, duration_s=TIMEOUT_S + 2 * SLACK_S, interval_s=0.2) as slow:
             codes = []
-            while slow._thread.is_alive():
+            while slow.running():
                 codes.append(client.post("/search", json={"query": SAMPLE_QUERIES[len(codes) % 4], "k": 3}).status_code)
-        results = slow.results
+        results = slow.join()
         metrics = client.get("/metrics").text
     assert len(codes) > 5 and set(codes) == {200}
     assert len(results) == N_SLOW and {r.kind for r in results} == {HEADERS, BODY}

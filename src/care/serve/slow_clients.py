@@ -13,10 +13,14 @@ still open at the end), how long it was open, and the status line the server ans
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
+
+from care.errors import CareError
 
 HEADERS = "headers"
 BODY = "body"
@@ -53,7 +57,10 @@ async def _slow_socket(host: str, port: int, kind: str, interval_s: float, stop_
     byte at a time for ``headers``; stops when the server closes or at ``stop_at`` (loop time)."""
     loop = asyncio.get_running_loop()
     opened = loop.time()
-    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        reader, writer = await asyncio.open_connection(host, port)
+    except OSError as exc:  # refused or reset before the first byte: the server is full or gone
+        return SlowSocket(kind, 0.0, 0.0, f"no connection ({type(exc).__name__})", 0)
     payload = _payload(kind, host)
     sent = payload.index(b"\r\n\r\n") + 4 if kind == BODY else 1
     received = bytearray()
@@ -103,27 +110,57 @@ async def run_slow_clients_async(base_url: str, *, n: int, duration_s: float, in
     return results
 
 
-class SlowClients:
-    """:func:`run_slow_clients_async` in a background thread of its own, so normal traffic can be measured
-    meanwhile: ``with SlowClients(url, n=60, duration_s=40) as slow: ...; slow.results``."""
+def _run_in_child(base_url: str, options: dict, conn: Any) -> None:
+    conn.send(asyncio.run(run_slow_clients_async(base_url, **options)))
+    conn.close()
 
-    def __init__(self, base_url: str, **options: object) -> None:
-        self.base_url, self.options = base_url, options
+
+class SlowClients:
+    """:func:`run_slow_clients_async` in the background, so normal traffic can be measured meanwhile:
+    ``with SlowClients(url, n=60, duration_s=40) as slow: ...``, then ``slow.join()`` (every socket's outcome).
+
+    Args:
+        base_url: the service.
+        process: run the sockets in a child process of their own (as an attacker elsewhere would) rather than a
+            thread of this one, where their event loop would take turns with the caller's for the interpreter.
+        options: :func:`run_slow_clients_async`'s keyword arguments (``n``, ``duration_s``, ...).
+    """
+
+    def __init__(self, base_url: str, *, process: bool = False, **options: Any) -> None:
+        self.base_url, self.options, self.process = base_url, options, process
         self.results: list[SlowSocket] = []
         self.started = 0.0
-        self._thread = threading.Thread(target=self._run, name="care-slow-clients", daemon=True)
+        self._conn: Any = None
+        if process:
+            # fork: the child needs nothing but this module's functions, and is running at once
+            parent, child = multiprocessing.get_context("fork").Pipe(duplex=False)
+            self._conn = parent
+            self._worker: Any = multiprocessing.get_context("fork").Process(
+                target=_run_in_child, args=(base_url, options, child), name="care-slow-clients", daemon=True)
+        else:
+            self._worker = threading.Thread(target=self._run, name="care-slow-clients", daemon=True)
 
     def _run(self) -> None:
-        self.results = asyncio.run(run_slow_clients_async(self.base_url, **self.options))  # type: ignore[arg-type]
+        self.results = asyncio.run(run_slow_clients_async(self.base_url, **self.options))
 
     def __enter__(self) -> SlowClients:
         self.started = time.monotonic()
-        self._thread.start()
+        self._worker.start()
         return self
+
+    def running(self) -> bool:
+        """Some sockets are still open."""
+        return self._worker.is_alive()
 
     def join(self, timeout: float | None = None) -> list[SlowSocket]:
         """Wait for every socket to end; their results."""
-        self._thread.join(timeout)
+        if self._conn is not None and not self.results:
+            try:
+                if self._conn.poll(timeout):
+                    self.results = self._conn.recv()
+            except EOFError:
+                raise CareError("the slow-client process ended without its results; see its traceback above") from None
+        self._worker.join(timeout)
         return self.results
 
     def __exit__(self, *exc: object) -> None:
