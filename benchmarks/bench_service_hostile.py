@@ -24,7 +24,7 @@ default bounds (``ServeConfig.header_timeout_s`` 10 s, ``body_timeout_s`` 30 s) 
    event loop would take turns with the normal client's): when the server closed each (seconds after connecting), what it answered,
    how many outlived their deadline, and what ``/metrics`` counted;
 2. ``--rounds`` (10) rounds of a ``--seconds`` (4) window without slow sockets and one with a fresh
-   pool of N (open throughout the window), in turn without-first and with-first: p50 / p99 / QPS of
+   pool of N (opened ``POOL_LEAD_S`` before the window, open throughout it), in turn without-first and with-first: p50 / p99 / QPS of
    normal queries side by side, so the machine's drift affects both alike; the figure is the median
    of the rounds' p50 ratios (with / without);
 3. ``--hang-ups`` (20) clients that send half a body and hang up: the 5xx and disconnects counted.
@@ -78,6 +78,8 @@ SLOW_INTERVAL_S = 1.0
 #: fires on a loaded event loop, and the close reaches this process's own loop (shared with the normal
 #: client's) when it next runs; the body deadlines all expire together with a burst of reopened sockets.
 CLOSE_SLACK_S = 2.0
+#: Seconds between opening a round's pool of slow sockets and measuring normal traffic beside it.
+POOL_LEAD_S = 1.0
 #: Seconds to let the server count the hang-ups before /metrics is read.
 SETTLE_S = 2.0
 
@@ -173,8 +175,9 @@ def slow_client_record(url: str, port: int, args: argparse.Namespace) -> Benchma
             if side == "without":
                 measured[side] = _window(url, args, args.seconds)
             else:
-                with SlowClients(url, n=args.slow_clients, duration_s=args.seconds, interval_s=SLOW_INTERVAL_S,
-                                 process=True):
+                with SlowClients(url, n=args.slow_clients, duration_s=args.seconds + POOL_LEAD_S,
+                                 interval_s=SLOW_INTERVAL_S, process=True):
+                    time.sleep(POOL_LEAD_S)  # the pool is open: the window measures it held, not its opening
                     measured[side] = _window(url, args, args.seconds)
         rounds.append(measured)
         without, with_slow = measured["without"], measured["with"]
