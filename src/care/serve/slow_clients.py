@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -129,7 +128,6 @@ class SlowClients:
     def __init__(self, base_url: str, *, process: bool = False, **options: Any) -> None:
         self.base_url, self.options, self.process = base_url, options, process
         self.results: list[SlowSocket] = []
-        self.started = 0.0
         self._conn: Any = None
         if process:
             # fork: the child needs nothing but this module's functions, and is running at once
@@ -144,7 +142,6 @@ class SlowClients:
         self.results = asyncio.run(run_slow_clients_async(self.base_url, **self.options))
 
     def __enter__(self) -> SlowClients:
-        self.started = time.monotonic()
         self._worker.start()
         return self
 
