@@ -21,12 +21,12 @@ default bounds (``ServeConfig.header_timeout_s`` 10 s, ``body_timeout_s`` 30 s) 
 1. N slow sockets held for ``--slow-seconds`` (40: longer than the body's deadline) — half sending a
    request head a byte a second, half a body; each one the server closes is reopened at once, as a
    slowloris attacker does (in a process of their own, as an attacker elsewhere: in this one, their
-   event loop would take turns with the normal client's): when the server closed each (seconds after connecting), what it answered,
-   how many outlived their deadline, and what ``/metrics`` counted;
+   event loop would take turns with the normal client's): when the server closed each (seconds after
+   connecting), what it answered, how many outlived their deadline, and what ``/metrics`` counted;
 2. ``--rounds`` (10) rounds of a ``--seconds`` (4) window without slow sockets and one with a fresh
-   pool of N (opened ``POOL_LEAD_S`` before the window, open throughout it), in turn without-first and with-first: p50 / p99 / QPS of
-   normal queries side by side, so the machine's drift affects both alike; the figure is the median
-   of the rounds' p50 ratios (with / without);
+   pool of N (opened ``POOL_LEAD_S`` before the window, open throughout it), in turn without-first
+   and with-first: p50 / p99 / QPS of normal queries side by side, so the machine's drift affects
+   both alike; the figure is the median of the rounds' p50 ratios (with / without);
 3. ``--hang-ups`` (20) clients that send half a body and hang up: the 5xx and disconnects counted.
 
 Written to ``benchmarks/results/service_hostile/tiny_care_slow_clients.json``.
@@ -117,7 +117,8 @@ def _start_service(index: Path, port: int, api_key: bool = True) -> subprocess.P
 def _metric_values(url: str, prefix: str) -> dict[str, float]:
     """``{series: value}`` of the service's /metrics lines starting with ``prefix``."""
     text = httpx.get(url + "/metrics", timeout=10).text
-    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(prefix)}
+    pairs = (line.rsplit(" ", 1) for line in text.splitlines() if line.startswith(prefix))
+    return {series: float(value) for series, value in pairs}
 
 
 def _server_errors(url: str) -> float:
@@ -207,7 +208,8 @@ def slow_client_record(url: str, port: int, args: argparse.Namespace) -> Benchma
         seeds=[SEED],
         scores={"slow_sockets": per_kind, "server_timeouts_counted": timeouts, "hang_ups": hang_ups,
                 "normal_status": {"held": held["status"],
-                                  **{f"round_{i}_{side}": r[side]["status"] for i, r in enumerate(rounds) for side in r}},
+                                  **{f"round_{i}_{side}": r[side]["status"]
+                                     for i, r in enumerate(rounds) for side in r}},
                 "normal_dropped": held["dropped"] + sum(r[side]["dropped"] for r in rounds for side in r)},
         latencies={"held": {k: held[k] for k in ("qps", "p50_ms", "p99_ms", "requests")},
                    "rounds": [{side: {k: r[side][k] for k in ("qps", "p50_ms", "p99_ms", "requests")} for side in r}

@@ -200,7 +200,8 @@ def create_app(engine: SearchEngine) -> FastAPI:
                                         if body.encoding_format == "base64" else row.tolist())
             data.append(OpenAIEmbedding(index=i, embedding=value))
         tokens = usage_tokens(texts)
-        return OpenAIEmbeddingResponse(data=data, model=model, usage=OpenAIUsage(prompt_tokens=tokens, total_tokens=tokens))
+        usage = OpenAIUsage(prompt_tokens=tokens, total_tokens=tokens)
+        return OpenAIEmbeddingResponse(data=data, model=model, usage=usage)
 
     @app.get("/v1/models", response_model=OpenAIModelList, summary="OpenAI-compatible list of the served sides")
     async def openai_models() -> OpenAIModelList:

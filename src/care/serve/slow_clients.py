@@ -6,8 +6,8 @@ Each socket opens a connection and sends its request one byte every ``interval_s
 never ends (``"body"``) — until the server closes it or ``duration_s`` passes; with ``reopen``, a
 closed socket is replaced by a new one at once (as a slowloris attacker does), so ``n`` stay open
 throughout. Reported per socket: its kind, the seconds from connecting to the server's close (None if
-still open at the end), how long it was open, and the status line the server answered with, if any. Used by ``tests/serve/test_protocol.py`` and
-``benchmarks/bench_service_hostile.py --slow-clients``.
+still open at the end), how long it was open, and the status line the server answered with, if any.
+Used by ``tests/serve/test_protocol.py`` and ``benchmarks/bench_service_hostile.py --slow-clients``.
 """
 
 from __future__ import annotations
