@@ -107,3 +107,12 @@ def test_port_zero_binds_a_free_port_and_a_port_in_use_is_refused():
             bind_socket("127.0.0.1", port)
     finally:
         sock.close()
+
+
+@pytest.mark.parametrize("field", ["header_timeout_s", "body_timeout_s", "keep_alive_timeout_s"])
+def test_a_deadline_must_be_positive(field):
+    from care.errors import CareError
+    from care.serve.config import ServeConfig
+
+    with pytest.raises(CareError, match=f"{field} must be > 0"):
+        ServeConfig(**{field: 0})
