@@ -231,3 +231,82 @@ def test_start_up_rejects_a_query_encoder_of_another_width(flat_index, tmp_path)
 
     with pytest.raises(DimensionMismatchError, match="384-d vectors but the index"):
         load_engine(other)
+
+
+def test_v1_models_lists_the_served_sides_and_an_unknown_model_is_404(service):
+    from openai import NotFoundError, OpenAI
+
+    listing = service.get("/v1/models").json()
+    assert listing["object"] == "list"
+    assert [(m["id"], m["object"], m["owned_by"]) for m in listing["data"]] == [("care", "model", "care")]
+    assert isinstance(listing["data"][0]["created"], int)
+    client = OpenAI(base_url=str(service.base_url) + "/v1", api_key="unused")
+    assert [m.id for m in client.models.list()] == ["care"] and client.models.retrieve("care").id == "care"
+    response = service.post("/v1/embeddings", json={"input": "头痛", "model": "text-embedding-3-small"})
+    assert response.status_code == 404 and "['care']" in response.json()["detail"]
+    assert service.get("/v1/models/text-embedding-3-small").status_code == 404
+    with pytest.raises(NotFoundError):
+        client.embeddings.create(model="text-embedding-3-small", input="头痛")
+    # the document side is not loaded here, so its name is not served either
+    assert service.post("/v1/embeddings", json={"input": "头痛", "model": "care:document"}).status_code == 404
+    # no model: the query side, reported under its served name
+    assert service.post("/v1/embeddings", json={"input": "头痛"}).json()["model"] == "care"
+
+
+def test_v1_models_lists_the_document_side_when_loaded(flat_index, tiny_care):
+    engine = load_engine(flat_index, document_model=str(tiny_care), config=ServeConfig(model_name="tiny"))
+    with serve_in_thread(create_app(engine)) as url:
+        ids = [m["id"] for m in httpx.get(url + "/v1/models").json()["data"]]
+        answer = httpx.post(url + "/v1/embeddings", json={"input": "头痛", "model": "tiny:document"}).json()
+    assert ids == ["tiny", "tiny:document"] and answer["model"] == "tiny:document"
+
+
+@pytest.mark.parametrize("path", ["/search", "/embed", "/v1/embeddings"])
+def test_every_json_endpoint_refuses_a_body_that_is_not_declared_json_alike(service, path):
+    body = {"/search": {"query": "头痛"}, "/embed": {"inputs": "头痛"}, "/v1/embeddings": {"input": "头痛"}}[path]
+    raw = json.dumps(body).encode()
+    response = service.post(path, content=raw, headers={"content-type": "text/plain"})
+    assert response.status_code == 415 and "application/json" in response.json()["detail"]
+    for declared in ("application/json; charset=utf-8", "application/vnd.care+json"):
+        assert service.post(path, content=raw, headers={"content-type": declared}).status_code == 200
+    assert service.post(path, content=raw).status_code == 200  # no Content-Type: read as JSON (FastAPI's rule)
+
+
+def test_cors_is_same_origin_by_default_and_allows_the_listed_origins(engine):
+    origin = "https://app.example.org"
+    preflight = {"origin": origin, "access-control-request-method": "POST",
+                 "access-control-request-headers": "content-type,authorization"}
+    with serve_in_thread(create_app(engine)) as url:
+        answer = httpx.post(url + "/search", json={"query": "头痛"}, headers={"origin": origin})
+        assert answer.status_code == 200 and "access-control-allow-origin" not in answer.headers
+    for fast_search in (True, False):
+        app = create_app(with_config(engine, cors_origins=(origin,), fast_search=fast_search, api_key_env=None))
+        with serve_in_thread(app) as url:
+            options = httpx.options(url + "/search", headers=preflight)
+            assert options.status_code == 200 and options.headers["access-control-allow-origin"] == origin
+            assert "authorization" in options.headers["access-control-allow-headers"].lower()
+            answer = httpx.post(url + "/search", json={"query": "头痛"}, headers={"origin": origin})
+            assert answer.status_code == 200 and answer.headers["access-control-allow-origin"] == origin
+            assert "server-timing" in answer.headers["access-control-expose-headers"].lower()
+            other = httpx.options(url + "/search", headers={**preflight, "origin": "https://evil.example"})
+            assert other.status_code == 400 and "access-control-allow-origin" not in other.headers
+
+
+def test_cors_preflight_needs_no_api_key(engine, monkeypatch):
+    monkeypatch.setenv("CARE_TEST_KEY", "s3cret")
+    origin = "http://localhost:3000"
+    app = create_app(with_config(engine, cors_origins=(origin,), api_key_env="CARE_TEST_KEY"))
+    with serve_in_thread(app) as url:
+        options = httpx.options(url + "/search", headers={"origin": origin, "access-control-request-method": "POST",
+                                                          "access-control-request-headers": "authorization"})
+        refused = httpx.post(url + "/search", json={"query": "头痛"}, headers={"origin": origin})
+    assert options.status_code == 200
+    assert refused.status_code == 401 and refused.headers["access-control-allow-origin"] == origin  # readable
+
+
+def test_cors_origins_are_checked():
+    with pytest.raises(CareError, match="is not an origin"):
+        ServeConfig(cors_origins=("app.example.org",))
+    with pytest.raises(CareError, match="is not an origin"):
+        ServeConfig(cors_origins=("https://app.example.org/",))
+    assert ServeConfig.from_dict({"cors_origins": ["https://a.org", "*"]}).cors_origins == ("https://a.org", "*")

@@ -49,3 +49,31 @@ def test_server_timing_can_be_switched_off(engine):
 ])
 def test_server_timing_values_are_parsed(values, expected):
     assert parse_server_timing(values) == expected
+
+
+def _hang_up_mid_body(port: int, path: str) -> None:
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: care\r\nContent-Type: application/json\r\n"
+                     "Content-Length: 100\r\n\r\n".encode() + b'{"query": "')
+
+
+def test_a_client_that_hangs_up_mid_body_is_counted_apart_never_as_a_server_error(engine, caplog):
+    import logging
+    import time
+
+    caplog.set_level(logging.INFO, logger="care.serve.metrics")
+    with serve_in_thread(create_app(engine)) as url, httpx.Client(base_url=url, timeout=30) as client:
+        port = int(url.rsplit(":", 1)[1])
+        _hang_up_mid_body(port, "/search")
+        _hang_up_mid_body(port, "/v1/embeddings")
+        deadline = time.monotonic() + 10
+        while 'care_client_disconnects_total{endpoint="/v1/embeddings"}' not in (text := client.get("/metrics").text):
+            assert time.monotonic() < deadline, text
+            time.sleep(0.05)
+        assert client.post("/search", json={"query": "头痛"}).status_code == 200  # the service is fine
+    assert 'care_client_disconnects_total{endpoint="/search"} 1.0' in text
+    assert 'care_requests_total{endpoint="/search",status="499"} 1.0' in text
+    assert 'status="5' not in text
+    assert "the client hung up before the answer" in caplog.text

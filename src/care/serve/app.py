@@ -1,11 +1,15 @@
-"""The FastAPI application: ``/search``, ``/embed``, ``/v1/embeddings``, ``/health``, ``/metrics`` and a web page.
+"""The FastAPI application: ``/search``, ``/embed``, ``/v1/embeddings``, ``/v1/models``, ``/health``, ``/metrics``
+and a web page.
 
 Build it with :func:`create_app` from a loaded :class:`~care.serve.engine.SearchEngine` (start-up
 checks happen there); run it with uvicorn (``care serve``). Every error is JSON
 ``{"detail": "<what is wrong and how to fix it>"}``: 401 bad or missing API key (checked before the
 body is read), 413 a body over ``max_body_bytes``, 422 invalid input (a body that is not UTF-8 or
 not complete JSON, empty, invisible or over-long text, a lone surrogate or NUL, k out of range, an
-over-long instruction or filter), 503 overloaded (retry), 400 a side that is not loaded. A request
+over-long instruction or filter), 415 a body declared as something other than JSON, 408 a body that
+did not arrive within ``body_timeout_s``, 404 a ``model`` the service does not serve, 503 overloaded
+(retry), 400 a side that is not loaded. A client that hangs up mid-request is counted as 499, never 5xx.
+Cross-origin browser calls are allowed only from ``ServeConfig.cors_origins``. A request
 that still makes the model fail is answered alone (500) and never fails the requests batched with it.
 ``POST /search`` is answered by a plain ASGI layer (:mod:`care.serve.search_path`) with the same
 checks and handler as its FastAPI route, which stays as the documented schema (``ServeConfig.fast_search``).
@@ -16,6 +20,7 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import time
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any
@@ -25,9 +30,11 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.middleware.cors import CORSMiddleware
 
 from care.errors import CareError
 from care.serve.batcher import MicroBatcher, QueueFullError
+from care.serve.body_deadline import BodyDeadline
 from care.serve.engine import EMBED, SEARCH, SearchEngine, usage_tokens
 from care.serve.guard import RequestGuard
 from care.serve.metrics import SEARCH_TIMING, SERVER_TIMING, RequestMetrics, ServiceMetrics, server_timing_value
@@ -39,6 +46,8 @@ from care.serve.schemas import (
     OpenAIEmbedding,
     OpenAIEmbeddingRequest,
     OpenAIEmbeddingResponse,
+    OpenAIModel,
+    OpenAIModelList,
     OpenAIUsage,
     SearchRequest,
     SearchResponse,
@@ -50,7 +59,10 @@ DOCUMENT_MODEL_SUFFIX = ":document"
 #: The JSON endpoints: API key, body size and body encoding are checked before they read anything.
 GUARDED_PATHS = ("/search", "/embed", "/v1/embeddings")
 #: Paths counted under their own name in the request metrics (anything else is "other").
-COUNTED_ROUTES = ("/search", "/embed", "/v1/embeddings", "/health", "/metrics", "/")
+COUNTED_ROUTES = ("/search", "/embed", "/v1/embeddings", "/v1/models", "/health", "/metrics", "/")
+#: What a browser on an allowed origin may send cross-origin (CORS): the API's methods and headers.
+CORS_METHODS = ("GET", "POST")
+CORS_HEADERS = ("content-type", "authorization", "x-api-key")
 
 
 def _static_dir() -> str:
@@ -81,6 +93,13 @@ def _texts(value: str | list[str], what: str, engine: SearchEngine) -> list[str]
     return texts
 
 
+def served_models(config_name: str, has_document_side: bool) -> list[str]:
+    """The ``model`` names ``/v1/embeddings`` accepts and ``/v1/models`` lists: the query side under
+    ``ServeConfig.model_name`` and, when a document encoder is loaded, the document side under that name
+    plus ``:document``."""
+    return [config_name, *([config_name + DOCUMENT_MODEL_SUFFIX] if has_document_side else [])]
+
+
 def cheap_enough_inline(key: tuple, items: list[Any], max_items: int) -> bool:
     """Batcher work that may run on the event loop when the service is idle: a search or query-side
     embedding of at most ``max_items`` texts (``ServeConfig.inline_max_items``); never the document side."""
@@ -95,6 +114,8 @@ def create_app(engine: SearchEngine) -> FastAPI:
     metrics = ServiceMetrics()
     metrics.documents.set(engine.bundle.manifest.n_docs)
     api_key = _read_api_key(config.api_key_env)
+    models = served_models(config.model_name, engine.document_encoder is not None)
+    started = int(time.time())
     batcher = MicroBatcher(engine.process, max_batch_size=config.max_batch_size, max_wait_s=config.max_wait_ms / 1000,
                            max_queue=config.max_queue, on_batch=metrics.observe_batch,
                            inline=lambda key, items: cheap_enough_inline(key, items, config.inline_max_items))
@@ -158,8 +179,12 @@ def create_app(engine: SearchEngine) -> FastAPI:
     @app.post("/v1/embeddings", response_model=OpenAIEmbeddingResponse,
               summary="OpenAI-compatible embeddings")
     async def openai_embeddings(body: OpenAIEmbeddingRequest) -> OpenAIEmbeddingResponse:
+        model = body.model if body.model is not None else models[0]
+        if model not in models:
+            raise HTTPException(404, f"model {model!r} is not served here; this service serves {models} "
+                                     "(GET /v1/models lists them)")
         texts = _texts(body.input, "input", engine)
-        side = body.input_type or ("document" if body.model.endswith(DOCUMENT_MODEL_SUFFIX) else "query")
+        side = body.input_type or ("document" if model.endswith(DOCUMENT_MODEL_SUFFIX) else "query")
         if side == "document" and engine.document_encoder is None:
             raise HTTPException(400, "document embeddings need the document encoder: start the service with --document-model")
         if body.dimensions is not None and body.dimensions > engine.dim:
@@ -175,7 +200,18 @@ def create_app(engine: SearchEngine) -> FastAPI:
                                         if body.encoding_format == "base64" else row.tolist())
             data.append(OpenAIEmbedding(index=i, embedding=value))
         tokens = usage_tokens(texts)
-        return OpenAIEmbeddingResponse(data=data, model=body.model, usage=OpenAIUsage(prompt_tokens=tokens, total_tokens=tokens))
+        usage = OpenAIUsage(prompt_tokens=tokens, total_tokens=tokens)
+        return OpenAIEmbeddingResponse(data=data, model=model, usage=usage)
+
+    @app.get("/v1/models", response_model=OpenAIModelList, summary="OpenAI-compatible list of the served sides")
+    async def openai_models() -> OpenAIModelList:
+        return OpenAIModelList(data=[OpenAIModel(id=name, created=started) for name in models])
+
+    @app.get("/v1/models/{model}", response_model=OpenAIModel, summary="One served side (OpenAI-compatible)")
+    async def openai_model(model: str) -> OpenAIModel:
+        if model not in models:
+            raise HTTPException(404, f"model {model!r} is not served here; this service serves {models}")
+        return OpenAIModel(id=model, created=started)
 
     @app.get("/health", response_model=Health, summary="Liveness and what is loaded")
     async def health() -> Health:
@@ -194,11 +230,17 @@ def create_app(engine: SearchEngine) -> FastAPI:
         return FileResponse(os.path.join(_static_dir(), "index.html"))
 
     app.mount("/static", StaticFiles(directory=_static_dir()), name="static")
-    # middleware added later wraps the earlier: metrics -> guard -> the /search hot path -> FastAPI's routes,
-    # so the guard's answers are counted and /search is checked (key, size, JSON) before it is answered
+    # middleware added later wraps the earlier: metrics -> body deadline -> CORS -> guard -> the /search hot path
+    # -> FastAPI's routes, so the guard's and the deadline's answers are counted, a CORS preflight is answered
+    # before the API key is asked for (browsers send none with it), and /search is checked (key, type, size,
+    # JSON) before it is answered
     if config.fast_search:
         app.add_middleware(SearchFastPath, handler=searcher, path="/search", server_timing=config.server_timing)
     app.add_middleware(RequestGuard, paths=GUARDED_PATHS, api_key=api_key, max_body_bytes=config.max_body_bytes)
+    if config.cors_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=list(CORS_METHODS),
+                           allow_headers=list(CORS_HEADERS), expose_headers=["server-timing", "retry-after"])
+    app.add_middleware(BodyDeadline, timeout_s=config.body_timeout_s, on_timeout=metrics.observe_timeout)
     app.add_middleware(RequestMetrics, metrics=metrics, routes=COUNTED_ROUTES, queue_depth=lambda: batcher.pending,
                        server_timing=config.server_timing)
     return app

@@ -18,6 +18,21 @@ DEFAULT_PORT = 8000
 #: every character as \uXXXX sends 6 bytes each: 3 MiB). 4 MiB takes both; a larger body is refused
 #: with 413 before it is read or parsed.
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+#: Seconds a client has from opening a connection (or sending the first byte of its next request on a
+#: kept-alive one) to sending the whole request head. A real client sends it in one packet (milliseconds
+#: even over a phone network); 10 s is Go's usual ReadHeaderTimeout, half Apache mod_reqtimeout's 20 s.
+DEFAULT_HEADER_TIMEOUT_S = 10.0
+#: Seconds a client has, after its headers, to send the whole body. The largest valid body (4 MiB) takes
+#: 30 s at about 1 Mbit/s; a request of ordinary size (a few KB) fits in one packet.
+DEFAULT_BODY_TIMEOUT_S = 30.0
+#: Seconds an idle kept-alive connection stays open between requests (uvicorn's default).
+DEFAULT_KEEP_ALIVE_TIMEOUT_S = 5.0
+#: Open connections and requests in progress before new requests get 503 (uvicorn's limit_concurrency).
+#: Below the usual soft limit of 1024 open files per process, so the limit answers before the process
+#: runs out of file descriptors (which would fail every accept, including normal clients').
+DEFAULT_MAX_CONNECTIONS = 900
+#: Connections the kernel queues for the service before it accepts them (listen(2) backlog; uvicorn's default).
+DEFAULT_BACKLOG = 2048
 
 
 @dataclass(frozen=True)
@@ -49,8 +64,20 @@ class ServeConfig(Config):
         filter_overfetch: with filters, ``k * filter_overfetch`` candidates are searched, then filtered.
         max_candidates: cap on searched candidates when filtering.
         api_key_env: environment variable holding the API key; None = no authentication.
-        model_name: name reported by ``/v1/embeddings`` (``model`` field).
+        model_name: the name the query side is served under (``/v1/models``; the ``model`` that
+            ``/v1/embeddings`` accepts and reports); the document side, when loaded, is ``<model_name>:document``.
         max_body_bytes: largest request body; larger -> 413 (checked after the API key, before reading).
+        header_timeout_s: seconds a client has to send a request's whole head (request line and headers),
+            counted from the connection's opening or, on a kept-alive connection, from its next request's first
+            byte; later, the server answers 408 (when some bytes came) and closes the connection.
+        body_timeout_s: seconds a client has, after the headers, to send the whole body; later -> 408 and the
+            connection is closed.
+        keep_alive_timeout_s: seconds an idle kept-alive connection stays open between requests.
+        max_connections: open connections plus requests in progress; at the limit, new requests get 503
+            (each timeout above bounds how long a slow client can hold one).
+        backlog: connections the kernel holds waiting to be accepted (listen backlog).
+        cors_origins: browser origins (``https://app.example.org``) allowed to call the API from their pages
+            (CORS); empty (default) = same origin only; ``"*"`` = any origin.
     """
 
     max_query_chars: int = 2048
@@ -68,16 +95,30 @@ class ServeConfig(Config):
     api_key_env: str | None = None
     model_name: str = "care"
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
+    keep_alive_timeout_s: float = DEFAULT_KEEP_ALIVE_TIMEOUT_S
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    backlog: int = DEFAULT_BACKLOG
+    cors_origins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("max_query_chars", "max_inputs", "max_k", "default_k", "max_batch_size", "max_queue",
-                     "filter_overfetch", "max_candidates", "max_body_bytes"):
+                     "filter_overfetch", "max_candidates", "max_body_bytes", "max_connections", "backlog"):
             if int(getattr(self, name)) < 1:
                 raise CareError(f"serve option {name} must be >= 1, got {getattr(self, name)}")
         if self.inline_max_items < 0:
             raise CareError(f"serve option inline_max_items must be >= 0 (0 = never inline), got {self.inline_max_items}")
         if self.max_wait_ms < 0:
             raise CareError(f"serve option max_wait_ms must be >= 0, got {self.max_wait_ms}")
+        for name in ("header_timeout_s", "body_timeout_s", "keep_alive_timeout_s"):
+            if not float(getattr(self, name)) > 0:
+                raise CareError(f"serve option {name} must be > 0 seconds, got {getattr(self, name)}")
+        object.__setattr__(self, "cors_origins", tuple(self.cors_origins))  # a JSON list arrives as a list
+        for origin in self.cors_origins:
+            if origin != "*" and ("://" not in origin or origin.endswith("/")):
+                raise CareError(f"serve option cors_origins: {origin!r} is not an origin; write scheme://host[:port] "
+                                "without a path or trailing slash (e.g. https://app.example.org), or '*' for any")
         if self.default_k > self.max_k:
             raise CareError(f"default_k ({self.default_k}) is larger than max_k ({self.max_k})")
 

@@ -1,11 +1,15 @@
-"""The gate in front of the JSON endpoints: API key first, then body size, then a body that is UTF-8
-JSON — each refused with a JSON ``{"detail": ...}`` a person can act on, before FastAPI reads or
+"""The gate in front of the JSON endpoints: API key first, then the declared type, then body size, then
+a body that is UTF-8 JSON — each refused with a JSON ``{"detail": ...}`` a person can act on, before FastAPI reads or
 parses anything.
 
 Order matters for a public service: an unauthenticated client gets 401 without a byte of its body
 being read (so 100 MB bodies cost nothing), and a body over ``max_body_bytes`` gets 413 from its
 ``Content-Length`` alone, or as soon as a chunked body passes the limit. (FastAPI's own
 ``max_body_size`` answers in plain text and ahead of the key check, hence this small ASGI layer.)
+A body declared as anything but JSON (``Content-Type: text/plain``, a form) gets 415 on every JSON
+endpoint alike — the rule FastAPI applies to its own routes: ``application/json`` or
+``application/<something>+json``; a body without ``Content-Type`` (``requests.post(url, data=...)``)
+is read as JSON on every endpoint.
 A body that is not UTF-8 or not complete JSON gets 422 naming the byte, line or column, instead of
 FastAPI's bare "There was an error parsing the body". The checked body is handed on unchanged.
 """
@@ -22,6 +26,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 BEARER = "bearer "
 #: Bytes of context shown around a bad byte in a UTF-8 error.
 CONTEXT_BYTES = 8
+JSON_TYPE = "application/json"
+#: Structured-syntax suffix of JSON media types (RFC 6839), e.g. application/merge-patch+json.
+JSON_SUFFIX = "+json"
+
+
+def is_json_type(content_type: str) -> bool:
+    """``Content-Type`` names JSON: ``application/json`` or ``application/*+json``, parameters ignored."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == JSON_TYPE or (media.startswith("application/") and media.endswith(JSON_SUFFIX))
 
 
 def key_matches(headers: Headers, api_key: str) -> bool:
@@ -85,6 +98,13 @@ class RequestGuard:
         if self.api_key is not None and not key_matches(headers, self.api_key):
             await _respond(send, 401, "missing or wrong API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
                            {"WWW-Authenticate": "Bearer"})
+            return
+        content_type = headers.get("content-type")
+        if content_type is None:  # read as JSON; FastAPI's routes are told so (they refuse a body of no type)
+            scope = {**scope, "headers": [*scope["headers"], (b"content-type", JSON_TYPE.encode())]}
+        elif not is_json_type(content_type):
+            await _respond(send, 415, f"Content-Type {content_type!r} is not JSON; send the body as JSON with "
+                                      f"'Content-Type: {JSON_TYPE}'")
             return
         declared = headers.get("content-length")
         if declared is not None:

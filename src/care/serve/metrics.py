@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Hashable
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from starlette.requests import ClientDisconnect
 
 #: Latency buckets in seconds (1 ms .. 10 s).
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -19,6 +21,11 @@ SEARCH_TIMING = "search"
 
 
 SERVER_TIMING = "server-timing"
+#: The status a request is counted under when its client hung up before the answer started (nginx's
+#: "client closed request"); never sent to anyone, so a 5xx alert does not fire for someone else's network.
+CLIENT_CLOSED_STATUS = "499"
+
+logger = logging.getLogger(__name__)
 
 
 def server_timing_value(name: str, ms: float) -> str:
@@ -62,6 +69,11 @@ class ServiceMetrics:
                                        buckets=LATENCY_BUCKETS, registry=self.registry)
         self.queue = Gauge("care_queue_items", "Items waiting for the encoder", registry=self.registry)
         self.documents = Gauge("care_index_documents", "Documents in the index", registry=self.registry)
+        self.disconnects = Counter("care_client_disconnects", "Requests whose client hung up before the answer "
+                                   "started (also counted in care_requests_total as status 499)", ["endpoint"],
+                                   registry=self.registry)
+        self.timeouts = Counter("care_client_timeouts", "Connections closed because a client sent its request "
+                                "headers or body too slowly", ["phase"], registry=self.registry)
         self._children: dict[tuple, Any] = {}
 
     def child(self, metric: Counter | Histogram, *labels: str) -> Any:
@@ -78,12 +90,20 @@ class ServiceMetrics:
         self.child(self.batch_size, kind).observe(n_items)
         self.child(self.batch_seconds, kind).observe(seconds)
 
+    def observe_timeout(self, phase: str) -> None:
+        """One connection closed for a slow request ``phase`` (``headers`` or ``body``)."""
+        self.child(self.timeouts, phase).inc()
+
     def render(self) -> bytes:
         return generate_latest(self.registry)
 
 
 class RequestMetrics:
     """ASGI middleware: counts every HTTP request by endpoint and status and observes its latency.
+
+    A client that hangs up before the answer starts (mid-body) is counted
+    under status ``499`` (:data:`CLIENT_CLOSED_STATUS`) and in ``care_client_disconnects_total``, logged
+    at info, and its ``ClientDisconnect`` is not an error: no 500 is counted, sent or logged.
 
     A plain ASGI wrapper rather than Starlette's ``BaseHTTPMiddleware`` (``@app.middleware("http")``),
     which runs each request through an extra task and memory stream: on 2 cores that cost about as
@@ -110,18 +130,33 @@ class RequestMetrics:
         started = time.perf_counter()
         route = scope["path"] if scope["path"] in self.routes else "other"
         status = [500]  # what the client gets when the app raises before answering
+        answered = [False]  # the answer's start was sent
+        gone = [False]  # the client hung up before that
+
+        async def watch_receive() -> dict:
+            message = await receive()
+            if message["type"] == "http.disconnect" and not answered[0]:
+                gone[0] = True
+            return message
 
         async def record_status(message: dict) -> None:
-            if message["type"] == "http.response.start":
-                status[0] = message["status"]
+            if message["type"] == "http.response.start" and not gone[0]:
+                status[0], answered[0] = message["status"], True
                 if self.server_timing:
                     timing = server_timing_header(APP_TIMING, (time.perf_counter() - started) * 1000)
                     message = {**message, "headers": [*message.get("headers", ()), timing]}
             await send(message)
 
         try:
-            await self.app(scope, receive, record_status)
+            await self.app(scope, watch_receive, record_status)
+        except ClientDisconnect:
+            if not gone[0]:
+                raise
         finally:
+            if gone[0]:
+                status[0] = CLIENT_CLOSED_STATUS
+                self.metrics.child(self.metrics.disconnects, route).inc()
+                logger.info("%s %s: the client hung up before the answer", scope.get("method"), scope["path"])
             self.metrics.child(self.metrics.requests, route, str(status[0])).inc()
             self.metrics.child(self.metrics.latency, route).observe(time.perf_counter() - started)
             self.metrics.queue.set(self.queue_depth())

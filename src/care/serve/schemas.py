@@ -146,8 +146,9 @@ class EmbedResponse(BaseModel):
 class OpenAIEmbeddingRequest(BaseModel):
     """``POST /v1/embeddings`` as OpenAI defines it, plus ``input_type`` / ``instruction``.
 
-    The side is ``input_type`` when given, else ``document`` when ``model`` ends with ``:document``
-    (so an unmodified OpenAI client picks it by model name), else ``query``. Inputs are embedded as
+    ``model`` must be a name the service lists at ``/v1/models`` (404 otherwise). The side is
+    ``input_type`` when given, else ``document`` when ``model`` ends with ``:document`` (so an
+    unmodified OpenAI client picks it by model name), else ``query``. Inputs are embedded as
     sent: a client that formats its own instruction (like ``care bench`` with ``openai:...``) gets no
     second one.
     """
@@ -155,8 +156,9 @@ class OpenAIEmbeddingRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     input: str | list[str] = Field(..., description="Text or list of texts (token arrays are not accepted).")
-    model: str = Field("care", description="Any name; a ':document' suffix selects the document side.",
-                       json_schema_extra={"maxLength": MAX_NAME_CHARS})
+    model: str | None = Field(None, description="A name listed by GET /v1/models (default: the query side's); the "
+                              "':document' name selects the document side; any other name -> 404.",
+                              json_schema_extra={"maxLength": MAX_NAME_CHARS})
     encoding_format: Literal["float", "base64"] = "float"
     dimensions: int | None = Field(None, ge=1, description="Matryoshka width: keep the first N coordinates, re-normalised.")
     input_type: Side | None = Field(None, description="'query' or 'document' (overrides the model-name suffix).")
@@ -196,6 +198,20 @@ class OpenAIEmbeddingResponse(BaseModel):
     data: list[OpenAIEmbedding]
     model: str
     usage: OpenAIUsage
+
+
+class OpenAIModel(BaseModel):
+    """One entry of ``GET /v1/models``: a side the service embeds with."""
+
+    id: str
+    object: Literal["model"] = "model"
+    created: int = Field(..., description="Unix time the service started.")
+    owned_by: str = "care"
+
+
+class OpenAIModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[OpenAIModel]
 
 
 class Health(BaseModel):
