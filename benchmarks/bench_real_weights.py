@@ -41,11 +41,11 @@ import statistics
 from dataclasses import replace
 from pathlib import Path
 
-from benchmarks._common import RESULTS, RUNS, dev_set, portable
+from benchmarks._common import RESULTS, RUNS, add_allow_dirty, dev_set, pin_code, portable
 from benchmarks.real_weights_setup import (CONFIGS, DEMO_RETRIEVAL, E5_OPTIONS, EXPERIMENT, LENGTH_OVERRIDES, PEER,
                                            PEER_ROW, PROBE_FOLDER, QUERY_LAYERS, Prepared, e5_cuts, e5_narrow, e5_spec,
                                            ensure_e5, finished, model_spec, peer_config, prepare, score_rows)
-from care.bench.record import BenchmarkRecord, pin_commit, read_records, write_record
+from care.bench.record import BenchmarkRecord, read_records, write_record
 from care.train.recipe import MINED_FILE, RecipeConfig, RecipePaths
 from care.train.sweep import RecipeRun, pick_best, share_mined_file, train_variant
 from care.train.trainer import read_result
@@ -289,11 +289,11 @@ def care_variant(args: argparse.Namespace, parser: argparse.ArgumentParser) -> V
 
 def main() -> None:
     parser = build_parser()
-    args = parser.parse_args()
+    args = add_allow_dirty(parser).parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     if args.data is None and (not args.summarise or args.latency):
         args.data = dev_set()
-    pin_commit(args.out)  # the code that trains, not the checkout's when the record is written hours later
+    pin_code(args.out, args)  # the code that trains, not the checkout's when the record is written hours later
     if args.summarise:
         from benchmarks.real_weights_summary import summarise
 

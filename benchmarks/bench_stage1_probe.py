@@ -44,10 +44,10 @@ import logging
 import shutil
 from pathlib import Path
 
-from benchmarks._common import RESULTS, RUNS, dev_set, portable
+from benchmarks._common import RESULTS, RUNS, add_allow_dirty, dev_set, pin_code, portable
 from benchmarks.real_weights_setup import (CONFIGS, EXPERIMENT, PROBE_FOLDER, e5_spec, finished, model_spec, narrowed,
                                            prepare, score_rows)
-from care.bench.record import BenchmarkRecord, pin_commit, write_record
+from care.bench.record import BenchmarkRecord, write_record
 from care.bench.selection import SELECT_ON_TEST_FLAG, TEST, TEST_FOOTNOTE, VALIDATION, Selection, selection_split
 from care.data.io import atomic_write, iter_jsonl
 from care.train.config import TrainConfig, apply_overrides, load_config
@@ -161,11 +161,11 @@ def main() -> None:
                         help="allow --split test: the record and its table then mark the choice as made on test")
     parser.add_argument("--tag", default="", help="name the record stage1_probe_<split>_<tag>_seed<K> (keeps other "
                                                    "probe records)")
-    args = parser.parse_args()
+    args = add_allow_dirty(parser).parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     args.data = args.data or dev_set()
     split = selection_split(args.split, select_on_test=args.select_on_test, where="bench_stage1_probe --split")
-    pin_commit(args.out)  # the code that trains, not the checkout's when the record is written
+    pin_code(args.out, args)  # the code that trains, not the checkout's when the record is written
     prep = prepare(args.data, args.work, split == VALIDATION, e5_spec(args.e5, "float32"), None)
     seed_dir = args.work / prep.name / f"seed{args.seed}"
     recipe = seed_dir / "care" / "recipe"

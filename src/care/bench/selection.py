@@ -13,7 +13,7 @@ record that made it, and in every record that reports a setting so chosen, as a 
 ``selected_on`` is one of :data:`SELECTED_ON`: ``validation``; ``speed`` (a latency budget's pick: measured speed-ups,
 no quality score at all); or ``test`` — allowed only where the caller asked for it explicitly
 (:func:`selection_split`: ``--select-on-test``), and then every table generated from the record marks the rows the
-choice touched with :data:`TEST_MARK` (:func:`test_marked`) and says why (:data:`TEST_FOOTNOTE`).
+choice touched with :data:`TEST_MARK` (:func:`with_test_mark`) and says why (:data:`TEST_FOOTNOTE`).
 ``tests/bench/test_selection_records.py`` holds every record under ``benchmarks/results/`` to this.
 """
 
@@ -130,7 +130,7 @@ def chosen_on_test(extra: Mapping[str, Any], row: str | None = None) -> list[Sel
             and (row is None or not s.rows or row in s.rows)]
 
 
-def test_marked(text: str | None, extra: Mapping[str, Any] | None, row: str | None = None) -> str | None:
+def with_test_mark(text: str | None, extra: Mapping[str, Any] | None, row: str | None = None) -> str | None:
     """``text`` with :data:`TEST_MARK` when a setting of ``row`` in the record (``extra``) was chosen on test."""
     if text is None or extra is None or not chosen_on_test(extra, row):
         return text

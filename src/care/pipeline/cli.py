@@ -79,7 +79,7 @@ def failure_line(failure: StepFailed, log_file: Path, resume: str) -> str:
 
 
 def _run(ctx: typer.Context, config_path: Path, output: Path, overrides: list[str], *, fresh: bool,
-         redo: list[str], verbose: bool) -> None:
+         redo: list[str], verbose: bool, allow_dirty: bool = True) -> None:
     """Run (or resume) the pipeline and print its summary; a failed step prints one line (the traceback goes to
     ``run.log``, and to the terminal too with ``--verbose``) and exits with :data:`STEP_FAILED_EXIT`."""
     from care.pipeline.config import load_run_config
@@ -90,7 +90,7 @@ def _run(ctx: typer.Context, config_path: Path, output: Path, overrides: list[st
     config = load_run_config(config_path, overrides)
     with route_logs(output, verbose=verbose, progress_bars=config.show_progress) as log_file:
         try:
-            report = run_pipeline(config, output, fresh=fresh, redo=redo)
+            report = run_pipeline(config, output, fresh=fresh, redo=redo, allow_dirty=allow_dirty)
         except StepFailed as failure:
             if verbose:
                 typer.echo("".join(traceback.format_exception(failure.__cause__)), err=True, nl=False)
@@ -125,11 +125,14 @@ def run(
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bars."),
     verbose: bool = typer.Option(False, "--verbose", help="Show the libraries' logs, and a failed step's traceback, "
                                                           "on the terminal too (they are always in run.log)."),
+    allow_dirty: bool = typer.Option(False, "--allow-dirty", help="Run from a checkout of care with uncommitted "
+                                                                  "changes (the manifest keeps the diff's SHA-256)."),
 ) -> None:
     """Curate, label, train the configured recipes, evaluate, time, index the best model, report."""
     overrides = [*set_, *(["steps=[" + ",".join(step) + "]"] if step else []), f"threads={threads}",
                  *(["show_progress=false"] if no_progress else [])]
-    _run(ctx, config, output or Path("runs") / config.stem, overrides, fresh=fresh, redo=redo or [], verbose=verbose)
+    _run(ctx, config, output or Path("runs") / config.stem, overrides, fresh=fresh, redo=redo or [], verbose=verbose,
+         allow_dirty=allow_dirty)
 
 
 def demo(

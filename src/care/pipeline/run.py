@@ -160,7 +160,7 @@ def _changed(before: dict[str, Any], after: dict[str, Any], prefix: str = "") ->
 
 
 def run_pipeline(config: RunConfig, output: str | Path, *, fresh: bool = False,
-                 redo: Sequence[str] = ()) -> RunReport:
+                 redo: Sequence[str] = (), allow_dirty: bool = True) -> RunReport:
     """Run (or resume) the pipeline into ``output``; returns the table, the ranking and the serve command.
 
     Args:
@@ -169,20 +169,27 @@ def run_pipeline(config: RunConfig, output: str | Path, *, fresh: bool = False,
         fresh: delete an earlier run in ``output`` and start over.
         redo: steps to run again even when finished (e.g. ``["latency", "report"]`` to re-time the
             query sides on a quieter machine); later steps that read their outputs are not redone.
+        allow_dirty: start from a checkout of care with uncommitted changes (``care run`` refuses one unless
+            ``--allow-dirty``); either way the manifest's ``code`` keeps the commit, and the diff's SHA-256 when dirty.
     Raises:
-        CareError: the output folder holds something else, or a run with other settings.
+        CareError: the output folder holds something else, or a run with other settings; care's checkout is dirty
+            and ``allow_dirty`` is off.
         DataFormatError: a bad input file (:func:`care.pipeline.preflight.check_inputs`, before any step).
         StepFailed: a step raised (the step's exception is its ``__cause__``; the traceback is logged to
             ``run.log`` only, :data:`care.pipeline.console.FILE_ONLY`); the manifest marks that step ``failed``
             and a rerun resumes it. An interruption (``KeyboardInterrupt``) marks it too and propagates as is.
     """
+    from care.bench.record import code_state, require_clean
+
     started = time.perf_counter()
     root = Path(output)
+    code = require_clean(code_state(), allow_dirty=allow_dirty, where="care run")  # the code that runs, at its start
     if config.threads:
         import torch
 
         torch.set_num_threads(config.threads)
     manifest = _prepare_folder(config, root, fresh)
+    manifest.pin_code(code.to_dict())
     unknown = [s for s in redo if s not in STEPS]
     if unknown:
         raise CareError(f"--redo: unknown step(s) {unknown}; choose from {', '.join(STEPS)}")
