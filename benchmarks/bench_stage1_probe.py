@@ -163,8 +163,8 @@ def main() -> None:
                                                    "probe records)")
     args = add_allow_dirty(parser).parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    args.data = args.data or dev_set()
     split = selection_split(args.split, select_on_test=args.select_on_test, where="bench_stage1_probe --split")
+    args.data = args.data or dev_set()
     pin_code(args.out, args)  # the code that trains, not the checkout's when the record is written
     prep = prepare(args.data, args.work, split == VALIDATION, e5_spec(args.e5, "float32"), None)
     seed_dir = args.work / prep.name / f"seed{args.seed}"
