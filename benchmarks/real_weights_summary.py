@@ -73,7 +73,8 @@ def summarise(args) -> None:
         if PEER_ROW in rows:
             checks["peer - symmetric large"] = _paired_means(runs, PEER_ROW, "symmetric large", lambda a, b: a - b)
     layers = sorted({r.config.get("layers", QUERY_LAYERS) for r in runs.values()})  # the CARE rows' query tower
-    record = BenchmarkRecord(EXPERIMENT, name, config={"peer": seeds_peer(runs), "recipe": "preset:e5", "layers": layers,
+    record = BenchmarkRecord(EXPERIMENT, name, config={"peer": seeds_peer(runs), "recipe": "preset:e5",
+                                                        "layers": layers,
                                                         "devices": sorted({r.machine.get("gpu") or r.machine.get("cpu")
                                                                            for r in runs.values()})},
                              seeds=sorted(runs), scores=rows, latencies=latency,

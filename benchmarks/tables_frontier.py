@@ -24,7 +24,8 @@ def _score(tower: dict | None, extra: dict | None = None) -> str | None:
     if tower is None:
         return None
     per_seed = tower.get("ratio_to_symmetric_large_per_seed") or []
-    seeds = f"; {', '.join(f'{100 * r:.1f}' for r in per_seed)}" if len(per_seed) > 1 and tower["row"] != REFERENCES[0] else ""
+    shown = len(per_seed) > 1 and tower["row"] != REFERENCES[0]  # symmetric large against itself: 100 % each
+    seeds = f"; {', '.join(f'{100 * r:.1f}' for r in per_seed)}" if shown else ""
     text = (f"{tower['ndcg_at_10_mean']:.3f} ± {tower['ndcg_at_10_std']:.3f} "
             f"({tower['ratio_to_symmetric_large']:.1%}{seeds})")
     return with_test_mark(text, extra, score_row(tower))

@@ -118,7 +118,6 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--results", type=Path, default=RESULTS, help="results folder (a smoke run writes elsewhere)")
     args = add_allow_dirty(parser).parse_args()
-    pin_code(args.results, args)  # the code that trains, not the checkout's when the record is written
     if args.threads:
         import torch
 
@@ -130,6 +129,7 @@ def main() -> None:
         parser.error(str(exc))
     if not variants:
         parser.error("give at least one --variant (a sweep compares the recipe with its variants)")
+    pin_code(args.results, args)  # the code that trains, not the checkout's when the record is written
     data = dev_set()
     args.work.mkdir(parents=True, exist_ok=True)
     train_file = training_file(data, args.work)
@@ -156,8 +156,9 @@ def main() -> None:
         lines.append(f"| {row} | {r['mean']:.4f} | {', '.join(map(str, r['seeds']))} | "
                      f"{', '.join(f'{x:.4f}' for x in r['ndcg_at_10'])} | {r['mean'] / large:.3f} |")
     candidates = {row: round(r["mean"], 4) for row, r in rows.items() if row != "symmetric large"}
-    choice = Selection("tiny CARE's recipe (configs/care_tiny)", VALIDATION, max(candidates, key=lambda k: candidates[k]),
-                       candidates, metric="ndcg_at_10 (mean over the seeds run)")
+    best = max(candidates, key=lambda k: candidates[k])
+    choice = Selection("tiny CARE's recipe (configs/care_tiny)", VALIDATION, best, candidates,
+                       metric="ndcg_at_10 (mean over the seeds run)")
     save("care_validation", "toyhom", config={"split": split, "variants": variants},
          seeds=sorted({s for r in rows.values() for s in r["seeds"]}), scores=rows, markdown="\n".join(lines),
          results=args.results, extra=add_selections({}, [choice]))

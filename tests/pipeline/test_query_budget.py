@@ -67,8 +67,8 @@ def test_the_richer_stage_one_fills_only_what_the_user_left_unset() -> None:
     assert recipe.overrides == ["model.document_max_seq_length=128", "stage1:optim.lr=0.0024"]
     assert kept == ["recipes.care.alignment_sentence_max_chars", "every stage query token limit", "stage1 epochs",
                     "stage1_rank epochs"]
-    recipe, applied, kept = rich_stage1(CareRecipeConfig(lr=5e-5, overrides=["stage1_rank:optim.lr=1e-3",
-                                                                             "stage2:model.document_max_seq_length=96"]))
+    more = ["stage1_rank:optim.lr=1e-3", "stage2:model.document_max_seq_length=96"]
+    recipe, applied, kept = rich_stage1(CareRecipeConfig(lr=5e-5, overrides=more))
     assert recipe.overrides == ["model.query_max_seq_length=128", "stage1:optim.epochs=6", "stage1_rank:optim.epochs=3",
                                 "stage1_rank:optim.lr=1e-3", "stage2:model.document_max_seq_length=96"]
     assert kept == ["every stage document token limit", "stage1 learning rate"]  # recipes.care.lr: every stage's

@@ -33,12 +33,13 @@ from ..fake_e5 import frontier_curve  # noqa: E402
 RECORD = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "real_weights" / \
     "test_cpu_rich_lr2.4e-3_L1_seed0.json"
 #: CI size: the run's rows, Stage I's rows and the ranking part's bank, no mining, no validation scoring.
-CI_SIZE = ["recipes.care.max_train_examples=16", "recipes.care.max_alignment_rows=32", "recipes.care.rank_bank_size=32",
-           "recipes.care.batch_size=8", "recipes.care.mine_negatives={n_negatives: 0}", "validation.enabled=false"]
+CI_SIZE = ["recipes.care.max_train_examples=16", "recipes.care.max_alignment_rows=32",
+           "recipes.care.rank_bank_size=32", "recipes.care.batch_size=8",
+           "recipes.care.mine_negatives={n_negatives: 0}", "validation.enabled=false"]
 #: The demo config's tiny-model settings, left unset so the budget's recipe fills them as a user's config would.
-UNSET = ["recipes.care.epochs=null", "recipes.care.lr=null", "recipes.care.query_max_length=null",
-         "recipes.care.document_max_length=null", "recipes.care.checkpoint_every=null", "recipes.care.query_prompt=null",
-         "recipes.care.init_negatives=null", "recipes.care.stage2_negatives=null"]
+UNSET = [f"recipes.care.{name}=null" for name in ("epochs", "lr", "query_max_length", "document_max_length",
+                                                  "checkpoint_every", "query_prompt", "init_negatives",
+                                                  "stage2_negatives")]
 
 
 def _stage_config(run: Path, stage: str) -> dict:

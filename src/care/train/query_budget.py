@@ -64,8 +64,8 @@ RICH_RANK_EPOCHS = 3
 #: Stage I's (alignment part's) learning rate in the richer Stage I. The e5 preset's 2e-4 was chosen for the 6-layer
 #: tower; the 1-layer tower's Stage I alone keeps 77.0 % of symmetric large at it and 93.8 % at 2.4e-3
 #: (``benchmarks/results/real_weights/stage1_probe_test_L1_more_text_seed0.md``, seed 0's **test** split: pending
-#: re-selection on validation); the whole richer recipe at it keeps 97.6 % over the CPU's seeds 0-2 (:data:`RICH_RECORD`),
-#: where at the preset's rate it kept 89.4 % on the H200's seed 0
+#: re-selection on validation); the whole richer recipe at it keeps 97.6 % over the CPU's seeds 0-2
+#: (:data:`RICH_RECORD`), where at the preset's rate it kept 89.4 % on the H200's seed 0
 #: (``benchmarks/results/real_weights/test_frontier_rich_seed0.json``).
 RICH_STAGE1_LR = 2.4e-3
 #: Token-limit keys every stage's config takes (each set to :data:`RICH_MAX_LENGTH`).
