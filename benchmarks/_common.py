@@ -8,7 +8,9 @@ One place for what every script of ``benchmarks/`` locates, so no script hard-co
   :func:`dev_set` returns its folder or stops the script with a message naming the variable;
   :func:`dev_set_or_none` is for scripts (and tests) that can do without it;
 - :func:`portable`: a value for a record's ``config`` with absolute paths rewritten as paths relative to the
-  repository or under ``$CARE_DEV_SET``, so records name no machine's folders.
+  repository or under ``$CARE_DEV_SET``, so records name no machine's folders;
+- :func:`add_allow_dirty` / :func:`pin_code`: a script that writes records pins the code at its start
+  (:func:`care.bench.record.pin_commit`): a tree with uncommitted changes is refused unless ``--allow-dirty``.
 
 The scripts run as modules from the repository root: ``python -m benchmarks.<name>``.
 """
@@ -20,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from care.bench.record import portable_path
+from care.bench.record import ALLOW_DIRTY_FLAG, pin_commit, portable_path
 
 #: The repository (this file is ``<ROOT>/benchmarks/_common.py``).
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,4 +80,21 @@ def run_config_parser(description: str, datasets: list[str], work: Path) -> argp
     parser.add_argument("--work", type=Path, default=work)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a run config field")
     parser.add_argument("--results", type=Path, default=RESULTS, help="results folder (a smoke run writes elsewhere)")
+    return add_allow_dirty(parser)
+
+
+def add_allow_dirty(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``parser`` with ``--allow-dirty`` (start from a tree with uncommitted changes; the records keep the diff's
+    SHA-256); returns it."""
+    parser.add_argument(ALLOW_DIRTY_FLAG, action="store_true",
+                        help="run from a checkout with uncommitted changes (the records keep the diff's SHA-256)")
     return parser
+
+
+def pin_code(results: Path, args: argparse.Namespace) -> str:
+    """Pin the code of this run for every record it writes under ``results`` (at the run's start); refused on a
+    dirty tree unless ``args.allow_dirty``. Returns the commit."""
+    import sys
+
+    where = Path(sys.argv[0]).stem or "this script"
+    return pin_commit(results, allow_dirty=getattr(args, "allow_dirty", False), where=where)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import os
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING
 from benchmarks._common import RESULTS, portable
 from care.bench.encoding_throughput import (MATMUL_SIZE, datasheet_peak_tflops, document_encoding_throughput,
                                             measured_matmul_tflops)
-from care.bench.record import BenchmarkRecord, invocation, write_record
+from care.bench.record import COMMIT_ENV, BenchmarkRecord, invocation, write_record
 from care.data.io import iter_jsonl, write_jsonl
 
 if TYPE_CHECKING:
@@ -204,8 +205,11 @@ def main() -> None:
                         help="Stage II GradCache chunk sizes to time (sequences per chunk; default: the paper config's)")
     parser.add_argument("--name", default="", help="suffix of the record's file name (keeps runs of other settings apart)")
     parser.add_argument("--tiny", action="store_true", help="tiny shapes on the CPU: a smoke check of this script")
-    parser.add_argument("--commit", default="", help="the commit the code came from, where the copy has no .git")
+    parser.add_argument("--commit", default="", help="the commit the code came from, where the copy has no .git "
+                                                      "(sets $CARE_GIT_COMMIT; a git checkout's own commit wins)")
     args = parser.parse_args()
+    if args.commit:  # only where git cannot answer (care.bench.record.git_commit): never a commit typed over git's
+        os.environ.setdefault(COMMIT_ENV, args.commit)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     setting = tiny_setting() if args.tiny else paper_setting()
     if setting.device == "cuda" and not torch.cuda.is_available():
@@ -234,7 +238,7 @@ def main() -> None:
     name = device.replace(" ", "_").replace("(", "").replace(")", "") + (f"_{args.name}" if args.name else "")
     record = BenchmarkRecord(EXPERIMENT, name,
                              config=vars(args) | {"data": portable(args.data), "out": portable(out)},
-                             scores={}, latencies={"encoding": encodings, "stage2": stages}, commit=args.commit,
+                             scores={}, latencies={"encoding": encodings, "stage2": stages},
                              extra={"bf16_datasheet_peak_tflops": peak, "matmul_tflops_measured": matmul,
                                     "document_tower": dataclasses.asdict(setting.document_shape),
                                     "query_tower": dataclasses.asdict(setting.query_shape),

@@ -41,11 +41,12 @@ import statistics
 from dataclasses import replace
 from pathlib import Path
 
-from benchmarks._common import RESULTS, RUNS, dev_set, portable
+from benchmarks._common import RESULTS, RUNS, add_allow_dirty, dev_set, pin_code, portable
 from benchmarks.real_weights_setup import (CONFIGS, DEMO_RETRIEVAL, E5_OPTIONS, EXPERIMENT, LENGTH_OVERRIDES, PEER,
                                            PEER_ROW, PROBE_FOLDER, QUERY_LAYERS, Prepared, e5_cuts, e5_narrow, e5_spec,
                                            ensure_e5, finished, model_spec, peer_config, prepare, score_rows)
-from care.bench.record import BenchmarkRecord, pin_commit, read_records, write_record
+from care.bench.record import BenchmarkRecord, read_records, write_record
+from care.bench.selection import VALIDATION, Selection, add_selections
 from care.train.recipe import MINED_FILE, RecipeConfig, RecipePaths
 from care.train.sweep import RecipeRun, pick_best, share_mined_file, train_variant
 from care.train.trainer import read_result
@@ -211,6 +212,18 @@ def chosen_variant(out: Path) -> Variant:
     return Variant("") if best == "CARE" else parse_items(name, records[0].config["variants"][name])
 
 
+def variant_selection(out: Path, variant: Variant) -> Selection:
+    """``--care-from-validation``'s choice in the selection protocol: every CARE variant's mean validation nDCG@10
+    over the validation records (:func:`chosen_variant`), the one chosen."""
+    records = {key: r for key, r in read_records(out, EXPERIMENT).items() if key.startswith("validation_seed")}
+    first = next(iter(records.values()))
+    means = {label: round(statistics.mean(r.scores[label]["ndcg_at_10"] for r in records.values()), 4)
+             for label in first.scores if label == "CARE" or (label.startswith("CARE [") and label.endswith("]"))}
+    chosen = f"CARE [{variant.name}]" if variant.name else "CARE"
+    return Selection("CARE variant (--care-from-validation)", VALIDATION, chosen, means, metric="ndcg_at_10",
+                     record=", ".join(f"{EXPERIMENT}/{key}" for key in records), rows=["CARE"])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add = parser.add_argument
@@ -289,11 +302,11 @@ def care_variant(args: argparse.Namespace, parser: argparse.ArgumentParser) -> V
 
 def main() -> None:
     parser = build_parser()
-    args = parser.parse_args()
+    args = add_allow_dirty(parser).parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     if args.data is None and (not args.summarise or args.latency):
         args.data = dev_set()
-    pin_commit(args.out)  # the code that trains, not the checkout's when the record is written hours later
+    pin_code(args.out, args)  # the code that trains, not the checkout's when the record is written hours later
     if args.summarise:
         from benchmarks.real_weights_summary import summarise
 
@@ -321,8 +334,11 @@ def main() -> None:
                   "symmetric_variants": args.symmetric_variant, "soups": dict(args.soup), "max_train": args.max_train,
                   "care_variant": {"name": args.care_variant.name, "settings": list(args.care_variant.items)},
                   "specs": portable(result["specs"]), "skipped_rows": args.skip_rows}
+        extra = result["extra"]
+        if args.care_from_validation:  # the CARE rows' settings were chosen: say on which split, among what
+            extra = add_selections(dict(extra), [variant_selection(args.out, args.care_variant)])
         record = BenchmarkRecord(EXPERIMENT, record_name(prep.name, seed, args.tag), config=config, seeds=[seed],
-                                 scores=result["scores"], extra=result["extra"])
+                                 scores=result["scores"], extra=extra)
         logger.info("seed %d: %s", seed, write_record(record, args.out))
 
 

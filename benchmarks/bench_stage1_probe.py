@@ -13,6 +13,12 @@ with ``start=stage1``, from that seed's finished Stage I query tower: more epoch
 
 The record also scores the frozen document tower on both sides (that seed's symmetric large): each probe's ratio to it.
 
+Probes choose settings, so they score the **validation** split (``--split validation``, the default: the held-out
+training queries of ``bench_real_weights.py --validation``, whose seed must have finished ``init_document``); the
+record keeps the choice in the selection protocol's block (``extra.selection``, :mod:`care.bench.selection`: every
+probe's score, the best, the split). ``--split test`` is refused unless ``--select-on-test`` is given too, and then the
+record and its table mark the choice (the issue-15 and issue-41 probes were run so, before this rule).
+
 Probes run one epoch by default (``optim.epochs=1``, a quarter of the preset's Stage I) so several
 fit in an hour of two CPU cores; they rank settings, the full recipe confirms the winner. Finished
 probes are skipped on rerun (resumable like every stage). The record goes to
@@ -21,6 +27,7 @@ probes are skipped on rerun (resumable like every stage). The record goes to
 
 Usage::
 
+    python -m benchmarks.bench_real_weights --validation --seeds 0 --max-length 128   # the seed's validation towers
     python -m benchmarks.bench_stage1_probe --seed 0 --max-length 128 \\
         --probe "tau 0.1=loss.temperature=0.1" --probe "tau 0.02=loss.temperature=0.02" \\
         --probe "tau 0.1 + mse x10=loss.temperature=0.1;loss.lambda_mse=10"
@@ -37,10 +44,11 @@ import logging
 import shutil
 from pathlib import Path
 
-from benchmarks._common import RESULTS, RUNS, dev_set, portable
+from benchmarks._common import RESULTS, RUNS, add_allow_dirty, dev_set, pin_code, portable
 from benchmarks.real_weights_setup import (CONFIGS, EXPERIMENT, PROBE_FOLDER, e5_spec, finished, model_spec, narrowed,
                                            prepare, score_rows)
-from care.bench.record import BenchmarkRecord, pin_commit, write_record
+from care.bench.record import BenchmarkRecord, write_record
+from care.bench.selection import SELECT_ON_TEST_FLAG, TEST, TEST_FOOTNOTE, VALIDATION, Selection, selection_split
 from care.data.io import atomic_write, iter_jsonl
 from care.train.config import TrainConfig, apply_overrides, load_config
 from care.models.e5_export import QUERY_PREFIX
@@ -51,7 +59,7 @@ logger = logging.getLogger("bench_stage1_probe")
 
 #: Settings every probe shares unless it overrides them: a quarter of the preset's Stage I.
 PROBE_DEFAULTS = ["optim.epochs=1"]
-#: Test queries whose query-vector cosine to the document tower is reported.
+#: Scored queries (of the probed split) whose query-vector cosine to the document tower is reported.
 COSINE_QUERIES = 400
 #: The row of the seed's frozen document tower on both sides: the probes' reference.
 REFERENCE = "symmetric large (the document tower, both sides)"
@@ -126,6 +134,14 @@ def _train_probe(folder: Path, query: Path, document: Path, alignment: Path, ove
     train(TrainConfig.from_dict(data), resume=True)
 
 
+def probe_selection(scores: dict[str, dict], split: str) -> Selection:
+    """The probes' choice in the selection protocol: every probe's nDCG@10 on ``split``, the best (a tie: the probe
+    given first)."""
+    candidates = {name: row["ndcg_at_10"] for name, row in scores.items()}
+    return Selection("Stage I probe", split, max(candidates, key=lambda n: candidates[n]), candidates,
+                     metric="ndcg_at_10", rows=list(candidates))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=None, help="the dev set's folder (default: $CARE_DEV_SET)")
@@ -139,21 +155,28 @@ def main() -> None:
     parser.add_argument("--probe", action="append", type=parse_probe, required=True, metavar="NAME=KEY=VALUE;...",
                         help="a Stage I setting to probe (repeatable); start=cut starts from the cut document tower, "
                              "start=stage1 from the seed's finished Stage I query tower")
+    parser.add_argument("--split", choices=(VALIDATION, TEST), default=VALIDATION,
+                        help="the split the probes are scored on (test only with --select-on-test)")
+    parser.add_argument(SELECT_ON_TEST_FLAG, action="store_true",
+                        help="allow --split test: the record and its table then mark the choice as made on test")
     parser.add_argument("--tag", default="", help="name the record stage1_probe_<split>_<tag>_seed<K> (keeps other "
                                                    "probe records)")
-    args = parser.parse_args()
+    args = add_allow_dirty(parser).parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    split = selection_split(args.split, select_on_test=args.select_on_test, where="bench_stage1_probe --split")
     args.data = args.data or dev_set()
-    pin_commit(args.out)  # the code that trains, not the checkout's when the record is written
-    prep = prepare(args.data, args.work, False, e5_spec(args.e5, "float32"), None)
+    pin_code(args.out, args)  # the code that trains, not the checkout's when the record is written
+    prep = prepare(args.data, args.work, split == VALIDATION, e5_spec(args.e5, "float32"), None)
     seed_dir = args.work / prep.name / f"seed{args.seed}"
     recipe = seed_dir / "care" / "recipe"
     if not finished(recipe / "init_document"):
+        flag = " --validation" if split == VALIDATION else ""
         raise SystemExit(f"{recipe / 'init_document'} is not finished: run "
-                         f"python -m benchmarks.bench_real_weights --seeds {args.seed} first")
+                         f"python -m benchmarks.bench_real_weights{flag} --seeds {args.seed} first")
     length = ([f"model.query_max_seq_length={args.max_length}", f"model.document_max_seq_length={args.max_length}"]
               if args.max_length else [])
-    queries = [r["text"] for _, r in iter_jsonl(args.data / "test_queries.jsonl")][:COSINE_QUERIES]
+    queries_file = prep.task_dir / "queries.jsonl" if split == VALIDATION else args.data / "test_queries.jsonl"
+    queries = [r["text"] for _, r in iter_jsonl(queries_file)][:COSINE_QUERIES]
     target = query_vectors(recipe / "init_document" / "document", queries)
     scores, seconds = {}, {}
     for name, settings in args.probe:
@@ -170,11 +193,12 @@ def main() -> None:
     key = f"stage1_probe_{prep.name}{'_' + args.tag if args.tag else ''}_seed{args.seed}"
     record = BenchmarkRecord(EXPERIMENT, key, config={"probes": dict(args.probe), "defaults": PROBE_DEFAULTS,
                                                       "length_overrides": length, "layers": args.layers,
-                                                      "cosine_queries": COSINE_QUERIES,
+                                                      "cosine_queries": COSINE_QUERIES, "split": split,
                                                       "stage1": portable(CONFIGS / "stage1.yaml")},
                              seeds=[args.seed], scores={**scores, REFERENCE: reference},
                              extra={"train_seconds": seconds,  # the trainer's, summed over resumes
-                                    "document_tower_mean_pairwise_query_cosine": mean_pairwise_cosine(target)})
+                                    "document_tower_mean_pairwise_query_cosine": mean_pairwise_cosine(target),
+                                    "selection": [probe_selection(scores, split).to_dict()]})
     write_record(record, args.out)
     lines = [f"# Stage I probes — dev set, {prep.name} split, seed {args.seed}, {args.layers}-layer query tower "
              f"({' '.join(PROBE_DEFAULTS)} unless set)", "",
@@ -183,6 +207,8 @@ def main() -> None:
     lines += [f"| {name} | {'; '.join(settings) or 'preset'} | {scores[name]['ndcg_at_10']:.4f} | "
               f"{scores[name]['ndcg_at_10'] / reference['ndcg_at_10']:.1%} | "
               f"{scores[name]['query_cosine_to_document_tower']:.4f} |" for name, settings in args.probe]
+    if split == TEST:
+        lines += ["", TEST_FOOTNOTE.replace("this row", "these probes")]
     lines += ["", f"{REFERENCE}: nDCG@10 {reference['ndcg_at_10']:.4f} (the seed's fine-tuned 12-layer tower every probe "
               "aligns to, on both sides)."]
     lines += ["", f"Two *different* test queries' vectors from the document tower have mean cosine "

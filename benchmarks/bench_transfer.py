@@ -17,6 +17,16 @@ Usage::
     python -m benchmarks.bench_transfer --dataset kuake_qtr --seeds 0 --without-stored-prompts   # the prompt check
     CARE_DEV_SET=/path/to/toyhom_neike_sample python -m benchmarks.bench_transfer --dataset toyhom --seeds 0
     CARE_DEV_SET=... python -m benchmarks.bench_transfer --dataset toyhom --seeds 1 --keep-recorded-seeds
+    python -m benchmarks.bench_transfer --dataset kuake_qtr --seeds 0 1 2 --query-speedup 5
+
+``--query-speedup 5`` runs the same config with one more line, ``recipes.care.query_speedup: 5`` (the query tower
+the budget picks, with its recipe: :mod:`care.train.query_budget`), into ``<work>/<dataset>_speedup5/`` and records
+``transfer/<dataset>_speedup5.json``, with ``extra.query_budget`` (each seed's pick and measured speed-ups) and
+``extra.selection`` (the pick, ``selected_on: speed``; the recipe's settings and the split each was chosen on).
+
+Every record's CARE / symmetric large is given as the ratio of means and per seed (each seed against its own
+symmetric large: ``targets["CARE / symmetric large per seed"]``). The code is pinned when the script starts (a
+dirty checkout is refused unless ``--allow-dirty``); each seed's commit is the one its ``care run`` manifest pinned.
 
 ``--keep-recorded-seeds`` adds the seeds run now to those the dataset's record already holds (a seed run again
 replaces its recorded figures), so a CPU can run one seed per sitting, on a machine that kept no run folders.
@@ -30,11 +40,14 @@ import logging
 import statistics
 from typing import Any
 
-from benchmarks._common import ROOT, RUNS, portable, run_config_parser
+from benchmarks._common import ROOT, RUNS, pin_code, portable, run_config_parser
 
-from care.bench.record import BenchmarkRecord, git_commit, write_record
+from care.bench.record import BenchmarkRecord, write_record
+from care.bench.selection import SELECTION_KEY, SPEED, Selection
+from care.bench.tables import per_seed_ratios
 from care.data.io import atomic_write
 from care.pipeline.config import load_run_config
+from care.pipeline.query_budget import OUTPUT_KEY as QUERY_BUDGET_KEY
 from care.pipeline.run import run_pipeline
 from care.pipeline.sources import VALIDATION_TASK
 
@@ -50,10 +63,24 @@ ROWS = (E5, SYM_SMALL, SYM_LARGE, CARE)
 TARGET_RATIO, TARGET_MARGIN = 0.97, 0.02
 
 
+def record_name(dataset: str, args: argparse.Namespace) -> str:
+    """The record (and work folder) name: the dataset, ``_speedup<X>`` with ``--query-speedup X``."""
+    speedup = getattr(args, "query_speedup", None)
+    return dataset + (f"_speedup{speedup:g}" if speedup else "")
+
+
+def config_overrides(args: argparse.Namespace) -> list[str]:
+    """``--set`` and, with ``--query-speedup``, the budget's one line."""
+    speedup = getattr(args, "query_speedup", None)
+    return [*args.set, *([f"recipes.care.query_speedup={speedup:g}"] if speedup else [])]
+
+
 def run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
     """One seed's ``care run``: its results, the validation checks and the wall times of steps and stages."""
-    overrides = [f"seed={seed}", f"cache_dir={args.work / args.dataset / 'cache'}", "show_progress=false", *args.set]
-    report = run_pipeline(load_run_config(CONFIGS[args.dataset], overrides), args.work / args.dataset / f"seed{seed}")
+    work = args.work / record_name(args.dataset, args)
+    overrides = [f"seed={seed}", f"cache_dir={work / 'cache'}", "show_progress=false", *config_overrides(args)]
+    report = run_pipeline(load_run_config(CONFIGS[args.dataset], overrides), work / f"seed{seed}",
+                          allow_dirty=args.allow_dirty)
     results = json.loads((report.output / "results.json").read_text(encoding="utf-8"))
     manifest = json.loads((report.output / "manifest.json").read_text(encoding="utf-8"))
     stage_seconds = {}
@@ -61,8 +88,17 @@ def run_seed(args: argparse.Namespace, seed: int) -> dict[str, Any]:
         stage_seconds[stage_dir.parent.name] = json.loads(stage_dir.read_text(encoding="utf-8")).get("train_seconds")
     return {"main_task": results["main_task"], "rows": results["rows"], "index": results.get("index"),
             "validation": manifest["steps"]["train_care"]["outputs"].get("validation", {}),
+            "query_budget": manifest["steps"]["train_care"]["outputs"].get(QUERY_BUDGET_KEY),
             "step_seconds": {name: step.get("seconds") for name, step in manifest["steps"].items()},
-            "stage_train_seconds": stage_seconds, "overrides": list(args.set), "commit": git_commit(ROOT)}
+            "stage_train_seconds": stage_seconds, "overrides": list(args.set),
+            "commit": run_commit(manifest), "code": manifest.get("code", [])}
+
+
+def run_commit(manifest: dict[str, Any]) -> str:
+    """The commit a run's manifest pinned when it started (its last start's: the code that finished it), or
+    ``"unknown"`` for a run folder older than the pin."""
+    code = manifest.get("code") or []
+    return code[-1]["commit"] if code else "unknown"
 
 
 def recorded_runs(record: BenchmarkRecord, dataset: str) -> dict[int, dict[str, Any]]:
@@ -120,8 +156,26 @@ def without_stored_prompts(args: argparse.Namespace, seed: int) -> BenchmarkReco
                            seeds=[seed], scores=scores, latencies={})
 
 
-def summarise(dataset: str, runs: dict[int, dict[str, Any]], args: argparse.Namespace) -> BenchmarkRecord:
-    """Per row: nDCG@10 per seed, mean and std on the main task and on validation; the targets."""
+def budget_selection(runs: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The query-latency budget's pick (``recipes.care.query_speedup``) in the selection protocol's block, per seed
+    run: chosen by measured speed-ups, no quality score (``selected_on: speed``)."""
+    out = []
+    for seed, run in sorted(runs.items()):
+        choice = run.get("query_budget")
+        if choice:
+            out.append(Selection(f"query tower depth (seed {seed})", SPEED, str(choice["depth"]),
+                                 {str(d): v for d, v in choice["speedups"].items()},
+                                 metric=f"speed-up over the document model's query side ({choice['engine']})",
+                                 record=f"care run manifest, seed {seed} (steps.train_care.outputs.query_budget)",
+                                 note=f"the deepest cut at least {choice['budget']:g}x faster").to_dict())
+    return out
+
+
+def summarise(dataset: str, runs: dict[int, dict[str, Any]], args: argparse.Namespace,
+              selections: list[dict[str, Any]] | None = None) -> BenchmarkRecord:
+    """Per row: nDCG@10 per seed, mean and std on the main task and on validation; the targets, CARE's ratio to
+    symmetric large per seed beside the ratio of means; the selection protocol's block (``selections`` of how the
+    preset's settings were chosen, kept from the record this one replaces, then the budget's pick)."""
     seeds = sorted(runs)
     scores: dict[str, Any] = {}
     for row in (r["model"] for r in runs[seeds[0]]["rows"]):
@@ -141,16 +195,33 @@ def summarise(dataset: str, runs: dict[int, dict[str, Any]], args: argparse.Name
     targets = {}
     if {CARE, SYM_LARGE, SYM_SMALL, E5} <= set(mean):
         targets = {"CARE / symmetric large": mean[CARE] / mean[SYM_LARGE],
+                   "CARE / symmetric large per seed": {str(seed): ratio for seed, ratio in
+                                                       per_seed_ratios(scores[CARE], scores[SYM_LARGE]).items()},
                    f"CARE >= {TARGET_RATIO:.0%} of symmetric large": mean[CARE] >= TARGET_RATIO * mean[SYM_LARGE],
                    "CARE - symmetric small": mean[CARE] - mean[SYM_SMALL],
                    f"CARE >= symmetric small + {TARGET_MARGIN}": mean[CARE] >= mean[SYM_SMALL] + TARGET_MARGIN,
                    "CARE - e5 zero-shot": mean[CARE] - mean[E5], "CARE >= e5 zero-shot": mean[CARE] >= mean[E5]}
-    config = portable(load_run_config(CONFIGS[dataset], args.set).to_dict())
+    config = portable(load_run_config(CONFIGS[dataset], config_overrides(args)).to_dict())
     extra = {"targets": targets, "per_seed": portable({seed: {k: v for k, v in run.items() if k != "rows"}
                                                        for seed, run in runs.items()})}
-    return BenchmarkRecord(EXPERIMENT, dataset, config={"run_config": str(CONFIGS[dataset].relative_to(ROOT)),
-                                                        "overrides": args.set, "resolved": config},
+    budget = {str(seed): run["query_budget"] for seed, run in runs.items() if run.get("query_budget")}
+    if budget:
+        extra[QUERY_BUDGET_KEY] = budget
+    kept = [s for s in selections or [] if s.get("selected_on") != SPEED]  # the budget's picks are made anew
+    if kept or budget:
+        extra[SELECTION_KEY] = [*kept, *budget_selection(runs)]
+    return BenchmarkRecord(EXPERIMENT, record_name(dataset, args),
+                           config={"run_config": str(CONFIGS[dataset].relative_to(ROOT)),
+                                   "overrides": config_overrides(args), "resolved": config},
                            seeds=seeds, scores=scores, latencies={}, extra=extra)
+
+
+def _target(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, dict):  # per seed
+        return ", ".join(f"{v:.4f} (seed {k})" for k, v in value.items()) or "–"
+    return f"{value:.4f}"
 
 
 def to_markdown(record: BenchmarkRecord) -> str:
@@ -163,7 +234,7 @@ def to_markdown(record: BenchmarkRecord) -> str:
         lines.append(f"| {row} | {r['mean']:.4f} | {r['std']:.4f} | {', '.join(f'{x:.4f}' for x in r['per_seed'])} | "
                      + (f"{val['mean']:.4f} |" if val else "– |"))
     lines += ["", "| target (issue 43) | value |", "|---|---|"]
-    lines += [f"| {k} | {v if isinstance(v, bool) else f'{v:.4f}'} |" for k, v in record.extra["targets"].items()]
+    lines += [f"| {k} | {_target(v)} |" for k, v in record.extra["targets"].items()]
     lines += ["", f"Config: `{record.config['run_config']}` {' '.join(record.config['overrides'])}. Command: "
                   f"`{record.command}`; commit {record.commit}."]
     return "\n".join(lines) + "\n"
@@ -174,22 +245,26 @@ def main() -> None:
     parser.add_argument("--without-stored-prompts", action="store_true",
                         help="score the first seed's finished CARE and symmetric large rows also as care run did before "
                              "model folders carried their prefixes (record <dataset>_without_stored_prompts)")
+    parser.add_argument("--query-speedup", type=float, default=None, metavar="X",
+                        help="add recipes.care.query_speedup=X to the config (record <dataset>_speedup<X>)")
     parser.add_argument("--keep-recorded-seeds", action="store_true",
                         help="add the seeds run now to those the dataset's record holds (a seed run again is replaced)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    pin_code(args.results, args)  # the code that trains, not the checkout's when the record is written
     if args.without_stored_prompts:
         path = write_record(without_stored_prompts(args, args.seeds[0]), args.results)
         logger.info("%s: %s", path, json.loads(path.read_text(encoding="utf-8"))["scores"])
         return
     runs: dict[int, dict[str, Any]] = {}
-    previous = args.results / EXPERIMENT / f"{args.dataset}.json"
-    if args.keep_recorded_seeds and previous.exists():
-        runs = recorded_runs(BenchmarkRecord.from_dict(json.loads(previous.read_text(encoding="utf-8")), str(previous)),
-                             args.dataset)
+    previous = args.results / EXPERIMENT / f"{record_name(args.dataset, args)}.json"
+    before = (BenchmarkRecord.from_dict(json.loads(previous.read_text(encoding="utf-8")), str(previous))
+              if previous.exists() else None)
+    if args.keep_recorded_seeds and before is not None:
+        runs = recorded_runs(before, args.dataset)
         logger.info("%s: keeping recorded seeds %s", previous, sorted(set(runs) - set(args.seeds)))
     runs.update({seed: run_seed(args, seed) for seed in args.seeds})
-    record = summarise(args.dataset, runs, args)
+    record = summarise(args.dataset, runs, args, before.extra.get(SELECTION_KEY) if before else None)
     path = write_record(record, args.results)
     with atomic_write(path.with_suffix(".md")) as fh:
         fh.write(to_markdown(record))

@@ -4,11 +4,13 @@ untrained 6-layer cuts of e5 (first six layers vs strided 0, 2, ..., 10) against
 These are the numbers behind two choices of the student recipe (``configs/student/e5.yaml``): Stage I targets the teacher's
 *query* vectors (``model.teacher.query_side_as_queries``), and the student is cut with
 ``care model prune --keep strided``. Evaluated on the dev set's test split over the full corpus
-(nDCG@10); writes ``benchmarks/results/e5_student_starts/toyhom.json`` and ``.md``.
+(nDCG@10), so it chooses on test: it refuses unless given ``--select-on-test``, and its record marks the choice
+(the selection protocol, :mod:`care.bench.selection`; pending re-selection on validation). Writes
+``benchmarks/results/e5_student_starts/toyhom.json`` and ``.md``.
 
 Usage::
 
-    python -m benchmarks.e5_student_starts
+    python -m benchmarks.e5_student_starts --select-on-test
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from benchmarks._common import RUNS
+from benchmarks._common import RESULTS, RUNS, add_allow_dirty, pin_code
 from benchmarks.bench_datasets import e5_cut, prepare_toyhom
 from benchmarks.bench_results import save
 from care.bench.options import RunOptions
 from care.bench.runner import evaluate
+from care.bench.selection import (SELECT_ON_TEST_FLAG, TEST, TEST_FOOTNOTE, Selection, add_selections,
+                                  selection_split)
 from care.encoders.pair import AsymmetricEncoder
 from care.encoders.cache import EmbeddingCache
 from care.encoders.registry import load_model
@@ -52,6 +56,14 @@ class QueriesAsPassages:
 
 
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(SELECT_ON_TEST_FLAG, action="store_true",
+                        help="required: the starts are scored on the test split (the record is then marked)")
+    args = add_allow_dirty(parser).parse_args()
+    split = selection_split(TEST, select_on_test=args.select_on_test, where="e5_student_starts")
+    pin_code(RESULTS, args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     src = RUNS / "bench_care" / "toyhom"
     ds = prepare_toyhom(src)
@@ -73,8 +85,12 @@ def main() -> None:
     lines = ["# Where an e5 student starts (toyhom test, documents: e5 passages)", "",
              "| query side | nDCG@10 |", "|---|---|", *(f"| {k} | {v:.4f} |" for k, v in scores.items()), "",
              "Command: `python -m benchmarks.e5_student_starts`"]
-    save("e5_student_starts", "toyhom", config={"dataset": "toyhom", "split": "test", "layers": LAYERS},
-         scores={k: {"ndcg_at_10": v} for k, v in scores.items()}, markdown="\n".join(lines))
+    cuts = {k: round(v, 4) for k, v in scores.items() if "untrained" in k}  # the starts the student chooses among
+    choice = Selection("the e5 student's starting layers", split, max(cuts, key=lambda k: cuts[k]), cuts,
+                       metric="ndcg_at_10", rows=list(cuts), note="scored on toyhom's test split")
+    save("e5_student_starts", "toyhom", config={"dataset": "toyhom", "split": split, "layers": LAYERS},
+         scores={k: {"ndcg_at_10": v} for k, v in scores.items()}, markdown="\n".join([*lines, "", TEST_FOOTNOTE]),
+         extra=add_selections({}, [choice]))
     print("\n".join(lines))  # noqa: T201 — the script's report
 
 

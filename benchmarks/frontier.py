@@ -219,6 +219,8 @@ def build(records: dict[str, BenchmarkRecord], shapes: dict[str, int] | None = N
             "ndcg_at_10_mean": mean, "ndcg_at_10_std": statistics.stdev(values) if len(values) > 1 else 0.0,
             "ndcg_at_10_per_seed": values, "seeds": seeds,
             "ratio_to_symmetric_large": mean / statistics.mean(found["large"][s] for s in seeds) if paired else None,
+            "ratio_to_symmetric_large_per_seed": [found["per_seed"][s] / found["large"][s] for s in seeds]
+            if paired else None,  # each seed against its own symmetric large, beside the ratio of means
             "group": found["group"], "records": found["records"]})
     bm25 = next((e for e in entries if e["row"] == BM25_ROW), None) or bm25_point(baselines, entries)
     if bm25 is not None and bm25 not in entries:

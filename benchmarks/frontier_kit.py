@@ -26,23 +26,22 @@ from pathlib import Path
 from benchmarks.question_alignment import question_texts, write_question_alignment
 from benchmarks.real_weights_setup import prepare
 from care.data.io import iter_jsonl, write_jsonl
-from care.data.retrieval import load_corpus
-from care.train.alignment import alignment_from_training_file, document_sentences
+from care.train.query_budget import RICH_ALIGNMENT_SENTENCES, RICH_SENTENCE_MAX_CHARS
+from care.train.query_budget import write_rich_alignment as write_rich
 
-RICH_MAX_CHARS = 150  # every corpus sentence of 6..150 characters (the preset: 10,000 of 6..60)
+RICH_MAX_CHARS = RICH_SENTENCE_MAX_CHARS  # every corpus sentence of 6..150 characters (the preset: 10,000 of 6..60)
 
 
 def write_rich_alignment(data: Path, train_file: Path, out: Path, max_train: int | None = None) -> tuple[int, int]:
-    """Write CARE [rich]'s Stage I data to ``out``: the training queries of ``train_file``, then every sentence of
-    ``data``'s corpus of 6 to :data:`RICH_MAX_CHARS` characters, each with one BM25 negative (needs jieba);
-    query-side rows only, as the real-weight runs.
+    """Write CARE [rich]'s Stage I data to ``out`` by the budget's own rule
+    (:func:`care.train.query_budget.write_rich_alignment`: the training queries of ``train_file``, then the
+    sentences of ``data``'s corpus of 6 to :data:`RICH_MAX_CHARS` characters, each with one BM25 negative, needs
+    jieba; query-side rows only), so the kit and ``recipes.care.query_speedup`` train on the same data.
 
     Returns (rows written, corpus sentences among them).
     """
-    docs = [d.text for d in load_corpus(data / "corpus.jsonl").values()]
-    sentences = document_sentences(docs, limit=max_train, seed=0, max_chars=RICH_MAX_CHARS)
-    rows = alignment_from_training_file(train_file, out, seed=0, extra_queries=sentences, include_documents=False)
-    return rows, len(sentences)
+    limit = max_train if max_train is not None else RICH_ALIGNMENT_SENTENCES
+    return write_rich(train_file, data / "corpus.jsonl", out, seed=0, limit=limit)
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 from benchmarks.real_weights_setup import EXPERIMENT, PEER, PEER_ROW, QUERY_LAYERS, e5_cuts, e5_narrow, ensure_e5
 from care.bench.record import BenchmarkRecord, read_records, write_record
+from care.bench.selection import SELECTION_KEY
 from care.data.io import atomic_write, iter_jsonl
 from care.models.e5_export import QUERY_PREFIX
 
@@ -24,6 +25,21 @@ def _paired_means(runs: dict[int, BenchmarkRecord], a: str, b: str, compare) -> 
     seeds = [s for s in sorted(runs) if a in runs[s].scores and b in runs[s].scores]
     return compare(statistics.mean(runs[s].scores[a]["ndcg_at_10"] for s in seeds),
                    statistics.mean(runs[s].scores[b]["ndcg_at_10"] for s in seeds))
+
+
+def seeds_peer(runs: dict[int, BenchmarkRecord]) -> dict | list:
+    """The peer's settings the seeds' records name (one dict when they agree, else one per seed); :data:`PEER`
+    (this checkout's defaults) only for records that name none."""
+    peers = [r.config.get("peer", PEER) for _, r in sorted(runs.items())]
+    return peers[0] if all(p == peers[0] for p in peers) else peers
+
+
+def seeds_selections(runs: dict[int, BenchmarkRecord]) -> list[dict]:
+    """Every selection the seeds' records keep (the selection protocol's block), each once."""
+    kept: list[dict] = []
+    for _, run in sorted(runs.items()):
+        kept += [s for s in run.extra.get(SELECTION_KEY, []) if s not in kept]
+    return kept
 
 
 def summarise(args) -> None:
@@ -57,12 +73,14 @@ def summarise(args) -> None:
         if PEER_ROW in rows:
             checks["peer - symmetric large"] = _paired_means(runs, PEER_ROW, "symmetric large", lambda a, b: a - b)
     layers = sorted({r.config.get("layers", QUERY_LAYERS) for r in runs.values()})  # the CARE rows' query tower
-    record = BenchmarkRecord(EXPERIMENT, name, config={"peer": PEER, "recipe": "preset:e5", "layers": layers,
+    record = BenchmarkRecord(EXPERIMENT, name, config={"peer": seeds_peer(runs), "recipe": "preset:e5",
+                                                        "layers": layers,
                                                         "devices": sorted({r.machine.get("gpu") or r.machine.get("cpu")
                                                                            for r in runs.values()})},
                              seeds=sorted(runs), scores=rows, latencies=latency,
                              extra={"checks": checks, "travel": travel,
-                                    "diagnosis": {k: r.scores for k, r in diagnosis.items()}})
+                                    "diagnosis": {k: r.scores for k, r in diagnosis.items()},
+                                    SELECTION_KEY: seeds_selections(runs)})
     write_record(record, args.out)
     devices = ", ".join(record.config["devices"])
     lines = [f"# CARE with real weights (multilingual-e5-small) — dev set, {split} split"

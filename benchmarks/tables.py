@@ -22,6 +22,7 @@ from benchmarks.tables_frontier import frontier_table
 from benchmarks.tables_pii import pii_table, pii_taggers_table
 from benchmarks.tables_transfer import transfer_table
 from care.bench.record import read_records
+from care.bench.selection import TEST_FOOTNOTE, chosen_on_test, with_test_mark
 from care.bench.tables import markdown_table, mean_std, replace_sections, section_names
 from care.data.io import atomic_write
 
@@ -131,9 +132,12 @@ def real_weights_table(results: Path = RESULTS) -> str:
         else:
             continue
         engine = "int8" if "int8" in key else None
-        rows.append([label, f"**{value}**" if bold else value, str(layers),
+        value = with_test_mark(f"**{value}**" if bold else value, rec.extra, key)
+        rows.append([label, value, str(layers),
                      _query_latency(rec.latencies, layers, "fp32") if engine is None else None,
                      _query_latency(rec.latencies, layers, "int8")])
+    if chosen_on_test(rec.extra):
+        rows.append([TEST_FOOTNOTE, "", "", "", ""])
     return markdown_table(["row", f"nDCG@10 (seeds {', '.join(map(str, rec.seeds))})", "query layers",
                            "query p50 ms, ONNX fp32", "query p50 ms, ONNX int8"], rows)
 
@@ -154,11 +158,13 @@ def real_weights_gpu_table(results: Path = RESULTS) -> str:
         per_seed = ", ".join(f"{v:.4f}" for v in r["per_seed"])
         if r.get("seeds") is not None and r["seeds"] != rec.seeds:  # a row some seeds did not run
             per_seed += f" (seeds {', '.join(map(str, r['seeds']))})"
-        rows.append([label, f"**{value}**" if bold else value, per_seed, str(layers),
+        rows.append([label, with_test_mark(f"**{value}**" if bold else value, rec.extra, key), per_seed, str(layers),
                      _query_latency(latency, layers, "fp32"), _query_latency(latency, layers, "int8")])
     checks = rec.extra.get("checks", {})
     rows += [[f"check: {name}", f"{value:.1%}" if "/" in name else f"{value:+.4f}", "", "", "", ""]
              for name, value in checks.items()]
+    if chosen_on_test(rec.extra):
+        rows.append([TEST_FOOTNOTE, "", "", "", "", ""])
     return markdown_table(["row", f"nDCG@10 (seeds {', '.join(map(str, rec.seeds))}, {', '.join(rec.config['devices'])})",
                            "per seed", "query layers", "query p50 ms, ONNX fp32 (2 CPU cores)",
                            "query p50 ms, ONNX int8 (2 CPU cores)"], rows)

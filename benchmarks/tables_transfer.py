@@ -1,7 +1,10 @@
 """The generated ``transfer-table``: real-weight CARE through ``care run`` on both dev sets, from
 ``bench_transfer.py``'s records ``transfer/<dataset>.json``. A dataset without one shows its fallback record where
 it has one (the same recipe trained by another driver, said in the "run by" row), and shows it beside a transfer
-record that holds fewer seeds; a dataset with neither is said to be missing."""
+record that holds fewer seeds; a dataset with neither is said to be missing. CARE's share of symmetric large is the
+ratio of means and, beside it, each seed against its own symmetric large. A figure whose settings were chosen on the
+test split it reports carries :data:`care.bench.selection.TEST_MARK` (the records' selection blocks), and the
+"settings chosen on" row says where."""
 
 from __future__ import annotations
 
@@ -9,7 +12,8 @@ from pathlib import Path
 
 from benchmarks._common import RESULTS
 from care.bench.record import BenchmarkRecord, read_records
-from care.bench.tables import markdown_table
+from care.bench.selection import TEST, TEST_MARK, read_selections, with_test_mark
+from care.bench.tables import markdown_table, per_seed_ratios, ratio_cell
 
 
 #: The transfer table's columns: (record in transfer/, column title); rows as bench_transfer.py labels them.
@@ -37,7 +41,17 @@ def _transfer_cell(rec: BenchmarkRecord | None, row: str, bold: bool) -> str | N
     if not scores:
         return None
     text = f"{scores['mean']:.3f}" + (f" ± {scores['std']:.3f}" if len(scores["per_seed"]) > 1 else "")
-    return f"**{text}**" if bold else text
+    return with_test_mark(f"**{text}**" if bold else text, rec.extra, row)
+
+
+def chosen_on(rec: BenchmarkRecord | None) -> str:
+    """Where a column's chosen settings were chosen: ``test† (<record>, ...)`` for any chosen on the test split it
+    reports, else the splits its selections name, else ``–`` (the record keeps no selection)."""
+    selections = read_selections(rec.extra) if rec else []
+    on_test = sorted({s.record or rec.name for s in selections if s.selected_on == TEST})
+    if on_test:
+        return f"test{TEST_MARK} ({', '.join(f'`{r}`' for r in on_test)})"
+    return ", ".join(sorted({s.selected_on for s in selections})) or "–"
 
 
 def _transfer_columns(results: Path, dataset: str, title: str) -> list[tuple[BenchmarkRecord | None, str, str]]:
@@ -64,8 +78,10 @@ def transfer_table(results: Path = RESULTS) -> str:
     share = []
     for rec, _, _ in found:
         care, large = (rec.scores.get("CARE"), rec.scores.get("symmetric large")) if rec else (None, None)
-        share.append(f"{care['mean'] / large['mean']:.1%}" if care and large else None)
+        share.append(ratio_cell(care["mean"] / large["mean"], list(per_seed_ratios(care, large).values()))
+                     if care and large else None)
     rows.append(["CARE / symmetric large", *share])
+    rows.append(["settings chosen on", *(chosen_on(rec) for rec, _, _ in found)])
     rows.append(["seeds", *(", ".join(map(str, rec.seeds)) if rec else "–" for rec, _, _ in found)])
     rows.append(["run by", *(how for _, how, _ in found)])
     return markdown_table(["row (nDCG@10, test queries, full corpus)", *(title for _, _, title in found)], rows)

@@ -33,8 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._common import RESULTS, ROOT, RUNS, dev_set
+from benchmarks._common import RESULTS, ROOT, RUNS, add_allow_dirty, dev_set, pin_code
 from benchmarks.bench_results import save
+from care.bench.selection import VALIDATION, Selection, add_selections
 from care.config import ConfigError
 from care.data.io import iter_jsonl, write_json
 from care.train.sweep import BASE, SweepConfig, run_sweep
@@ -116,7 +117,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=RUNS / "tune_care_tiny")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--results", type=Path, default=RESULTS, help="results folder (a smoke run writes elsewhere)")
-    args = parser.parse_args()
+    args = add_allow_dirty(parser).parse_args()
     if args.threads:
         import torch
 
@@ -128,6 +129,7 @@ def main() -> None:
         parser.error(str(exc))
     if not variants:
         parser.error("give at least one --variant (a sweep compares the recipe with its variants)")
+    pin_code(args.results, args)  # the code that trains, not the checkout's when the record is written
     data = dev_set()
     args.work.mkdir(parents=True, exist_ok=True)
     train_file = training_file(data, args.work)
@@ -153,9 +155,13 @@ def main() -> None:
     for row, r in rows.items():
         lines.append(f"| {row} | {r['mean']:.4f} | {', '.join(map(str, r['seeds']))} | "
                      f"{', '.join(f'{x:.4f}' for x in r['ndcg_at_10'])} | {r['mean'] / large:.3f} |")
+    candidates = {row: round(r["mean"], 4) for row, r in rows.items() if row != "symmetric large"}
+    best = max(candidates, key=lambda k: candidates[k])
+    choice = Selection("tiny CARE's recipe (configs/care_tiny)", VALIDATION, best, candidates,
+                       metric="ndcg_at_10 (mean over the seeds run)")
     save("care_validation", "toyhom", config={"split": split, "variants": variants},
          seeds=sorted({s for r in rows.values() for s in r["seeds"]}), scores=rows, markdown="\n".join(lines),
-         results=args.results)
+         results=args.results, extra=add_selections({}, [choice]))
     print("\n".join(lines))  # noqa: T201 — the script's report
 
 

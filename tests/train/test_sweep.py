@@ -69,6 +69,9 @@ def test_the_sweep_picks_the_best_variant_and_a_rerun_reuses_every_score(topics,
     assert report["best"] == "calm" and report["rows"]["calm"]["items"] == ["stage2:optim.lr=1e-6"]
     assert report["rows"]["calm"]["ndcg_at_10_vs_base"] == pytest.approx(main["calm"] - main[BASE], abs=1e-4)
     assert {"init_query", "stage1", "stage2", "base document model"} <= set(report["base_rows"])
+    (choice,) = report["selection"]  # the selection protocol's block: chosen on validation, every row's score
+    assert choice["selected_on"] == "validation" and choice["chosen"] == "calm"
+    assert choice["candidates"] == pytest.approx(main, abs=1e-4)
     assert "| **calm** (best) |" in (out / REPORT_MARKDOWN).read_text(encoding="utf-8")
 
     calls = {"evaluate": 0, "fidelity": 0}

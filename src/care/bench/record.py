@@ -4,7 +4,11 @@ Every script under ``benchmarks/`` writes its figures through :func:`write_recor
 ``benchmarks/results/<experiment>/<name>.json``, so a reader (and the README / docs table generators)
 can always tell which command, commit, configuration and seeds produced a number, and how loaded the
 shared machine was when a latency was taken. :func:`read_records` reads an experiment back. A long run calls
-:func:`pin_commit` at its start, so its records name the code that ran, not a commit made while it trained.
+:func:`pin_commit` at its start, so its records name the code that ran, not a commit made while it trained; a tree
+with uncommitted changes to tracked files is refused there unless the run allows it (``--allow-dirty``), and then
+the record keeps the SHA-256 of ``git diff HEAD`` (``extra.diff_sha256``, :data:`DIFF_HASH_KEY`) beside
+``<sha>+dirty``. Nothing writes a commit by hand: a record that arrives with a commit other than the checkout's is
+refused (:func:`write_record`).
 
 Schema (:data:`RECORD_SCHEMA_VERSION`)::
 
@@ -16,6 +20,7 @@ Schema (:data:`RECORD_SCHEMA_VERSION`)::
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -41,17 +46,41 @@ COMMIT_ENV = "CARE_GIT_COMMIT"
 #: Environment variables naming data folders that sit elsewhere on every machine (the private dev set the
 #: benchmarks and ``configs/runs`` read, the CMedTEB data root): a path under one is recorded as ``$NAME/...``.
 DATA_FOLDER_VARIABLES: tuple[str, ...] = ("CARE_DEV_SET", "CMEDTEB_DATA")
-#: Commits pinned by :func:`pin_commit`, by resolved results root.
-_PINNED: dict[Path, str] = {}
+#: Where a record (``extra``) or a run's manifest keeps the SHA-256 of the uncommitted diff it ran with.
+DIFF_HASH_KEY = "diff_sha256"
+#: The flag that lets a run start from a tree with uncommitted changes (the diff's hash is then recorded).
+ALLOW_DIRTY_FLAG = "--allow-dirty"
+
+
+@dataclass(frozen=True)
+class CodeState:
+    """The code a run starts on.
+
+    Attributes:
+        commit: ``<sha>``, ``<sha>+dirty``, ``$CARE_GIT_COMMIT`` outside a checkout, or ``"unknown"``.
+        diff_sha256: SHA-256 of ``git diff HEAD`` (tracked files) when the tree is dirty, else ``None``.
+    """
+
+    commit: str
+    diff_sha256: str | None = None
+
+    @property
+    def dirty(self) -> bool:
+        return self.diff_sha256 is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"commit": self.commit, DIFF_HASH_KEY: self.diff_sha256}
+
+
+#: Code states pinned by :func:`pin_commit`, by resolved results root.
+_PINNED: dict[Path, CodeState] = {}
 
 
 def git_commit(root: str | Path | None = None) -> str:
     """The checked-out commit of the repository at ``root`` (default: this file's), ``+dirty`` when
     tracked files differ from it. Outside a git checkout: the value of ``$CARE_GIT_COMMIT`` (set by whoever
     copied the tree there, e.g. ``benchmarks/real_weights_gpu.sh``), else ``"unknown"``."""
-    cwd = Path(root).resolve() if root is not None else Path(__file__).resolve().parent
-    while not cwd.is_dir() and cwd != cwd.parent:  # a results folder not created yet: ask its parent
-        cwd = cwd.parent
+    cwd = _checkout_dir(root)
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
                              check=True).stdout.strip()
@@ -60,6 +89,35 @@ def git_commit(root: str | Path | None = None) -> str:
     except (OSError, subprocess.CalledProcessError):
         return os.environ.get(COMMIT_ENV) or "unknown"
     return f"{sha}+dirty" if dirty else sha
+
+
+def _checkout_dir(root: str | Path | None) -> Path:
+    cwd = Path(root).resolve() if root is not None else Path(__file__).resolve().parent
+    while not cwd.is_dir() and cwd != cwd.parent:  # a results folder not created yet: ask its parent
+        cwd = cwd.parent
+    return cwd
+
+
+def code_state(root: str | Path | None = None) -> CodeState:
+    """:func:`git_commit` of the checkout at ``root`` and, when it is dirty, the SHA-256 of ``git diff HEAD``."""
+    commit = git_commit(root)
+    if not commit.endswith("+dirty"):
+        return CodeState(commit)
+    diff = subprocess.run(["git", "diff", "HEAD"], cwd=_checkout_dir(root), capture_output=True, check=True).stdout
+    return CodeState(commit, hashlib.sha256(diff).hexdigest())
+
+
+def require_clean(state: CodeState, *, allow_dirty: bool, where: str) -> CodeState:
+    """``state``, unless its tree is dirty and ``allow_dirty`` is off.
+
+    Raises:
+        CareError: uncommitted changes to tracked files, without ``allow_dirty``.
+    """
+    if state.dirty and not allow_dirty:
+        raise CareError(f"{where}: the checkout has uncommitted changes to tracked files ({state.commit}), so what it "
+                        f"records would name code that no commit holds; commit them first, or pass "
+                        f"{ALLOW_DIRTY_FLAG} to run anyway (the diff's SHA-256 is then recorded)")
+    return state
 
 
 def _cpu_model() -> str:
@@ -170,32 +228,48 @@ class BenchmarkRecord:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
-def pin_commit(results_root: str | Path) -> str:
-    """Take the commit of the code this process runs now, for every record it later writes under ``results_root``.
+def pin_commit(results_root: str | Path, *, allow_dirty: bool = False, where: str = "this run") -> str:
+    """Take the code this process runs now, for every record it later writes under ``results_root``.
 
     A long run (hours of training) calls it at its start: a commit made in the checkout while it trains is not the
     code that trained, and :func:`write_record` would otherwise ask git when the record is written.
 
+    Args:
+        results_root: where the records go (its checkout is asked).
+        allow_dirty: accept uncommitted changes to tracked files (``--allow-dirty``); the records then keep the
+            diff's SHA-256 (:data:`DIFF_HASH_KEY`).
+        where: the script or command, for the refusal.
     Returns:
         The pinned commit (:func:`git_commit`).
+    Raises:
+        CareError: the tree is dirty and ``allow_dirty`` is off.
     """
-    commit = git_commit(results_root)
-    _PINNED[Path(results_root).resolve()] = commit
-    return commit
+    state = require_clean(code_state(results_root), allow_dirty=allow_dirty, where=where)
+    _PINNED[Path(results_root).resolve()] = state
+    return state.commit
 
 
 def write_record(record: BenchmarkRecord, results_root: str | Path) -> Path:
-    """Fill in command, commit (the one :func:`pin_commit` took, else the checkout's now), date and machine (where
-    empty) and write the record atomically.
+    """Fill in command, commit (the one :func:`pin_commit` took, else the checkout's now; with the diff's hash in
+    ``extra`` when dirty), date and machine (where empty) and write the record atomically.
 
     Returns:
         ``<results_root>/<experiment>/<name>.json``.
+    Raises:
+        CareError: no experiment or a bad name, or a commit given by hand that is not the checkout's.
     """
     if not record.experiment or not record.name or "/" in record.name:
         raise CareError(f"benchmark record needs an experiment and a plain file name, got "
                         f"{record.experiment!r} / {record.name!r}")
+    state = _PINNED.get(Path(results_root).resolve()) or code_state(results_root)
+    if record.commit and record.commit != state.commit:
+        raise CareError(f"benchmark record {record.experiment}/{record.name}: commit {record.commit!r} was given, but "
+                        f"the code is {state.commit!r}; leave the commit empty (write_record takes it from the "
+                        f"checkout, or from ${COMMIT_ENV} where the tree travelled without .git)")
     record.command = record.command or invocation()
-    record.commit = record.commit or _PINNED.get(Path(results_root).resolve()) or git_commit(results_root)
+    record.commit = state.commit
+    if state.dirty:
+        record.extra = {**record.extra, DIFF_HASH_KEY: state.diff_sha256}
     record.date = record.date or time.strftime("%Y-%m-%dT%H:%M:%S%z")
     record.machine = record.machine or machine_info()
     path = Path(results_root) / record.experiment / f"{record.name}.json"

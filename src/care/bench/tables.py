@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from care.data.io import atomic_write
 from care.errors import CareError
@@ -92,3 +93,20 @@ def mean_std(scores: Mapping[str, object] | None, key: str = "ndcg_at_10", digit
 
 
 TableFunction = Callable[[Path], str]
+
+
+def per_seed_ratios(row: Mapping[str, Any] | None, reference: Mapping[str, Any] | None) -> dict[int, float]:
+    """``{seed: row / reference}`` of two score rows ``{"per_seed": [...], "seeds": [...]}``, for every seed both
+    hold: each seed against its own reference (a ratio of means hides a seed that fell short)."""
+    if not row or not reference or "seeds" not in row or "seeds" not in reference:
+        return {}
+    ref = dict(zip(reference["seeds"], reference["per_seed"], strict=True))
+    return {seed: value / ref[seed] for seed, value in zip(row["seeds"], row["per_seed"], strict=True) if ref.get(seed)}
+
+
+def ratio_cell(mean_ratio: float | None, per_seed: Sequence[float] = ()) -> str | None:
+    """``97.6% (per seed 98.2, 98.2, 96.4)``: the ratio of means and, with more than one seed, each seed's."""
+    if mean_ratio is None:
+        return None
+    seeds = f" (per seed {', '.join(f'{100 * r:.1f}' for r in per_seed)})" if len(per_seed) > 1 else ""
+    return f"{mean_ratio:.1%}{seeds}"

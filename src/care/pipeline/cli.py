@@ -83,7 +83,7 @@ def failure_line(failure: StepFailed, log_file: Path, resume: str) -> str:
 
 
 def _run(ctx: typer.Context, config_path: Path, output: Path, overrides: list[str], *, fresh: bool,
-         redo: list[str], verbose: bool, check: bool = False) -> None:
+         redo: list[str], verbose: bool, check: bool = False, allow_dirty: bool = True) -> None:
     """Run (or resume) the pipeline and print its summary; a failed step prints one line (the traceback goes to
     ``run.log``, and to the terminal too with ``--verbose``) and exits with :data:`STEP_FAILED_EXIT`. ``check``:
     print the plan instead (:func:`care.pipeline.plan.plan_run`), running and writing nothing; a bad config or
@@ -101,7 +101,7 @@ def _run(ctx: typer.Context, config_path: Path, output: Path, overrides: list[st
         return
     with route_logs(output, verbose=verbose, progress_bars=config.show_progress) as log_file:
         try:
-            report = run_pipeline(config, output, fresh=fresh, redo=redo)
+            report = run_pipeline(config, output, fresh=fresh, redo=redo, allow_dirty=allow_dirty)
         except StepFailed as failure:
             if verbose:
                 typer.echo("".join(traceback.format_exception(failure.__cause__)), err=True, nl=False)
@@ -140,12 +140,14 @@ def run(
     check: bool = typer.Option(False, "--check", help="Check the config and every input and print the plan (the "
                                                       "steps, what each reads and writes, done or to run); train "
                                                       "nothing, write nothing."),
+    allow_dirty: bool = typer.Option(False, "--allow-dirty", help="Run from a checkout of care with uncommitted "
+                                                                  "changes (the manifest keeps the diff's SHA-256)."),
 ) -> None:
     """Curate, label, train the configured recipes, evaluate, time, index the best model, report."""
     overrides = [*set_, *(["steps=[" + ",".join(step) + "]"] if step else []), *threads_override(threads),
                  *(["show_progress=false"] if no_progress else [])]
     _run(ctx, config, output or Path("runs") / config.stem, overrides, fresh=fresh, redo=redo or [], verbose=verbose,
-         check=check)
+         check=check, allow_dirty=allow_dirty)
 
 
 def demo(

@@ -176,9 +176,12 @@ class CareRecipeConfig(Config):
         alignment_sentence_max_chars: the longest corpus sentence ``alignment_sentences`` takes (``null``: 60
             characters, :data:`care.train.alignment.SENTENCE_MAX_CHARS`); the frontier's richer Stage I for a
             1-layer query tower takes every sentence up to 150 (``benchmarks/results/frontier/``).
+        alignment_sentence_titles: take ``alignment_sentences`` from each document's title and text (``null``:
+            yes, except under the budget's richer Stage I: text alone, as it was measured); ``false``: text alone.
         alignment_documents: with ``alignment_sentences`` or ``inputs.alignment_queries``, also align on the
-            training file's positives as document-side rows (the paper's ``(d, d, d⁻)``); ``false``: query-side rows
-            only, as the real-weight runs (a passage costs the small query tower several times a short text).
+            training file's positives as document-side rows (the paper's ``(d, d, d⁻)``; ``null``: yes, except under
+            the budget's richer Stage I); ``false``: query-side rows only, as the real-weight runs (a passage costs
+            the small query tower several times a short text).
         mine_negatives: Stage II's hard negatives mined by the initialised document tower over the run's
             corpus, likely false negatives skipped (:class:`care.train.negatives.MiningConfig` as a mapping,
             e.g. ``{n_negatives: 1, relative_margin: 0.02, range_max: 300}``); ``null`` (the default): what
@@ -221,7 +224,8 @@ class CareRecipeConfig(Config):
     stage2_negatives: int | None = None
     alignment_sentences: int | None = None
     alignment_sentence_max_chars: int | None = None
-    alignment_documents: bool = True
+    alignment_sentence_titles: bool | None = None
+    alignment_documents: bool | None = None
     mine_negatives: dict[str, Any] | None = None
     full_fine_tune_document: bool | None = None
     tiny_document_dims: list[int] | None = field(default_factory=lambda: [32, 64, 128])
@@ -381,11 +385,11 @@ class RunConfig(Config):
         if timing not in TIMINGS:
             raise ConfigError(f"config field 'recipes.care.query_speedup_timing': must be one of {', '.join(TIMINGS)}, "
                               f"got {timing!r}")
+        from care.train.query_budget import budget_error, budget_towers_error
+
         name = "config field 'recipes.care.query_speedup'"
-        if not budget >= 1:  # NaN too
-            raise ConfigError(f"{name}: must be at least 1 (how many times faster than the document model's query "
-                              f"side the query tower must answer), got {budget}; null: no budget")
-        from care.train.query_budget import budget_towers_error
+        if budget_error(budget):
+            raise ConfigError(f"{name}: {budget_error(budget)}; null: no budget")
 
         problem = budget_towers_error(self.models.query, self.models.document, query_name="models.query",
                                       document_name="models.document")

@@ -70,6 +70,9 @@ class RunManifest:
     #: torch's thread count the latest call ran the steps with (``threads`` in force; the config's ``threads: 0``
     #: is the library default, recorded here as the number it chose). ``None``: not started yet.
     threads: int | None = None
+    #: The code each start of the run ran on, pinned when it started (:meth:`pin_code`): ``[{"commit", "diff_sha256",
+    #: "started"}]``, a new entry whenever a resume runs other code.
+    code: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def path(self) -> Path:
@@ -79,7 +82,7 @@ class RunManifest:
         write_json(self.path, {"format_version": MANIFEST_VERSION, "created": self.created, "updated": _now(),
                                "config": self.config, "versions": self.versions,
                                "steps": {k: asdict(v) for k, v in self.steps.items()}, "inputs": self.inputs,
-                               "threads": self.threads})
+                               "threads": self.threads, "code": self.code})
 
     @classmethod
     def load(cls, folder: str | Path) -> RunManifest | None:
@@ -91,9 +94,17 @@ class RunManifest:
             data = json.loads(path.read_text(encoding="utf-8"))
             steps = {k: StepRecord(**v) for k, v in data["steps"].items()}
             return cls(Path(folder), data["config"], data["versions"], steps, data["created"], data.get("inputs", {}),
-                       data.get("threads"))
+                       data.get("threads"), data.get("code", []))
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise CareError(f"{path} is not a run manifest ({exc}); rerun with --fresh to start over") from None
+
+    def pin_code(self, state: dict[str, Any]) -> None:
+        """Record the code this start of the run runs on (``{"commit", "diff_sha256"}``:
+        :meth:`care.bench.record.CodeState.to_dict`), unless it is the code the last start ran on."""
+        last = self.code[-1] if self.code else None
+        if last is None or {k: last.get(k) for k in state} != state:
+            self.code.append({**state, "started": _now()})
+            self.save()
 
     def is_done(self, step: str) -> bool:
         record = self.steps.get(step)

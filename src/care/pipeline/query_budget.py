@@ -36,26 +36,26 @@ OUTPUT_KEY = "query_budget"
 
 
 def rich_stage1(recipe: CareRecipeConfig) -> tuple[CareRecipeConfig, dict[str, Any], list[str]]:
-    """``recipe`` with the frontier's richer Stage I (``care.train.query_budget.RICH_*``: every corpus sentence of
-    6-150 characters, Stage I 6 epochs at learning rate 2.4e-3, its ranking part 3) in every field the user left unset:
+    """``recipe`` with the frontier's richer Stage I (:data:`care.train.query_budget.RICH_DATA_FIELDS`: every corpus
+    sentence of 6-150 characters of the documents' text, query-side rows only; and
+    :func:`care.train.query_budget.rich_stage1_overrides`: both towers at 128 tokens, Stage I 6 epochs at learning
+    rate 2.4e-3, its ranking part 3) in every field the user left unset:
     ``(recipe, {field: value applied}, [fields left as the user set them])``."""
-    from care.train.query_budget import (
-        RICH_ALIGNMENT_SENTENCES,
-        RICH_SENTENCE_MAX_CHARS,
-        rich_stage1_overrides,
-    )
+    from care.train.query_budget import RICH_DATA_FIELDS, rich_stage1_overrides
 
     applied: dict[str, Any] = {}
     kept: list[str] = []
     changes: dict[str, Any] = {}
-    for name, value in (("alignment_sentences", RICH_ALIGNMENT_SENTENCES),
-                        ("alignment_sentence_max_chars", RICH_SENTENCE_MAX_CHARS)):
+    for name, value in RICH_DATA_FIELDS.items():
         if getattr(recipe, name) is None:
             changes[name] = applied[f"recipes.care.{name}"] = value
         else:
             kept.append(f"recipes.care.{name}")
-    user_set = [key for key, value in (("optim.epochs", recipe.epochs), ("optim.lr", recipe.lr)) if value is not None]
-    overrides, kept_settings = rich_stage1_overrides(recipe.overrides, user_set=user_set)
+    typed = (("optim.epochs", recipe.epochs), ("optim.lr", recipe.lr),
+             ("model.query_max_seq_length", recipe.query_max_length),
+             ("model.document_max_seq_length", recipe.document_max_length))
+    overrides, kept_settings = rich_stage1_overrides(recipe.overrides,
+                                                     user_set=[key for key, value in typed if value is not None])
     kept += kept_settings
     if overrides:
         changes["overrides"] = [*overrides, *recipe.overrides]

@@ -187,7 +187,7 @@ def _changed(before: dict[str, Any], after: dict[str, Any], prefix: str = "") ->
 
 
 def run_pipeline(config: RunConfig, output: str | Path, *, fresh: bool = False,
-                 redo: Sequence[str] = ()) -> RunReport:
+                 redo: Sequence[str] = (), allow_dirty: bool = True) -> RunReport:
     """Run (or resume) the pipeline into ``output``; returns the table, the ranking and the serve command.
 
     Args:
@@ -196,16 +196,22 @@ def run_pipeline(config: RunConfig, output: str | Path, *, fresh: bool = False,
         fresh: delete an earlier run in ``output`` and start over.
         redo: steps to run again even when finished (e.g. ``["latency", "report"]`` to re-time the
             query sides on a quieter machine); later steps that read their outputs are not redone.
+        allow_dirty: start from a checkout of care with uncommitted changes (``care run`` refuses one unless
+            ``--allow-dirty``); either way the manifest's ``code`` keeps the commit, and the diff's SHA-256 when dirty.
     Raises:
-        CareError: the output folder holds something else, or a run with other settings.
+        CareError: the output folder holds something else, or a run with other settings; care's checkout is dirty
+            and ``allow_dirty`` is off.
         DataFormatError: a bad input file (:func:`care.pipeline.preflight.check_inputs`, before any step).
         StepFailed: a step raised (the step's exception is its ``__cause__``; the traceback is logged to
             ``run.log`` only, :data:`care.pipeline.console.FILE_ONLY`); the manifest marks that step ``failed``
             and a rerun resumes it. An interruption (``KeyboardInterrupt``) marks it too and propagates as is.
     """
+    from care.bench.record import code_state, require_clean
+
     started = time.perf_counter()
     root = Path(output)
     check_redo(redo)
+    code = require_clean(code_state(), allow_dirty=allow_dirty, where="care run")  # the code that runs, at its start
     import torch
 
     if config.threads:
@@ -213,6 +219,7 @@ def run_pipeline(config: RunConfig, output: str | Path, *, fresh: bool = False,
     manifest = _prepare_folder(config, root, fresh)
     manifest.threads = torch.get_num_threads()  # the threads in force (0 in the config: the library's choice)
     manifest.save()
+    manifest.pin_code(code.to_dict())
     for name in redo:
         manifest.steps.pop(name, None)
     ctx = RunContext(config, root, manifest)

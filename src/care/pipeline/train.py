@@ -130,10 +130,11 @@ def care_alignment_file(ctx: RunContext, train_file: str, out: Path) -> str | No
         if limit:
             longest = ctx.config.recipes.care.alignment_sentence_max_chars
             extra += corpus_sentences(corpus_file(ctx), limit=limit, seed=ctx.config.seed,
+                                      titles=ctx.config.recipes.care.alignment_sentence_titles is not False,
                                       **({"max_chars": longest} if longest else {}))
         out.mkdir(parents=True, exist_ok=True)
         alignment_from_training_file(train_file, target, extra_queries=extra, seed=ctx.config.seed,
-                                     include_documents=ctx.config.recipes.care.alignment_documents)
+                                     include_documents=ctx.config.recipes.care.alignment_documents is not False)
     return str(target)
 
 

@@ -268,12 +268,13 @@ def document_sentences(documents: Iterable[str], *, limit: int | None = None, se
 
 
 def corpus_sentences(corpus: str | Path, *, limit: int | None = None, seed: int = 0,
-                     max_chars: int = SENTENCE_MAX_CHARS) -> list[str]:
-    """:func:`document_sentences` of every document of a ``corpus.jsonl`` (title and text)."""
+                     max_chars: int = SENTENCE_MAX_CHARS, titles: bool = True) -> list[str]:
+    """:func:`document_sentences` of every document of a ``corpus.jsonl``: of its title and text, or of its text
+    alone with ``titles=False`` (as the frontier's richer Stage I data was built: ``benchmarks/frontier_kit.py``)."""
     from care.data.retrieval import load_corpus
 
-    return document_sentences((d.full_text for d in load_corpus(corpus).values()), limit=limit, seed=seed,
-                              max_chars=max_chars)
+    return document_sentences(((d.full_text if titles else d.text) for d in load_corpus(corpus).values()),
+                              limit=limit, seed=seed, max_chars=max_chars)
 
 
 def question_texts(paths: Iterable[str | Path]) -> list[str]:

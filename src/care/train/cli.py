@@ -164,6 +164,7 @@ def _query_budget(budget: float, query_model: str, document_model: str, train_fi
     from care.errors import CareError
     from care.models.tower_spec import resolve_tower_spec
     from care.train.query_budget import (
+        budget_error,
         budget_towers_error,
         choose_query_tower,
         rich_alignment_file,
@@ -171,9 +172,8 @@ def _query_budget(budget: float, query_model: str, document_model: str, train_fi
         training_queries,
     )
 
-    if not budget >= 1:
-        raise CareError(f"--query-speedup must be at least 1 (how many times faster than the document model's query "
-                        f"side the query tower must answer), got {budget}")
+    if budget_error(budget):
+        raise CareError(f"--query-speedup {budget_error(budget)}")
     problem = budget_towers_error(query_model, document_model)
     if problem:
         raise CareError(f"--query-speedup: {problem}")

@@ -5,12 +5,17 @@ The curve is measured on this machine (:func:`care.bench.depth_latency.measure_d
 model cut to each depth, timed side by side at batch 1 on one thread); :func:`pick_depth` is the rule, a pure
 function of it; :func:`choose_query_tower` measures and picks. A budget no cut meets fails before anything is
 trained, with the measured speed-ups (:class:`QueryBudgetError`). Where the pick is one layer, the frontier's
-richer Stage I applies (the ``RICH_*`` settings): on the dev set it lifted CARE's 1-layer tower from 81.5 % to 88.4 %
-of symmetric large (``benchmarks/results/frontier/test.md``), and a higher Stage I learning rate further
-(:data:`RICH_STAGE1_LR`).
+richer Stage I applies, exactly as the frontier's 1-layer point trained it: the ``RICH_*`` table below, the one place
+both paths read (``benchmarks/results/real_weights/test_cpu_rich_lr2.4e-3_L1_seed*.json``: ``bench_real_weights.py
+--layers 1 --max-length 128 --variant rich-lr2.4e-3=...``, its Stage I data built by ``benchmarks/frontier_kit.py``,
+which calls :func:`write_rich_alignment`). :func:`rich_stage1_overrides` gives its training settings,
+:data:`RICH_DATA_FIELDS` its data as ``care run``'s recipe fields, :func:`rich_alignment_file` the same data as a
+file. The pick is a selection by measured speed, not by a score: :meth:`QueryTowerChoice.selection` records it in the
+selection protocol (:mod:`care.bench.selection`, ``selected_on: speed``). The settings themselves were chosen on the
+first dev set's test split (seed 0): ``docs/results.md``, "How the settings were chosen".
 
 Used by ``care run`` (``recipes.care.query_speedup``, :mod:`care.pipeline.query_budget`) and
-``care train recipe --query-speedup`` (its richer Stage I data: :func:`rich_alignment_file`).
+``care train recipe --query-speedup``; both check the budget with :func:`budget_error`.
 
 Example::
 
@@ -36,28 +41,46 @@ logger = logging.getLogger(__name__)
 #: (``benchmarks/results/frontier/test.md``: CARE 1 layer 0.237, CARE [rich] 1 layer 0.256 nDCG@10, about CARE
 #: 3 layers' 0.256; the 3- and 6-layer towers were measured with the preset's Stage I only).
 RICH_STAGE1_DEPTH = 1
-#: Corpus sentences Stage I takes as query-side alignment texts for the richer Stage I: "every corpus sentence"
-#: of the frontier's CARE [rich] (``benchmarks/results/frontier/test.md``; the preset's real-weight runs: 10,000).
+#: The record of the measured recipe these settings reproduce (``<experiment>/<name>`` under ``benchmarks/results/``).
+RICH_RECORD = "real_weights/test_cpu_rich_lr2.4e-3_L1"
+#: Corpus sentences Stage I takes as query-side alignment texts: "every corpus sentence" of the frontier's CARE
+#: [rich] (``benchmarks/frontier_kit.py`` took all; the dev set has 18,962 of 6-150 characters, so this cap, there
+#: for corpora of millions, does not bind on it; the preset's real-weight runs: 10,000).
 RICH_ALIGNMENT_SENTENCES = 100_000
-#: The longest such sentence, in characters (``benchmarks/results/frontier/test.md``: every sentence of 6 to 150;
-#: the preset's: 6 to 60, :data:`care.train.alignment.SENTENCE_MAX_CHARS`).
+#: The longest such sentence, in characters (every sentence of 6 to 150; the preset's: 6 to 60,
+#: :data:`care.train.alignment.SENTENCE_MAX_CHARS`).
 RICH_SENTENCE_MAX_CHARS = 150
-#: Stage I's alignment epochs in the richer Stage I (``benchmarks/results/frontier/test.md``; the e5 preset: 4).
+#: Sentences are taken from each document's text alone, not its title (the kit's ``d.text``).
+RICH_SENTENCE_TITLES = False
+#: Query-side alignment rows only: the training file's positives are not aligned as document-side rows (the measured
+#: runs' ``include_documents=False``; a passage costs the small query tower several short texts).
+RICH_ALIGNMENT_DOCUMENTS = False
+#: Both towers' token limit in every stage (the measured CPU seeds' ``--max-length 128``; the e5 preset's: 192).
+RICH_MAX_LENGTH = 128
+#: Stage I's alignment epochs in the richer Stage I (the e5 preset: 4).
 RICH_STAGE1_EPOCHS = 6
-#: Stage I's ranking part's epochs in the richer Stage I (``benchmarks/results/frontier/test.md``; the e5 preset: 2).
+#: Stage I's ranking part's epochs in the richer Stage I (the e5 preset: 2).
 RICH_RANK_EPOCHS = 3
 #: Stage I's (alignment part's) learning rate in the richer Stage I. The e5 preset's 2e-4 was chosen for the 6-layer
 #: tower; the 1-layer tower's Stage I alone keeps 77.0 % of symmetric large at it and 93.8 % at 2.4e-3
-#: (``benchmarks/results/real_weights/stage1_probe_test_L1_more_text_seed0.md``); the whole richer recipe at it keeps
-#: 97.6 % over the CPU's seeds 0-2 (``benchmarks/results/real_weights/test_cpu_rich_lr2.4e-3_L1.md``), where at
-#: the preset's rate it kept 89.4 % on the H200's seed 0
+#: (``benchmarks/results/real_weights/stage1_probe_test_L1_more_text_seed0.md``, seed 0's **test** split: pending
+#: re-selection on validation); the whole richer recipe at it keeps 97.6 % over the CPU's seeds 0-2
+#: (:data:`RICH_RECORD`), where at the preset's rate it kept 89.4 % on the H200's seed 0
 #: (``benchmarks/results/real_weights/test_frontier_rich_seed0.json``).
 RICH_STAGE1_LR = 2.4e-3
-#: The richer Stage I's training settings per stage (``{stage: {key: value}}``), as stage overrides set them (the
-#: data comes from the two sentence settings above).
-RICH_STAGE_SETTINGS: dict[str, dict[str, float | int]] = {
+#: Token-limit keys every stage's config takes (each set to :data:`RICH_MAX_LENGTH`).
+LENGTH_KEYS: tuple[str, ...] = ("model.query_max_seq_length", "model.document_max_seq_length")
+#: The richer Stage I's training settings per stage (``{stage: {key: value}}``, ``None``: every stage), as stage
+#: overrides set them (the data comes from the sentence settings above).
+RICH_STAGE_SETTINGS: dict[str | None, dict[str, float | int]] = {
+    None: {key: RICH_MAX_LENGTH for key in LENGTH_KEYS},
     "stage1": {"optim.epochs": RICH_STAGE1_EPOCHS, "optim.lr": RICH_STAGE1_LR},
     "stage1_rank": {"optim.epochs": RICH_RANK_EPOCHS}}
+#: The richer Stage I's data as ``care run``'s ``recipes.care`` fields (each applied where the user left it ``null``).
+RICH_DATA_FIELDS: dict[str, int | bool] = {"alignment_sentences": RICH_ALIGNMENT_SENTENCES,
+                                           "alignment_sentence_max_chars": RICH_SENTENCE_MAX_CHARS,
+                                           "alignment_sentence_titles": RICH_SENTENCE_TITLES,
+                                           "alignment_documents": RICH_ALIGNMENT_DOCUMENTS}
 #: How many of the run's queries are timed (distinct training queries, in file order): a few are enough, the
 #: latency routine cycles through them until every median is stable.
 LATENCY_QUERIES = 20
@@ -69,6 +92,14 @@ E5_QUERY_OPTIONS = "pooling=mean&query_prefix=query%3A+&instructions=false"
 class QueryBudgetError(CareError):
     """No depth cut of the document model meets the query-latency budget, or the curve could not be measured
     reliably here (the message lists the measured speed-ups)."""
+
+
+def budget_error(budget: float) -> str | None:
+    """Why ``budget`` is no query-latency budget (``None``: it is one): a speed-up must be at least 1 (NaN is not)."""
+    if budget >= 1:
+        return None
+    return (f"must be at least 1 (how many times faster than the document model's query side the query tower must "
+            f"answer), got {budget}")
 
 
 def format_speedups(speedups: Mapping[int, float]) -> str:
@@ -145,7 +176,18 @@ class QueryTowerChoice:
                 "speedups": {str(d): round(v, 3) for d, v in sorted(self.speedups.items(), reverse=True)},
                 "median_ms": {str(d): round(v, 4) for d, v in sorted(self.median_ms.items(), reverse=True)},
                 "engine": self.engine, "self_check": self.self_check, "rich_stage1": self.rich_stage1,
-                "settings": dict(self.settings), "kept": list(self.kept)}
+                "settings": dict(self.settings), "kept": list(self.kept), "selection": [self.selection()]}
+
+    def selection(self) -> dict[str, Any]:
+        """The pick in the selection protocol's block: chosen by the measured speed-ups (``selected_on: speed``),
+        every depth a candidate; the recipe's settings name the record they reproduce."""
+        from care.bench.selection import SPEED, Selection
+
+        note = (f"the deepest cut at least {self.budget:g}x faster ({self.engine}; {self.self_check})"
+                + (f"; the richer Stage I of {RICH_RECORD}" if self.rich_stage1 else ""))
+        return Selection("query tower depth", SPEED, str(self.depth),
+                         {str(d): round(v, 3) for d, v in sorted(self.speedups.items(), reverse=True)},
+                         metric="speed-up over the document model's query side", note=note).to_dict()
 
     def describe(self) -> str:
         """One line: the budget, the measured speed-ups, the pick and the settings applied."""
@@ -157,25 +199,37 @@ class QueryTowerChoice:
 
 
 #: The words :func:`rich_stage1_overrides` lists a setting left as the user set it by.
-SETTING_WORDS = {"optim.epochs": "epochs", "optim.lr": "learning rate"}
+SETTING_WORDS = {"optim.epochs": "epochs", "optim.lr": "learning rate", "model.query_max_seq_length":
+                 "query token limit", "model.document_max_seq_length": "document token limit"}
+
+
+def _sets_anywhere(overrides: Sequence[str], key: str) -> bool:
+    """Whether any of ``overrides`` sets ``key``, for every stage or for one."""
+    from care.train.overrides import override_key
+
+    return any(override_key(o) == key for o in overrides)
 
 
 def rich_stage1_overrides(overrides: Sequence[str], *, user_set: Sequence[str] = ()) -> tuple[list[str], list[str]]:
-    """The richer Stage I's settings (:data:`RICH_STAGE_SETTINGS`: epochs, Stage I's learning rate) for each stage
-    where the user left them unset: ``(overrides to add, ["<stage> <setting>" left as the user set them])``.
+    """The richer Stage I's settings (:data:`RICH_STAGE_SETTINGS`: both towers' token limit in every stage, Stage I's
+    epochs and learning rate, its ranking part's epochs) where the user left them unset:
+    ``(overrides to add, ["<stage> <setting>" left as the user set them])``.
 
     Args:
-        overrides: the user's ``key=value`` / ``stage:key=value`` settings.
+        overrides: the user's ``key=value`` / ``stage:key=value`` settings (a token limit set for any stage counts
+            as set: the rule does not mix limits across stages).
         user_set: keys the user set for every stage some other way (``optim.epochs`` for ``recipes.care.epochs``,
-            ``optim.lr`` for ``recipes.care.lr``).
+            ``optim.lr`` for ``recipes.care.lr``, the token limits for ``recipes.care.*_max_length``).
     """
     added, kept = [], []
     for stage, settings in RICH_STAGE_SETTINGS.items():
         for key, value in settings.items():
-            if key in user_set or sets_key(overrides, stage, key):
-                kept.append(f"{stage} {SETTING_WORDS.get(key, key)}")
+            words = f"{stage or 'every stage'} {SETTING_WORDS.get(key, key)}"
+            taken = sets_key(overrides, stage, key) if stage else _sets_anywhere(overrides, key)
+            if key in user_set or taken:
+                kept.append(words)
             else:
-                added.append(f"{stage}:{key}={value}")
+                added.append(f"{stage}:{key}={value}" if stage else f"{key}={value}")
     return added, kept
 
 
@@ -226,18 +280,31 @@ def choose_query_tower(query_spec: str, document_folder: str | Path, budget: flo
 RICH_ALIGNMENT_FILE = "alignment_rich.jsonl"
 
 
-def rich_alignment_file(train_file: str | Path, corpus: str | Path, out_dir: str | Path, *, seed: int = 0) -> Path:
-    """``<out_dir>/alignment_rich.jsonl``: Stage I data from the training file's queries and positives with up to
-    :data:`RICH_ALIGNMENT_SENTENCES` corpus sentences of 6 to :data:`RICH_SENTENCE_MAX_CHARS` characters as more
-    query-side texts (the frontier's richer Stage I data); built once."""
+def write_rich_alignment(train_file: str | Path, corpus: str | Path, out: str | Path, *, seed: int = 0,
+                         limit: int = RICH_ALIGNMENT_SENTENCES) -> tuple[int, int]:
+    """Write the richer Stage I's data to ``out``: the training file's queries, then up to ``limit`` sentences of
+    6 to :data:`RICH_SENTENCE_MAX_CHARS` characters of the corpus documents' text (:data:`RICH_SENTENCE_TITLES`),
+    each with one negative (:func:`care.train.alignment.build_alignment_data`'s default miner), query-side rows only
+    (:data:`RICH_ALIGNMENT_DOCUMENTS`). ``benchmarks/frontier_kit.py`` built the measured runs' file with it.
+
+    Returns:
+        ``(rows written, corpus sentences among them)``.
+    """
     from care.train.alignment import alignment_from_training_file, corpus_sentences
 
+    sentences = corpus_sentences(corpus, limit=limit, seed=seed, max_chars=RICH_SENTENCE_MAX_CHARS,
+                                 titles=RICH_SENTENCE_TITLES)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    rows = alignment_from_training_file(train_file, out, seed=seed, extra_queries=sentences,
+                                        include_documents=RICH_ALIGNMENT_DOCUMENTS)
+    return rows, len(sentences)
+
+
+def rich_alignment_file(train_file: str | Path, corpus: str | Path, out_dir: str | Path, *, seed: int = 0) -> Path:
+    """``<out_dir>/alignment_rich.jsonl`` (:func:`write_rich_alignment`), built once."""
     target = Path(out_dir) / RICH_ALIGNMENT_FILE
     if not target.is_file():
-        sentences = corpus_sentences(corpus, limit=RICH_ALIGNMENT_SENTENCES, seed=seed,
-                                     max_chars=RICH_SENTENCE_MAX_CHARS)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        alignment_from_training_file(train_file, target, seed=seed, extra_queries=sentences)
+        write_rich_alignment(train_file, corpus, target, seed=seed)
     return target
 
 

@@ -16,7 +16,8 @@ training file, corpus, config folder or preset, overrides, ablation switches) an
    ``<output>/validation/scores.json``, vectors in the embedding cache ``<output>/validation/cache``), so a
    rerun scores only what changed;
 5. **reports and picks** the best by the config's metric (``<output>/sweep.json`` and ``sweep.md``; a tie goes
-   to the base, then to the variant listed first).
+   to the base, then to the variant listed first); ``sweep.json`` keeps the choice in the selection protocol's block
+   (``selection``: :class:`care.bench.selection.Selection`, ``selected_on: validation``, every row's score).
 
 Everything is resumable: finished stages are skipped, kept scores reused. Paths in the config are read from
 the working directory; ``e5`` / ``e5?layers=N`` tower specs are exported into ``<output>/towers`` once.
@@ -284,7 +285,12 @@ def write_report(out: Path, config: SweepConfig, variants: Sequence[Variant], sc
     rows = {name: {"items": items[name], "model": s.spec, "scores": s.scores, "fidelity": s.fidelity,
                    f"{metric}_vs_base": vs_base[name]} for name, s in scores.items()}
     base_rows = read_validation(out / BASE).get("models", {})
+    from care.bench.selection import SELECTION_KEY, VALIDATION, Selection
+
+    choice = Selection("variant", VALIDATION, best, {name: s.scores[metric] for name, s in scores.items()},
+                       metric=metric, record=str(out / REPORT_JSON))
     report = {"metric": config.metric, "best": best, "best_model": scores[best].spec,
+              SELECTION_KEY: [choice.to_dict()],
               "validation": {"task": str(split.task_dir), "training_rows": split.rows, "held_out": split.held_out,
                              "share": config.validation.share},
               "rows": rows, "base_rows": {label: {k: row.get(k) for k in ("scores", "fidelity", "delta", "flagged")}
