@@ -216,8 +216,10 @@ def test_start_up_fails_clearly_on_missing_or_corrupt_index(flat_index, tmp_path
         load_engine(tmp_path / "badjson")
     shutil.copytree(flat_index, tmp_path / "nostore")
     (tmp_path / "nostore" / "docstore.sqlite").unlink()
-    with pytest.raises(CareError, match="document store .* is missing"):
+    with pytest.raises(CareError, match=r"docstore\.sqlite is missing .*care index build --merge"):
         load_engine(tmp_path / "nostore")
+    with pytest.raises(CareError, match="document store .* is missing"):  # without the manifest's checksums
+        load_engine(tmp_path / "nostore", verify="off")
 
 
 def test_start_up_rejects_a_query_encoder_of_another_width(flat_index, tmp_path):

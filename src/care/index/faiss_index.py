@@ -12,6 +12,7 @@ it has the first time it is searched or saved (``nlist`` is capped so each list 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import faiss
@@ -25,6 +26,8 @@ logger = logging.getLogger(__name__)
 
 INDEX_FILE = "index.faiss"
 META_FILE = "index.json"
+#: Rows per block when the stored vectors are read back for a check (4 MiB of 1024-d float32).
+CHECK_BLOCK_ROWS = 1024
 
 
 def _as_matrix(vectors: np.ndarray, dim: int, what: str) -> np.ndarray:
@@ -158,6 +161,38 @@ class FaissIndex:
     def load(cls, folder: str | Path) -> FaissIndex:
         """Load an index written by :meth:`save`."""
         return load_index(folder)
+
+    def stored_vector_blocks(self, block_rows: int = CHECK_BLOCK_ROWS) -> Iterator[np.ndarray] | None:
+        """The float32 vectors the index holds exactly, as read-only ``(rows, dim)`` views in blocks (no copy), or
+        None for an index that holds none exactly (PQ codes, 8-bit copies) or none yet.
+
+        Flat, HNSW (its flat storage), IVF-Flat (its inverted lists, list by list) and IVF-PQ re-ranked by
+        ``refine=flat`` (the flat copies) hold them: the service checks their norms at start-up.
+        """
+        index = self._index
+        if index is None:
+            return None
+        index = faiss.downcast_index(index)
+        if isinstance(index, faiss.IndexHNSW):
+            index = faiss.downcast_index(index.storage)
+        elif isinstance(index, faiss.IndexRefine):
+            index = faiss.downcast_index(index.refine_index)
+        if isinstance(index, faiss.IndexFlat):
+            flat = faiss.rev_swig_ptr(index.get_xb(), index.ntotal * self._dim).reshape(index.ntotal, self._dim)
+            return (flat[start : start + block_rows] for start in range(0, index.ntotal, block_rows))
+        if isinstance(index, faiss.IndexIVFFlat):
+            return _inverted_list_vectors(index, self._dim)
+        return None
+
+
+def _inverted_list_vectors(index: faiss.IndexIVFFlat, dim: int) -> Iterator[np.ndarray]:
+    """Each non-empty inverted list's raw float32 vectors (views into the lists' memory)."""
+    lists = index.invlists
+    for number in range(index.nlist):
+        size = lists.list_size(number)
+        if size:
+            raw = faiss.rev_swig_ptr(lists.get_codes(number), size * lists.code_size)
+            yield raw.view(np.float32).reshape(size, dim)
 
 
 def build_index(config: IndexConfig, dim: int) -> FaissIndex:

@@ -12,7 +12,9 @@ An index folder written by ``care index build`` looks like::
       manifest.json                      IndexManifest: written last by the merge, marks the index complete
 
 Every file is written atomically (temporary file + rename), so a crash leaves either the old file
-or the new one, never half of one.
+or the new one, never half of one. The manifest records the size and SHA-256 of every other file the
+merge leaves (``files``, :mod:`care.index.integrity`), and each shard record those of its ``.npy``, so damage
+done later (a flipped byte, a truncated copy) is found before the file is used.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from care.data.io import write_json
 from care.config import build
 from care.errors import CareError
 
-MANIFEST_VERSION = 1
+#: 2: the manifest records file checksums (``files``) and the vectors' norm range; shard records their file's.
+MANIFEST_VERSION = 2
 PLAN_FILE = "plan.json"
 MANIFEST_FILE = "manifest.json"
 SHARDS_DIR = "shards"
@@ -106,7 +109,8 @@ class BuildPlan:
 @dataclass(frozen=True)
 class ShardRecord:
     """Written when a shard's vectors are complete (its presence marks the shard finished). ``copied_rows``: rows
-    copied from an embedding cache instead of encoded (``BuildOptions.cache_dir``)."""
+    copied from an embedding cache instead of encoded (``BuildOptions.cache_dir``). ``sha256`` / ``file_bytes``: of
+    the shard's ``.npy`` when it was finished (the merge checks them; empty / 0 in records of older builds)."""
 
     shard: int
     num_shards: int
@@ -117,6 +121,8 @@ class ShardRecord:
     seconds: float
     dtype: str = EMBEDDING_DTYPE
     copied_rows: int = 0
+    sha256: str = ""
+    file_bytes: int = 0
 
     @property
     def rows(self) -> int:
@@ -143,6 +149,11 @@ class IndexManifest:
             and collection).
         shards: the :class:`ShardRecord` dicts the index was merged from.
         encode_seconds: sum of the shards' encoding times.
+        files: ``{relative path: {"sha256", "bytes"}}`` of every file the merge left in the folder except this
+            manifest and the shards (:func:`care.index.integrity.record_files`); empty in a manifest written
+            before checksums existed (format version 1).
+        norm_range: ``[smallest, largest]`` L2 norm of the indexed vectors (``[]`` when not recorded): the
+            service checks the vectors it can read back against it.
     """
 
     model: str
@@ -159,6 +170,8 @@ class IndexManifest:
     encode_seconds: float = 0.0
     dtype: str = EMBEDDING_DTYPE
     format_version: int = MANIFEST_VERSION
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    norm_range: list[float] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -20,6 +20,11 @@ def serve(
     config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file of ServeConfig limits (max_k, max_query_chars, ...)."),
     device: Optional[str] = typer.Option(None, "--device"),
     threads: int = typer.Option(0, "--threads", help="torch / onnxruntime threads (0 = library default)."),
+    verify: str = typer.Option(
+        "full", "--verify",
+        help="Check the index folder before serving: full = every file's size and sha256 against manifest.json "
+             "(about 0.7 s per GiB, docs/serve.md) + SQLite quick_check + stored vector norms; quick = the same "
+             "without sha256; off = none of these."),
     access_log: bool = typer.Option(False, "--access-log/--no-access-log",
                                     help="Log every request (uvicorn's access log; costs CPU per request; "
                                          "/metrics counts requests either way)."),
@@ -41,7 +46,7 @@ def serve(
     if api_key_env:
         config = dataclasses.replace(config, api_key_env=api_key_env)
     engine = load_engine(index, model, config=config, onnx_dir=onnx, int8=int8, document_model=document_model,
-                         device=device, onnx_threads=threads)
+                         device=device, onnx_threads=threads, verify=verify)
     app = create_app(engine)
     typer.echo(f"serving {index} on http://{host}:{port} (OpenAPI schema at /openapi.json)")
     uvicorn.run(app, host=host, port=port, log_level="info", access_log=access_log)
