@@ -163,8 +163,9 @@ class FaissIndex:
         return load_index(folder)
 
     def stored_vector_blocks(self, block_rows: int = CHECK_BLOCK_ROWS) -> Iterator[np.ndarray] | None:
-        """The float32 vectors the index holds exactly, as read-only ``(rows, dim)`` views in blocks (no copy), or
-        None for an index that holds none exactly (PQ codes, 8-bit copies) or none yet.
+        """The float32 vectors the index holds exactly, as ``(rows, dim)`` blocks (each a copy, so memory stays
+        bounded by one block and a block outlives the index safely), or None for an index that holds none exactly
+        (PQ codes, 8-bit copies) or none yet.
 
         Flat, HNSW (its flat storage), IVF-Flat (its inverted lists, list by list) and IVF-PQ re-ranked by
         ``refine=flat`` (the flat copies) hold them: the service checks their norms at start-up.
@@ -178,21 +179,32 @@ class FaissIndex:
         elif isinstance(index, faiss.IndexRefine):
             index = faiss.downcast_index(index.refine_index)
         if isinstance(index, faiss.IndexFlat):
-            flat = faiss.rev_swig_ptr(index.get_xb(), index.ntotal * self._dim).reshape(index.ntotal, self._dim)
-            return (flat[start : start + block_rows] for start in range(0, index.ntotal, block_rows))
+            return _flat_vectors(self, index, block_rows)
         if isinstance(index, faiss.IndexIVFFlat):
-            return _inverted_list_vectors(index, self._dim)
+            return _inverted_list_vectors(self, index, block_rows)
         return None
 
 
-def _inverted_list_vectors(index: faiss.IndexIVFFlat, dim: int) -> Iterator[np.ndarray]:
-    """Each non-empty inverted list's raw float32 vectors (views into the lists' memory)."""
+def _flat_vectors(owner: FaissIndex, flat: faiss.IndexFlat, block_rows: int) -> Iterator[np.ndarray]:
+    """Copies of ``flat``'s vectors in blocks of ``block_rows`` (``owner``, which owns ``flat``, is kept alive while
+    the view into its memory is read)."""
+    n, dim = flat.ntotal, owner.dim
+    view = faiss.rev_swig_ptr(flat.get_xb(), n * dim).reshape(n, dim)
+    for start in range(0, n, block_rows):
+        yield np.array(view[start : start + block_rows])
+
+
+def _inverted_list_vectors(owner: FaissIndex, index: faiss.IndexIVFFlat, block_rows: int) -> Iterator[np.ndarray]:
+    """Copies of the inverted lists' raw float32 vectors, list by list in blocks of at most ``block_rows``
+    (``owner`` kept alive while they are read)."""
     lists = index.invlists
     for number in range(index.nlist):
         size = lists.list_size(number)
         if size:
             raw = faiss.rev_swig_ptr(lists.get_codes(number), size * lists.code_size)
-            yield raw.view(np.float32).reshape(size, dim)
+            vectors = raw.view(np.float32).reshape(size, owner.dim)
+            for start in range(0, size, block_rows):
+                yield np.array(vectors[start : start + block_rows])
 
 
 def build_index(config: IndexConfig, dim: int) -> FaissIndex:
