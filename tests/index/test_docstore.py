@@ -47,3 +47,34 @@ def test_a_damaged_page_fails_quick_check_and_reads_raise(tmp_path):
         store.check()
     with pytest.raises(DocumentReadError, match=r"s\.sqlite failed to read rows \[0, 1, 2\]\.\.\. \(DatabaseError"):
         store.get(list(range(10)))
+
+
+def test_a_flipped_byte_inside_a_documents_text_passes_quick_check_but_fails_its_first_read(tmp_path):
+    path = tmp_path / "s.sqlite"
+    docs = [(i + 1, Document(id=f"d{i}", text=f"第{i}号文档的正文" * 5, title=f"t{i}")) for i in range(N_DOCS)]
+    build_docstore(path, docs)
+    data = bytearray(path.read_bytes())
+    at = data.find("第57号文档".encode("utf-8"))
+    data[at : at + 3] = "弟".encode("utf-8")  # same length, valid UTF-8: a row SQLite reads, with other text
+    path.write_bytes(bytes(data))
+    store = DocumentStore(path)
+    store.check()  # SQLite keeps no checksum of row contents
+    assert store.get([56])[56].id == "d56"  # other rows read as before
+    with pytest.raises(DocumentReadError, match="row 57's content does not match its checksum"):
+        store.get([56, 57])
+
+
+def test_a_store_from_before_row_checksums_is_read_with_a_warning(tmp_path, caplog):
+    import logging
+
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE docs (row INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, title TEXT NOT NULL, "
+                 "text TEXT NOT NULL, meta TEXT NOT NULL)")
+    conn.execute("INSERT INTO docs VALUES (0, 'd0', 't', '头痛', '{}')")
+    conn.commit()
+    conn.close()
+    with caplog.at_level(logging.WARNING, logger="care.index.docstore"):
+        store = DocumentStore(path)
+    assert "predates row checksums" in caplog.text
+    assert store.get([0])[0].text == "头痛"

@@ -172,3 +172,15 @@ def test_other_index_types_are_checked_too(tiny_care, corpus, tmp_path, index_ty
     flip_middle(output / "index" / "index.faiss")
     with pytest.raises(IndexDamagedError, match="index.faiss is damaged"):
         open_index_folder(output)
+
+
+def test_a_manifest_altered_after_it_was_written_is_refused(built, tmp_path):
+    folder = _copy(built, tmp_path)
+    text = (folder / MANIFEST_FILE).read_text(encoding="utf-8")
+    assert '"instruction": null' in text and '"content_digest": "' in text
+    (folder / MANIFEST_FILE).write_text(text.replace('"instruction": null', '"instruction": "x"'), encoding="utf-8")
+    with pytest.raises(IndexDamagedError, match=r"manifest.json is damaged: its content does not match"):
+        open_index_folder(folder, verify="off")  # always checked: it costs nothing
+    flip_middle(folder / MANIFEST_FILE)
+    with pytest.raises(CareError, match=r"manifest.json"):
+        open_index_folder(folder)

@@ -96,7 +96,8 @@ def test_the_hot_path_is_a_serve_setting_that_round_trips():
 def _damaged_store_engine(flat_index, tmp_path, damage: str):
     """An engine over a copy of ``flat_index`` whose document store was damaged after the build, loaded with
     ``verify="off"`` so the damage reaches the first read: ``missing`` moves row 3 away (the index still returns
-    it), ``malformed`` flips the docs table's page header (SQLite: "database disk image is malformed")."""
+    it), ``malformed`` flips the docs table's page header (SQLite: "database disk image is malformed"), ``altered``
+    changes one character of a document's text (SQLite reads it; only the row's checksum tells)."""
     import shutil
     import sqlite3
 
@@ -110,6 +111,9 @@ def _damaged_store_engine(flat_index, tmp_path, damage: str):
         conn.execute("UPDATE docs SET row = row + 1000 WHERE row = 3")
         conn.commit()
         conn.close()
+    elif damage == "altered":
+        data = store.read_bytes()
+        store.write_bytes(data.replace("偏头痛发作".encode(), "偏头疼发作".encode(), 1))  # same length, valid UTF-8
     else:
         data = bytearray(store.read_bytes())
         page = 4096  # the docs table's page follows the schema page
@@ -120,7 +124,7 @@ def _damaged_store_engine(flat_index, tmp_path, damage: str):
 
 
 @pytest.mark.parametrize("fast_search", [True, False], ids=["fast-path", "fastapi-route"])
-@pytest.mark.parametrize("damage", ["missing", "malformed"])
+@pytest.mark.parametrize("damage", ["missing", "malformed", "altered"])
 def test_a_document_store_that_fails_while_answering_is_a_logged_counted_500_never_fewer_hits(
         flat_index, tmp_path, caplog, damage, fast_search):
     import logging
@@ -135,7 +139,9 @@ def test_a_document_store_that_fails_while_answering_is_a_logged_counted_500_nev
         metrics = client.get("/metrics").text
     assert response.status_code == 500, response.text
     assert "the document store failed on this request" in response.json()["detail"]
-    assert ("has no row 3 that the vector index returned" if damage == "missing" else "malformed") in response.text
+    expected = {"missing": "has no row 3 that the vector index returned", "malformed": "malformed",
+                "altered": "row 0's content does not match its checksum"}
+    assert expected[damage] in response.text
     assert "/search: the document store failed" in caplog.text and "Traceback" in caplog.text
     assert 'care_requests_total{endpoint="/search",status="500"} 1.0' in metrics
 

@@ -27,7 +27,9 @@ from typing import Any
 
 from care.data.io import write_json
 from care.config import build
+from care.encoders.fingerprint import digest
 from care.errors import CareError
+from care.index.integrity import IndexDamagedError, rebuild_hint
 
 #: 2: the manifest records file checksums (``files``) and the vectors' norm range; shard records their file's.
 MANIFEST_VERSION = 2
@@ -37,6 +39,9 @@ SHARDS_DIR = "shards"
 INDEX_DIR = "index"
 DOCSTORE_FILE = "docstore.sqlite"
 EMBEDDING_DTYPE = "float16"
+#: Key of ``manifest.json`` holding the digest of the rest of it (:func:`~care.encoders.fingerprint.digest`): a
+#: manifest altered after it was written (a flipped byte that still parses) is refused.
+CONTENT_DIGEST = "content_digest"
 
 
 def shard_name(shard: int, num_shards: int) -> str:
@@ -178,17 +183,25 @@ class IndexManifest:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = MANIFEST_FILE) -> IndexManifest:
-        manifest = _from_dict(cls, data, source)
+        """Build from ``manifest.json``'s fields (its ``content_digest``, checked by :meth:`load`, is ignored)."""
+        manifest = _from_dict(cls, {k: v for k, v in data.items() if k != CONTENT_DIGEST}, source)
         if manifest.format_version > MANIFEST_VERSION:
             raise CareError(f"{source}: format version {manifest.format_version} is newer than this care ({MANIFEST_VERSION}); upgrade care")
         return manifest
 
     def save(self, folder: Path) -> None:
-        write_json(folder / MANIFEST_FILE, self.to_dict())
+        """Write ``manifest.json`` with the digest of its own content (``content_digest``)."""
+        data = self.to_dict()
+        write_json(folder / MANIFEST_FILE, {**data, CONTENT_DIGEST: digest(data)})
 
     @classmethod
     def load(cls, folder: str | Path) -> IndexManifest:
-        """Read ``manifest.json``; a missing one means the build never finished its merge step."""
+        """Read ``manifest.json``; a missing one means the build never finished its merge step.
+
+        Raises:
+            IndexDamagedError: its content differs from the digest it was written with (manifests written before
+                the digest existed carry none and are not checked).
+        """
         folder = Path(folder)
         if not folder.is_dir():
             raise CareError(f"index folder {folder} does not exist; build one with 'care index build'")
@@ -197,4 +210,9 @@ class IndexManifest:
             path, "the index is incomplete (the merge step did not run or failed); run 'care index build --merge --output "
             f"{folder}' after every shard has finished",
         )
-        return cls.from_dict(data, source=str(path))
+        recorded = data.get(CONTENT_DIGEST)
+        manifest = cls.from_dict(data, source=str(path))
+        if recorded is not None and recorded != digest({k: v for k, v in data.items() if k != CONTENT_DIGEST}):
+            raise IndexDamagedError(f"{path} is damaged: its content does not match the {CONTENT_DIGEST} it was written "
+                                    f"with ({recorded!r}); {rebuild_hint(folder)}")
+        return manifest
