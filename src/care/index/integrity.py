@@ -50,8 +50,9 @@ def check_verify_mode(mode: str) -> str:
 
 def rebuild_hint(folder: str | Path) -> str:
     """How to rebuild a damaged index folder (the shards, when intact, are merged again without encoding)."""
-    return (f"rebuild it with 'care index build --merge --output {folder}' (merges the encoded shards again), or "
-            "'care index build --model MODEL --corpus CORPUS --output NEW_DIR' from scratch")
+    return (f"rebuild it with 'care index build --merge --output {folder}' (merges the encoded shards again; needs "
+            "intact plan.json and shards), or 'care index build --model MODEL --corpus CORPUS --output NEW_DIR' from "
+            "scratch")
 
 
 @dataclass(frozen=True)
