@@ -140,7 +140,7 @@ def test_a_manifest_from_before_checksums_opens_with_a_warning_and_the_content_c
     IndexManifest.from_dict({**data, "format_version": 1}).save(folder)
     with caplog.at_level(logging.WARNING, logger="care.index.bundle"):
         open_index_folder(folder)
-    assert "predates file checksums (format version 1)" in caplog.text and "care index build --merge" in caplog.text
+    assert "records no file checksums (format version 1" in caplog.text and "care index build --merge" in caplog.text
     index_file = folder / "index" / "index.faiss"
     data_bytes = bytearray(index_file.read_bytes())
     data_bytes[-4:] = np.float32(np.nan).tobytes()  # the last vector's last value

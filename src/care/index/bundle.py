@@ -128,9 +128,10 @@ def open_index_folder(folder: str | Path, *, verify: str = DEFAULT_VERIFY) -> In
         if manifest.files:
             verify_files(folder, manifest.files, verify)
         else:
-            logger.warning("%s predates file checksums (format version %d): its files cannot be compared with what "
-                           "the build wrote, only checked for damage SQLite and the vector norms reveal; %s to add "
-                           "them", folder / MANIFEST_FILE, manifest.format_version, rebuild_hint(folder))
+            logger.warning("%s records no file checksums (format version %d: written before care recorded them, or "
+                           "not by 'care index build'): its files cannot be compared with what the build wrote, only "
+                           "checked for the damage SQLite and the vector norms reveal; %s to add them",
+                           folder / MANIFEST_FILE, manifest.format_version, rebuild_hint(folder))
     index = load_vector_index(folder, manifest)
     if index.dim != manifest.dim:
         raise CareError(f"{folder}: the vector index is {index.dim}-d but manifest.json says {manifest.dim}-d; rebuild it")
