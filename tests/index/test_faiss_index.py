@@ -146,3 +146,26 @@ def test_native_is_the_faiss_object_once_there_is_one():
     assert ivf.native is None
     ivf.search(_unit(1, 10), 1)
     assert faiss.extract_index_ivf(ivf.native).nprobe == 2 and ivf.native.ntotal == 100
+
+
+@pytest.mark.parametrize("config,exact", [
+    (IndexConfig(type="flat"), True),
+    (IndexConfig(type="hnsw"), True),
+    (IndexConfig(type="ivf", nlist=4), True),
+    (IndexConfig(type="ivfpq", nlist=4, pq_m=4, refine="flat"), True),
+    (IndexConfig(type="ivfpq", nlist=4, pq_m=4, refine="sq8"), False),
+    (IndexConfig(type="ivfpq", nlist=4, pq_m=4), False),
+])
+def test_stored_vector_blocks_are_the_added_vectors_where_the_index_keeps_them(config, exact, tmp_path):
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((300, 16)).astype(np.float32)
+    index = build_index(config, 16)
+    index.add(vectors)
+    index.save(tmp_path)
+    blocks = load_index(tmp_path).stored_vector_blocks(block_rows=64)
+    if not exact:
+        assert blocks is None
+        return
+    stored = np.concatenate(list(blocks))
+    order = lambda m: m[np.lexsort(m.T[::-1])]  # noqa: E731 - IVF lists hold the rows grouped by list
+    np.testing.assert_array_equal(order(stored), order(vectors))

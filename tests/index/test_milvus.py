@@ -78,3 +78,30 @@ def test_index_build_with_the_milvus_backend(tmp_path):
     _, rows = bundle.index.search(vectors, 1)
     assert list(rows[:, 0]) == list(range(len(SAMPLE_DOCS)))
     bundle.index.close()
+
+
+def test_a_milvus_backed_index_verifies_its_local_files_and_the_collections_row_count(tmp_path):
+    import torch
+
+    from care.index.build import BuildOptions, build
+    from care.index.bundle import open_index_folder
+    from care.index.integrity import IndexDamagedError
+    from care.testing.tiny_model import make_tiny_care_model, write_corpus
+
+    torch.set_num_threads(1)
+    model = make_tiny_care_model(tmp_path / "tiny")
+    corpus = write_corpus(tmp_path / "corpus.jsonl")
+    folder = tmp_path / "idx"
+    manifest = build(BuildOptions(model=str(model), corpus=corpus, output=folder, backend="milvus", batch_size=4))
+    assert set(manifest.files) == {"plan.json", "docstore.sqlite", "index/milvus.json"}  # milvus.db is Milvus's own
+    open_index_folder(folder).index.close()
+    extra = MilvusIndex.load(folder / "index")
+    extra.add(np.eye(2, manifest.dim, dtype=np.float32))
+    extra.save(tmp_path / "elsewhere")  # flushes; the folder's milvus.json is left as the build wrote it
+    extra.close()
+    with pytest.raises(IndexDamagedError, match=rf"collection 'care' .* holds {manifest.n_docs + 2} rows but .* lists "
+                                                rf"{manifest.n_docs} documents"):
+        open_index_folder(folder)
+    with pytest.raises(IndexDamagedError, match=r"milvus\.json is damaged"):
+        (folder / "index" / "milvus.json").write_text("{}", encoding="utf-8")
+        open_index_folder(folder)

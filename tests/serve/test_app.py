@@ -216,8 +216,10 @@ def test_start_up_fails_clearly_on_missing_or_corrupt_index(flat_index, tmp_path
         load_engine(tmp_path / "badjson")
     shutil.copytree(flat_index, tmp_path / "nostore")
     (tmp_path / "nostore" / "docstore.sqlite").unlink()
-    with pytest.raises(CareError, match="document store .* is missing"):
+    with pytest.raises(CareError, match=r"docstore\.sqlite is missing .*care index build --merge"):
         load_engine(tmp_path / "nostore")
+    with pytest.raises(CareError, match="document store .* is missing"):  # without the manifest's checksums
+        load_engine(tmp_path / "nostore", verify="off")
 
 
 def test_start_up_rejects_a_query_encoder_of_another_width(flat_index, tmp_path):
@@ -310,3 +312,32 @@ def test_cors_origins_are_checked():
     with pytest.raises(CareError, match="is not an origin"):
         ServeConfig(cors_origins=("https://app.example.org/",))
     assert ServeConfig.from_dict({"cors_origins": ["https://a.org", "*"]}).cors_origins == ("https://a.org", "*")
+def test_care_serve_passes_its_verify_level_to_the_engine_and_refuses_an_unknown_one(flat_index, monkeypatch):
+    from typer.testing import CliRunner
+
+    import care.serve.engine
+    from care.cli import app
+
+    seen = {}
+
+    def fake_load_engine(index, model, **kwargs):
+        seen.update(kwargs)
+        raise CareError("stop before serving")
+
+    monkeypatch.setattr(care.serve.engine, "load_engine", fake_load_engine)
+    for args, level in (([], "full"), (["--verify", "quick"], "quick"), (["--verify", "off"], "off")):
+        result = CliRunner().invoke(app, ["serve", "--index", str(flat_index), *args])
+        assert isinstance(result.exception, CareError) and seen["verify"] == level
+    monkeypatch.undo()
+    result = CliRunner().invoke(app, ["serve", "--index", str(flat_index), "--verify", "fast"])
+    assert "--verify 'fast': choose one of full, quick, off" in str(result.exception)
+
+
+def test_an_intact_index_serves_the_same_hits_at_every_verify_level(flat_index, engine):
+    from care.index.integrity import VERIFY_MODES
+
+    query = SAMPLE_QUERIES[0]
+    expected = engine.hits(engine.search_vectors([query], [5], instruction=None)[0], 5, None)
+    for level in VERIFY_MODES:
+        other = load_engine(flat_index, verify=level)
+        assert other.hits(other.search_vectors([query], [5], instruction=None)[0], 5, None) == expected

@@ -91,3 +91,72 @@ def test_the_hot_path_is_a_serve_setting_that_round_trips():
     assert ServeConfig().fast_search is True
     config = ServeConfig.from_dict({"fast_search": False, "inline_max_items": 0})
     assert config.fast_search is False and ServeConfig.from_dict(config.to_dict()) == config
+
+
+def _damaged_store_engine(flat_index, tmp_path, damage: str):
+    """An engine over a copy of ``flat_index`` whose document store was damaged after the build, loaded with
+    ``verify="off"`` so the damage reaches the first read: ``missing`` moves row 3 away (the index still returns
+    it), ``malformed`` flips the docs table's page header (SQLite: "database disk image is malformed"), ``altered``
+    changes one character of a document's text (SQLite reads it; only the row's checksum tells)."""
+    import shutil
+    import sqlite3
+
+    from care.serve.engine import load_engine
+
+    folder = tmp_path / damage
+    shutil.copytree(flat_index, folder)
+    store = folder / "docstore.sqlite"
+    if damage == "missing":
+        conn = sqlite3.connect(store)
+        conn.execute("UPDATE docs SET row = row + 1000 WHERE row = 3")
+        conn.commit()
+        conn.close()
+    elif damage == "altered":
+        data = store.read_bytes()
+        store.write_bytes(data.replace("偏头痛发作".encode(), "偏头疼发作".encode(), 1))  # same length, valid UTF-8
+    else:
+        data = bytearray(store.read_bytes())
+        page = 4096  # the docs table's page follows the schema page
+        for i in range(page, page + 16):
+            data[i] ^= 0xFF
+        store.write_bytes(bytes(data))
+    return load_engine(folder, verify="off")
+
+
+@pytest.mark.parametrize("fast_search", [True, False], ids=["fast-path", "fastapi-route"])
+@pytest.mark.parametrize("damage", ["missing", "malformed", "altered"])
+def test_a_document_store_that_fails_while_answering_is_a_logged_counted_500_never_fewer_hits(
+        flat_index, tmp_path, caplog, damage, fast_search):
+    import logging
+
+    from care.testing.tiny_model import SAMPLE_DOCS
+
+    engine = with_config(_damaged_store_engine(flat_index, tmp_path, damage), fast_search=fast_search)
+    body = {"query": "头痛", "k": len(SAMPLE_DOCS)}  # every row: the damaged one among them
+    with serve_in_thread(create_app(engine)) as url, httpx.Client(base_url=url, timeout=30) as client:
+        with caplog.at_level(logging.ERROR, logger="care.serve.search_path"):
+            response = client.post("/search", json=body)
+        metrics = client.get("/metrics").text
+    assert response.status_code == 500, response.text
+    assert "the document store failed on this request" in response.json()["detail"]
+    expected = {"missing": "has no row 3 that the vector index returned", "malformed": "malformed",
+                "altered": "row 0's content does not match its checksum"}
+    assert expected[damage] in response.text
+    assert "/search: the document store failed" in caplog.text and "Traceback" in caplog.text
+    assert 'care_requests_total{endpoint="/search",status="500"} 1.0' in metrics
+
+
+def test_the_damaged_store_is_refused_at_start_up_by_default(flat_index, tmp_path):
+    """The same damage as above, with the default ``verify="full"``: the service never starts."""
+    import shutil
+
+    from care.index.integrity import IndexDamagedError
+    from care.serve.engine import load_engine
+
+    folder = tmp_path / "copy"
+    shutil.copytree(flat_index, folder)
+    data = bytearray((folder / "docstore.sqlite").read_bytes())
+    data[4096] ^= 0xFF
+    (folder / "docstore.sqlite").write_bytes(bytes(data))
+    with pytest.raises(IndexDamagedError, match=r"docstore\.sqlite is damaged .*care index build --merge"):
+        load_engine(folder)

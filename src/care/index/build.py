@@ -39,11 +39,13 @@ from care.data.retrieval import check_corpus, iter_documents, iter_numbered_docu
 from care.encoders.fingerprint import file_sha256
 from care.errors import CareError, DimensionMismatchError
 from care.index.config import IndexConfig
+from care.index.integrity import FileChecksum, IndexDamagedError, files_under, record_files
 from care.index.manifest import (
     DOCSTORE_FILE,
     EMBEDDING_DTYPE,
     INDEX_DIR,
     MANIFEST_FILE,
+    PLAN_FILE,
     SHARDS_DIR,
     BuildPlan,
     IndexManifest,
@@ -294,9 +296,10 @@ def encode_shard(options: BuildOptions, plan: BuildPlan, shard: int, encoder: An
     if out is None or dim is None:
         raise CareError(f"shard {shard}: no rows to encode (corpus changed since planning?)")
     del out
+    checksum = FileChecksum.of(paths["partial"])
     record = ShardRecord(shard=shard, num_shards=plan.num_shards, start=start, end=end, dim=dim,
                          encoder_fingerprint=encoder.fingerprint, seconds=round(time.perf_counter() - began, 3),
-                         copied_rows=copied)
+                         copied_rows=copied, sha256=checksum.sha256, file_bytes=checksum.bytes)
     write_json(paths["record"], record.to_dict())
     os.replace(paths["partial"], paths["vectors"])  # the commit point: the finished file is the record
     paths["progress"].unlink(missing_ok=True)
@@ -332,8 +335,10 @@ def recover_shard_record(folder: Path, plan: BuildPlan, shard: int) -> ShardReco
         logger.warning("%s is not a complete shard (shape %s); encoding it again", paths["vectors"], shape)
         paths["vectors"].unlink()
         return None
+    checksum = FileChecksum.of(paths["vectors"])
     record = ShardRecord(shard=shard, num_shards=plan.num_shards, start=start, end=end, dim=int(shape[1]),
-                         encoder_fingerprint=plan.encoder_fingerprint, seconds=0.0)
+                         encoder_fingerprint=plan.encoder_fingerprint, seconds=0.0, sha256=checksum.sha256,
+                         file_bytes=checksum.bytes)
     write_json(paths["record"], record.to_dict())
     logger.info("shard %s was finished; its record is rebuilt from the vectors file", shard_name(shard, plan.num_shards))
     return record
@@ -419,30 +424,72 @@ def merge_shards(options: BuildOptions) -> IndexManifest:
     if prints != {plan.encoder_fingerprint}:
         raise CareError(f"{folder}: shards were encoded by different encoders {sorted(prints)}; rebuild them")
     dim = dims.pop()
+    check_shard_files(folder, [r for r in records if r is not None])
     corpus = options.corpus if options.corpus.is_file() else Path(plan.corpus)
     if not corpus.is_file() or file_sha256(corpus) != plan.corpus_sha256:
         raise CareError(f"{corpus}: missing or changed since its documents were encoded (sha256 differs from plan.json); "
                         "pass the original corpus with --corpus, or rebuild into a new --output folder")
     began = time.perf_counter()
     index_dir = folder / INDEX_DIR
+    norms = NormRange()
     if options.backend == "faiss":
-        index_settings = _merge_faiss(folder, plan, options.index, dim, index_dir)
+        index_settings = _merge_faiss(folder, plan, options.index, dim, index_dir, norms)
     else:
-        index_settings = _merge_milvus(folder, plan, options, dim, index_dir)
+        index_settings = _merge_milvus(folder, plan, options, dim, index_dir, norms)
     from care.index.docstore import build_docstore
 
     build_docstore(folder / DOCSTORE_FILE, iter_numbered_documents(corpus), source=str(corpus))
+    files = record_files(folder, [PLAN_FILE, DOCSTORE_FILE, *files_under(folder, INDEX_DIR)])
     manifest = IndexManifest(
         model=plan.model, model_identity=plan.model_identity, encoder_fingerprint=plan.encoder_fingerprint,
         corpus=plan.corpus, corpus_sha256=plan.corpus_sha256, instruction=plan.instruction, dim=dim,
         n_docs=plan.n_docs, backend=options.backend, index=index_settings,
         shards=[r.to_dict() for r in records if r is not None],
         encode_seconds=round(sum(r.seconds for r in records if r is not None), 3),
+        files=files, norm_range=norms.as_list(),
     )
     manifest.save(folder)
     logger.info("merged %d vectors (%d-d) into a %s index in %.1fs: %s", plan.n_docs, dim, options.backend,
                 time.perf_counter() - began, folder)
     return manifest
+
+
+def check_shard_files(folder: Path, records: list[ShardRecord]) -> None:
+    """Check each finished shard's ``.npy`` against the size and SHA-256 its record holds (records of older builds
+    hold none and are skipped).
+
+    Raises:
+        IndexDamagedError: a shard file changed since it was finished, naming it and the command that re-encodes it.
+    """
+    for record in records:
+        if not record.sha256:
+            continue
+        path = shard_paths(folder, record.shard, record.num_shards)["vectors"]
+        found = FileChecksum.of(path)
+        if found != FileChecksum(record.sha256, record.file_bytes):
+            raise IndexDamagedError(
+                f"{path} is damaged (corrupt or truncated): {found.bytes} bytes, sha256 {found.sha256}, but its record "
+                f"holds {record.file_bytes} bytes, sha256 {record.sha256}; delete it and its .json record and run "
+                f"'care index build --shard {record.shard}/{record.num_shards}' with the original --model, --corpus "
+                f"and --output {folder} to encode it again")
+
+
+class NormRange:
+    """The smallest and largest L2 norm of the vectors seen by :meth:`update` (recorded in the manifest)."""
+
+    def __init__(self) -> None:
+        self.low, self.high = float("inf"), float("-inf")
+
+    def update(self, block: np.ndarray) -> np.ndarray:
+        """Take ``block``'s row norms into account; returns ``block`` unchanged."""
+        if len(block):
+            norms = np.linalg.norm(block, axis=1)
+            self.low, self.high = min(self.low, float(norms.min())), max(self.high, float(norms.max()))
+        return block
+
+    def as_list(self) -> list[float]:
+        """``[low, high]``, or ``[]`` when no vector was seen."""
+        return [self.low, self.high] if self.low <= self.high else []
 
 
 def iter_shard_vectors(folder: Path, plan: BuildPlan, block_rows: int = MERGE_BLOCK_ROWS) -> Iterator[np.ndarray]:
@@ -453,23 +500,25 @@ def iter_shard_vectors(folder: Path, plan: BuildPlan, block_rows: int = MERGE_BL
             yield np.asarray(vectors[start : start + block_rows], dtype=np.float32)
 
 
-def _merge_faiss(folder: Path, plan: BuildPlan, config: IndexConfig, dim: int, index_dir: Path) -> dict[str, Any]:
+def _merge_faiss(folder: Path, plan: BuildPlan, config: IndexConfig, dim: int, index_dir: Path,
+                 norms: NormRange) -> dict[str, Any]:
     from care.index.faiss_index import build_index
 
     index = build_index(config, dim)
     for block in iter_shard_vectors(folder, plan):
-        index.add(block)
+        index.add(norms.update(block))
     index.save(index_dir)
     return {"type": "faiss", **config.to_dict()}
 
 
-def _merge_milvus(folder: Path, plan: BuildPlan, options: BuildOptions, dim: int, index_dir: Path) -> dict[str, Any]:
+def _merge_milvus(folder: Path, plan: BuildPlan, options: BuildOptions, dim: int, index_dir: Path,
+                  norms: NormRange) -> dict[str, Any]:
     from care.index.milvus import MilvusIndex
 
     uri = options.milvus_uri or str((folder / "milvus.db").resolve())
     index = MilvusIndex.create(uri, options.milvus_collection, dim, overwrite=True)
     for block in iter_shard_vectors(folder, plan):
-        index.add(block)
+        index.add(norms.update(block))
     index.save(index_dir)
     return index.settings()
 

@@ -6,6 +6,13 @@ and is safe to read from many threads. The documents come from :mod:`care.data.r
 corpus reader); metadata is :attr:`~care.data.retrieval.Document.metadata`, every corpus field other than
 ``id`` / ``_id``, ``text`` and ``title`` (e.g. ``"department": "cardiology"``), stored as JSON;
 ``/search`` filters match on it.
+
+The service opens the store read-only (SQLite's ``mode=ro``), runs SQLite's ``PRAGMA quick_check`` at start-up
+(:meth:`DocumentStore.check`: 0.12-0.27 s for a 132-238 MiB store, docs/serve.md), and turns any SQLite error
+while answering into :class:`DocumentReadError` — never a shorter answer. SQLite keeps no checksum of a row's
+content, so each row carries its own (``crc``: CRC-32 of its id, title, text and metadata, :func:`row_crc`),
+checked on every read: a flipped byte inside a document's text is an error at its first read whatever was
+checked at start-up (stores written before the column existed are read without it).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import os
 import sqlite3
 import tempfile
 import threading
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +32,7 @@ from typing import Any
 from care.data.errors import DataFormatError
 from care.data.retrieval import Document
 from care.errors import CareError
+from care.index.integrity import IndexDamagedError
 
 logger = logging.getLogger(__name__)
 
@@ -31,8 +40,14 @@ logger = logging.getLogger(__name__)
 INSERT_BATCH = 10_000
 SCHEMA = (
     "CREATE TABLE docs (row INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, title TEXT NOT NULL, "
-    "text TEXT NOT NULL, meta TEXT NOT NULL)"
+    "text TEXT NOT NULL, meta TEXT NOT NULL, crc INTEGER NOT NULL)"
 )
+#: The row checksum column (absent from stores written before it existed).
+CRC_COLUMN = "crc"
+#: Joins a row's fields before hashing (the ASCII unit separator: not in ids, and a boundary marker in texts).
+FIELD_SEPARATOR = "\x1f"
+#: Problems of ``PRAGMA quick_check`` quoted in the error (it lists up to 100).
+QUOTED_PROBLEMS = 3
 #: Filter values may be scalars or lists of scalars (any of).
 FilterValue = str | int | float | bool | list[str | int | float | bool]
 
@@ -65,6 +80,11 @@ class StoredDocument:
         return True
 
 
+def row_crc(doc_id: str, title: str, text: str, meta: str) -> int:
+    """CRC-32 of one row's stored fields (``meta``: the metadata's JSON text as stored)."""
+    return zlib.crc32(FIELD_SEPARATOR.join((doc_id, title, text, meta)).encode("utf-8", "surrogatepass"))
+
+
 def build_docstore(path: str | Path, rows: Iterable[tuple[int, Document]], *, source: str = "corpus") -> int:
     """Write a document store atomically from ``(line_number, document)`` pairs in row order
     (:func:`care.data.retrieval.iter_numbered_documents`).
@@ -86,7 +106,8 @@ def build_docstore(path: str | Path, rows: Iterable[tuple[int, Document]], *, so
         batch: list[tuple[Any, ...]] = []
         lines: dict[int, int] = {}
         for line, doc in rows:
-            batch.append((count, doc.id, doc.title, doc.text, json.dumps(doc.metadata, ensure_ascii=False)))
+            meta = json.dumps(doc.metadata, ensure_ascii=False)
+            batch.append((count, doc.id, doc.title, doc.text, meta, row_crc(doc.id, doc.title, doc.text, meta)))
             lines[count] = line
             count += 1
             if len(batch) >= INSERT_BATCH:
@@ -106,14 +127,18 @@ def build_docstore(path: str | Path, rows: Iterable[tuple[int, Document]], *, so
 
 def _insert(conn: sqlite3.Connection, batch: list[tuple[Any, ...]], lines: dict[int, int], source: str) -> None:
     try:
-        conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?)", batch)
+        conn.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?)", batch)
     except sqlite3.IntegrityError:
         for row in batch:  # find the culprit to name its line
             try:
-                conn.execute("INSERT INTO docs VALUES (?, ?, ?, ?, ?)", row)
+                conn.execute("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?)", row)
             except sqlite3.IntegrityError:
                 raise DataFormatError(Path(source), f"duplicate id {row[1]!r}", line=lines.get(row[0]), field="id",
                                       hint="ids must be unique") from None
+
+
+class DocumentReadError(CareError):
+    """The document store failed while answering (a damaged page, an unreadable row): a server error."""
 
 
 class DocumentStore:
@@ -126,24 +151,62 @@ class DocumentStore:
         self._local = threading.local()
         try:
             self._count = int(self._conn().execute("SELECT COUNT(*) FROM docs").fetchone()[0])
+            columns = {str(row[1]) for row in self._conn().execute("PRAGMA table_info(docs)")}
         except sqlite3.DatabaseError as exc:
             raise CareError(f"document store {self.path} is corrupt ({exc}); rebuild the index with 'care index build'") from None
+        self.has_row_checksums = CRC_COLUMN in columns
+        if not self.has_row_checksums:
+            logger.warning("document store %s predates row checksums: a damaged row's text cannot be told from the "
+                           "original; rebuild the index with 'care index build' to add them", self.path)
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            uri = self.path.resolve().as_uri() + "?mode=ro"  # as_uri escapes '?', '#' and '%' in the path
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
             self._local.conn = conn
         return conn
 
     def __len__(self) -> int:
         return self._count
 
+    def check(self) -> None:
+        """SQLite's ``PRAGMA quick_check`` of the whole file (every page read once; no index cross-check).
+
+        Raises:
+            IndexDamagedError: the file is damaged, quoting SQLite's first problems.
+        """
+        try:
+            problems = [" ".join(str(row[0]).split()) for row in self._conn().execute("PRAGMA quick_check").fetchall()]
+        except sqlite3.DatabaseError as exc:
+            problems = [str(exc)]
+        if problems != ["ok"]:
+            raise IndexDamagedError(f"document store {self.path} is damaged: SQLite's quick_check reports "
+                            f"{'; '.join(problems[:QUOTED_PROBLEMS])}; rebuild the index with 'care index build'")
+
     def get(self, rows: Sequence[int]) -> dict[int, StoredDocument]:
-        """Documents for the given row numbers (unknown rows are left out)."""
+        """Documents for the given row numbers (unknown rows are left out; the caller decides whether one missing
+        is an error).
+
+        Raises:
+            DocumentReadError: SQLite failed to read the rows, a row's content differs from its checksum, or its
+                metadata is not JSON (a damaged store).
+        """
         wanted = [int(r) for r in rows if int(r) >= 0]
         if not wanted:
             return {}
         marks = ",".join("?" * len(wanted))
-        cursor = self._conn().execute(f"SELECT row, id, title, text, meta FROM docs WHERE row IN ({marks})", wanted)
-        return {row: StoredDocument(row, doc_id, title, text, json.loads(meta)) for row, doc_id, title, text, meta in cursor}
+        crc = CRC_COLUMN if self.has_row_checksums else "NULL"
+        try:
+            cursor = self._conn().execute(f"SELECT row, id, title, text, meta, {crc} FROM docs WHERE row IN ({marks})",
+                                          wanted)
+            found = {}
+            for row, doc_id, title, text, meta, stored_crc in cursor:
+                if stored_crc is not None and stored_crc != row_crc(doc_id, title, text, meta):
+                    raise ValueError(f"row {row}'s content does not match its checksum")
+                found[row] = StoredDocument(row, doc_id, title, text, json.loads(meta))
+            return found
+        except (sqlite3.Error, ValueError, TypeError) as exc:  # ValueError: a checksum, JSON or UTF-8 of a damaged row
+            raise DocumentReadError(f"document store {self.path} failed to read rows {wanted[:QUOTED_PROBLEMS]}"
+                                    f"{'...' if len(wanted) > QUOTED_PROBLEMS else ''} ({type(exc).__name__}: {exc}); "
+                                    "it is damaged — rebuild the index with 'care index build'") from exc

@@ -12,6 +12,7 @@ it has the first time it is searched or saved (``nlist`` is capped so each list 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import faiss
@@ -25,6 +26,8 @@ logger = logging.getLogger(__name__)
 
 INDEX_FILE = "index.faiss"
 META_FILE = "index.json"
+#: Rows per block when the stored vectors are read back for a check (4 MiB of 1024-d float32).
+CHECK_BLOCK_ROWS = 1024
 
 
 def _as_matrix(vectors: np.ndarray, dim: int, what: str) -> np.ndarray:
@@ -158,6 +161,50 @@ class FaissIndex:
     def load(cls, folder: str | Path) -> FaissIndex:
         """Load an index written by :meth:`save`."""
         return load_index(folder)
+
+    def stored_vector_blocks(self, block_rows: int = CHECK_BLOCK_ROWS) -> Iterator[np.ndarray] | None:
+        """The float32 vectors the index holds exactly, as ``(rows, dim)`` blocks (each a copy, so memory stays
+        bounded by one block and a block outlives the index safely), or None for an index that holds none exactly
+        (PQ codes, 8-bit copies) or none yet.
+
+        Flat, HNSW (its flat storage), IVF-Flat (its inverted lists, list by list) and IVF-PQ re-ranked by
+        ``refine=flat`` (the flat copies) hold them: the service checks their norms at start-up.
+        """
+        index = self._index
+        if index is None:
+            return None
+        index = faiss.downcast_index(index)
+        if isinstance(index, faiss.IndexHNSW):
+            index = faiss.downcast_index(index.storage)
+        elif isinstance(index, faiss.IndexRefine):
+            index = faiss.downcast_index(index.refine_index)
+        if isinstance(index, faiss.IndexFlat):
+            return _flat_vectors(self, index, block_rows)
+        if isinstance(index, faiss.IndexIVFFlat):
+            return _inverted_list_vectors(self, index, block_rows)
+        return None
+
+
+def _flat_vectors(owner: FaissIndex, flat: faiss.IndexFlat, block_rows: int) -> Iterator[np.ndarray]:
+    """Copies of ``flat``'s vectors in blocks of ``block_rows`` (``owner``, which owns ``flat``, is kept alive while
+    the view into its memory is read)."""
+    n, dim = flat.ntotal, owner.dim
+    view = faiss.rev_swig_ptr(flat.get_xb(), n * dim).reshape(n, dim)
+    for start in range(0, n, block_rows):
+        yield np.array(view[start : start + block_rows])
+
+
+def _inverted_list_vectors(owner: FaissIndex, index: faiss.IndexIVFFlat, block_rows: int) -> Iterator[np.ndarray]:
+    """Copies of the inverted lists' raw float32 vectors, list by list in blocks of at most ``block_rows``
+    (``owner`` kept alive while they are read)."""
+    lists = index.invlists
+    for number in range(index.nlist):
+        size = lists.list_size(number)
+        if size:
+            raw = faiss.rev_swig_ptr(lists.get_codes(number), size * lists.code_size)
+            vectors = raw.view(np.float32).reshape(size, owner.dim)
+            for start in range(0, size, block_rows):
+                yield np.array(vectors[start : start + block_rows])
 
 
 def build_index(config: IndexConfig, dim: int) -> FaissIndex:

@@ -12,7 +12,9 @@ An index folder written by ``care index build`` looks like::
       manifest.json                      IndexManifest: written last by the merge, marks the index complete
 
 Every file is written atomically (temporary file + rename), so a crash leaves either the old file
-or the new one, never half of one.
+or the new one, never half of one. The manifest records the size and SHA-256 of every other file the
+merge leaves (``files``, :mod:`care.index.integrity`), and each shard record those of its ``.npy``, so damage
+done later (a flipped byte, a truncated copy) is found before the file is used.
 """
 
 from __future__ import annotations
@@ -25,15 +27,21 @@ from typing import Any
 
 from care.data.io import write_json
 from care.config import build
+from care.encoders.fingerprint import digest
 from care.errors import CareError
+from care.index.integrity import IndexDamagedError, rebuild_hint
 
-MANIFEST_VERSION = 1
+#: 2: the manifest records file checksums (``files``) and the vectors' norm range; shard records their file's.
+MANIFEST_VERSION = 2
 PLAN_FILE = "plan.json"
 MANIFEST_FILE = "manifest.json"
 SHARDS_DIR = "shards"
 INDEX_DIR = "index"
 DOCSTORE_FILE = "docstore.sqlite"
 EMBEDDING_DTYPE = "float16"
+#: Key of ``manifest.json`` holding the digest of the rest of it (:func:`~care.encoders.fingerprint.digest`): a
+#: manifest altered after it was written (a flipped byte that still parses) is refused.
+CONTENT_DIGEST = "content_digest"
 
 
 def shard_name(shard: int, num_shards: int) -> str:
@@ -106,7 +114,8 @@ class BuildPlan:
 @dataclass(frozen=True)
 class ShardRecord:
     """Written when a shard's vectors are complete (its presence marks the shard finished). ``copied_rows``: rows
-    copied from an embedding cache instead of encoded (``BuildOptions.cache_dir``)."""
+    copied from an embedding cache instead of encoded (``BuildOptions.cache_dir``). ``sha256`` / ``file_bytes``: of
+    the shard's ``.npy`` when it was finished (the merge checks them; empty / 0 in records of older builds)."""
 
     shard: int
     num_shards: int
@@ -117,6 +126,8 @@ class ShardRecord:
     seconds: float
     dtype: str = EMBEDDING_DTYPE
     copied_rows: int = 0
+    sha256: str = ""
+    file_bytes: int = 0
 
     @property
     def rows(self) -> int:
@@ -143,6 +154,11 @@ class IndexManifest:
             and collection).
         shards: the :class:`ShardRecord` dicts the index was merged from.
         encode_seconds: sum of the shards' encoding times.
+        files: ``{relative path: {"sha256", "bytes"}}`` of every file the merge left in the folder except this
+            manifest and the shards (:func:`care.index.integrity.record_files`); empty in a manifest written
+            before checksums existed (format version 1).
+        norm_range: ``[smallest, largest]`` L2 norm of the indexed vectors (``[]`` when not recorded): the
+            service checks the vectors it can read back against it.
     """
 
     model: str
@@ -159,23 +175,33 @@ class IndexManifest:
     encode_seconds: float = 0.0
     dtype: str = EMBEDDING_DTYPE
     format_version: int = MANIFEST_VERSION
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
+    norm_range: list[float] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = MANIFEST_FILE) -> IndexManifest:
-        manifest = _from_dict(cls, data, source)
+        """Build from ``manifest.json``'s fields (its ``content_digest``, checked by :meth:`load`, is ignored)."""
+        manifest = _from_dict(cls, {k: v for k, v in data.items() if k != CONTENT_DIGEST}, source)
         if manifest.format_version > MANIFEST_VERSION:
             raise CareError(f"{source}: format version {manifest.format_version} is newer than this care ({MANIFEST_VERSION}); upgrade care")
         return manifest
 
     def save(self, folder: Path) -> None:
-        write_json(folder / MANIFEST_FILE, self.to_dict())
+        """Write ``manifest.json`` with the digest of its own content (``content_digest``)."""
+        data = self.to_dict()
+        write_json(folder / MANIFEST_FILE, {**data, CONTENT_DIGEST: digest(data)})
 
     @classmethod
     def load(cls, folder: str | Path) -> IndexManifest:
-        """Read ``manifest.json``; a missing one means the build never finished its merge step."""
+        """Read ``manifest.json``; a missing one means the build never finished its merge step.
+
+        Raises:
+            IndexDamagedError: its content differs from the digest it was written with (manifests written before
+                the digest existed carry none and are not checked).
+        """
         folder = Path(folder)
         if not folder.is_dir():
             raise CareError(f"index folder {folder} does not exist; build one with 'care index build'")
@@ -184,4 +210,9 @@ class IndexManifest:
             path, "the index is incomplete (the merge step did not run or failed); run 'care index build --merge --output "
             f"{folder}' after every shard has finished",
         )
-        return cls.from_dict(data, source=str(path))
+        recorded = data.get(CONTENT_DIGEST)
+        manifest = cls.from_dict(data, source=str(path))
+        if recorded is not None and recorded != digest({k: v for k, v in data.items() if k != CONTENT_DIGEST}):
+            raise IndexDamagedError(f"{path} is damaged: its content does not match the {CONTENT_DIGEST} it was written "
+                                    f"with ({recorded!r}); {rebuild_hint(folder)}")
+        return manifest

@@ -115,6 +115,10 @@ class MilvusIndex:
                 ids[row, col] = int(hit["id"])
         return scores, ids
 
+    def stored_rows(self) -> int:
+        """The row count Milvus reports for the collection now (not the count ``milvus.json`` recorded)."""
+        return int(self._client.get_collection_stats(self.collection).get("row_count", 0))
+
     def settings(self) -> dict[str, Any]:
         return {"type": "milvus", "uri": self.uri, "collection": self.collection}
 

@@ -26,6 +26,11 @@ def serve(
     cors_origins: Optional[List[str]] = typer.Option(
         None, "--cors-origin", help="Let pages from this origin (https://app.example.org; '*' = any) call the API "
                                     "from a browser; repeat for several. Default: same origin only."),
+    verify: str = typer.Option(
+        "full", "--verify",
+        help="Check the index folder before serving: full = every file's size and sha256 against manifest.json "
+             "(about 0.7 s per GiB, docs/serve.md) + SQLite quick_check + stored vector norms; quick = the same "
+             "without sha256; off = none of these."),
     access_log: bool = typer.Option(False, "--access-log/--no-access-log",
                                     help="Log every request (uvicorn's access log; costs CPU per request; "
                                          "/metrics counts requests either way)."),
@@ -49,7 +54,7 @@ def serve(
     if cors_origins:
         config = dataclasses.replace(config, cors_origins=tuple(cors_origins))
     engine = load_engine(index, model, config=config, onnx_dir=onnx, int8=int8, document_model=document_model,
-                         device=device, onnx_threads=threads)
+                         device=device, onnx_threads=threads, verify=verify)
     app = create_app(engine)
     typer.echo(f"serving {index} on {bound_url(sock)} (OpenAPI schema at /openapi.json)")
     run_foreground(app, sock, log_level="info", access_log=access_log)

@@ -21,6 +21,8 @@ from care.encoders.base import Encoder
 from care.encoders.vectors import truncate_and_normalize
 from care.errors import CareError, DimensionMismatchError
 from care.index.bundle import IndexBundle, open_index_folder
+from care.index.docstore import DocumentReadError
+from care.index.integrity import DEFAULT_VERIFY
 from care.serve.config import ServeConfig
 
 logger = logging.getLogger(__name__)
@@ -109,13 +111,23 @@ class SearchEngine:
         return min(max(k, k * self.config.filter_overfetch), self.config.max_candidates)
 
     def hits(self, found: EncodedHits, k: int, filters: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-        """Look up documents, apply filters, keep the best ``k``."""
+        """Look up documents, apply filters, keep the best ``k``.
+
+        Raises:
+            DocumentReadError: the document store failed, or lacks a row the vector index returned (a damaged
+                store must not answer with fewer hits).
+        """
         valid = [(float(s), int(r)) for s, r in zip(found.scores, found.rows) if r >= 0]
         docs = self.bundle.docstore.get([r for _, r in valid])
+        missing = sorted({row for _, row in valid} - set(docs))
+        if missing:
+            raise DocumentReadError(f"document store {self.bundle.docstore.path} has no row {missing[0]} that the vector "
+                                    f"index returned ({len(missing)} missing); it is damaged — rebuild the index with "
+                                    "'care index build'")
         out = []
         for score, row in valid:
-            doc = docs.get(row)
-            if doc is None or not doc.matches(filters):
+            doc = docs[row]
+            if not doc.matches(filters):
                 continue
             out.append({"id": doc.id, "score": score, "title": doc.title, "text": doc.text, "metadata": doc.metadata})
             if len(out) == k:
@@ -141,6 +153,7 @@ def load_engine(
     document_model: str | None = None,
     device: str | None = None,
     onnx_threads: int = 0,
+    verify: str = DEFAULT_VERIFY,
 ) -> SearchEngine:
     """Open the index and load only the query encoder (and, if asked, a document encoder).
 
@@ -149,6 +162,9 @@ def load_engine(
         model: model spec (default: the one in the manifest); for a CARE folder only the query route loads.
         onnx_dir: use this ONNX export for queries instead of PyTorch (``int8``: the quantised model).
         document_model: also load the document side of this spec (for ``/embed`` side=document).
+        verify: how the index folder's files are checked before anything is served: ``full`` (sizes + SHA-256
+            against the manifest, SQLite quick_check, stored vector norms), ``quick`` (the same without SHA-256),
+            ``off`` (:func:`~care.index.bundle.open_index_folder`).
     Raises:
         CareError: anything that would make the first query fail.
     """
@@ -156,7 +172,7 @@ def load_engine(
 
     started = time.perf_counter()
     config = config or ServeConfig()
-    bundle = open_index_folder(index_dir)
+    bundle = open_index_folder(index_dir, verify=verify)
     spec = model or bundle.manifest.model
     if onnx_dir is not None:
         from care.encoders.onnx import OnnxQueryEncoder

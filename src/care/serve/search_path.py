@@ -19,6 +19,7 @@ they cannot drift apart.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
@@ -27,10 +28,13 @@ import orjson
 from fastapi import HTTPException
 from pydantic import ValidationError
 
+from care.index.docstore import DocumentReadError
 from care.serve.batcher import QueueFullError
 from care.serve.engine import SEARCH, SearchEngine
 from care.serve.metrics import SEARCH_TIMING, server_timing_header
 from care.serve.schemas import SearchRequest
+
+logger = logging.getLogger(__name__)
 
 #: ``run(key, items)``: the app's hand-off to the micro-batcher (errors already mapped to HTTPException).
 RunFn = Callable[[tuple, list[Any]], Awaitable[list[Any]]]
@@ -80,7 +84,11 @@ class SearchHandler:
             raise HTTPException(422, f"k={k} is larger than the maximum {config.max_k}")
         n_candidates = engine.candidates_for(k, request.filters)
         (found,) = await self.run((SEARCH, request.instruction), [(request.query, n_candidates)])
-        hits = engine.hits(found, k, request.filters)
+        try:
+            hits = engine.hits(found, k, request.filters)
+        except DocumentReadError as exc:  # the server's fault, never a shorter answer: 500, counted by the metrics
+            logger.exception("/search: the document store failed")
+            raise HTTPException(500, f"the document store failed on this request: {exc}") from None
         took_ms = round((time.perf_counter() - started) * 1000, 3)
         return search_body(hits, k, took_ms), took_ms
 
