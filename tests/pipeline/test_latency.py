@@ -120,3 +120,36 @@ def test_the_latency_engine_is_a_checked_config_field():
     assert load_run_config(demo_config_path(), ["evaluate.latency_engine=both"]).evaluate.latency_engine == "both"
     with pytest.raises(ConfigError, match="'evaluate.latency_engine': must be one of onnx-int8, pytorch, both"):
         load_run_config(demo_config_path(), ["evaluate.latency_engine=tensorrt"])
+
+
+def test_both_engines_put_pytorch_fp32_beside_onnx_int8(run, tmp_path):
+    """``evaluate.latency_engine: both`` (on a copy of the run): ONNX int8 stays the table's column, PyTorch fp32 is
+    measured apart, with its own floor, self-check and speed-ups, in a column beside it."""
+    import dataclasses
+    import shutil
+
+    from care.pipeline.config import RunConfig
+    from care.pipeline.context import RunContext
+    from care.pipeline.latency import step_latency
+    from care.pipeline.manifest import RunManifest
+    from care.pipeline.report import step_report
+
+    folder = tmp_path / "run"
+    shutil.copytree(run["folder"], folder)
+    manifest = RunManifest.load(folder)
+    loaded = RunConfig.from_dict(manifest.config)
+    ctx = RunContext(dataclasses.replace(loaded, evaluate=dataclasses.replace(loaded.evaluate, latency_engine="both")),
+                     folder)
+    ctx.manifest = manifest
+    outputs = step_latency(ctx)
+    latency = json.loads((folder / "eval" / "latency.json").read_text(encoding="utf-8"))
+    assert outputs["engine"] == latency["engine"] == "onnx-int8"
+    pytorch = latency["other_engines"]["pytorch"]
+    assert pytorch["engine"] == "pytorch" and pytorch["floor"]["engine"] == "pytorch"
+    assert {pytorch["models"][label]["engine"] for label in DENSE} == {"pytorch"}
+    if pytorch["self_check"]["passed"]:
+        assert pytorch["speedups"]["symmetric large"] == 1.0 and pytorch["speedups"]["CARE"] > 0
+    summary = step_report(ctx)
+    header = next(line for line in summary["table"].splitlines() if line.startswith("| model"))
+    assert header.endswith("| PyTorch fp32 p50 ms (speed-up) |")
+    assert summary["rows"][-1]["pytorch"]["p50_ms"] == pytorch["models"]["CARE"]["p50_ms"]
