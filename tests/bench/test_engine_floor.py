@@ -32,7 +32,8 @@ def tiny(tmp_path_factory):
 
 def _input_ids(encoder, text: str) -> list[int]:
     settings = text_settings(encoder)
-    return settings.tokenizer(settings.query_prompt + text, truncation=True, max_length=settings.max_length)["input_ids"]
+    encoded = settings.tokenizer(settings.query_prompt + text, truncation=True, max_length=settings.max_length)
+    return encoded["input_ids"]
 
 
 @pytest.mark.parametrize("engine", ["onnx-int8", "pytorch"])

