@@ -82,6 +82,8 @@ def _speedup_cell(row: dict[str, Any], latency: dict[str, Any]) -> str:
     if row["speedup"] is not None:
         cell = f"{row['speedup']:.2f}×" + (" (reference)" if row["model"] == latency.get("reference") else "")
         return cell + (" (at the engine's floor)" if timed.get("overhead_dominated") else "")
+    if "engine" not in latency:
+        return "– (an older record: --redo latency)"
     if not (latency.get("self_check") or {}).get("passed"):
         return "– (self-check failed)"
     if latency.get("reference") is None:
