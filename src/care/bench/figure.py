@@ -6,7 +6,9 @@ Used by ``care demo`` (its ``quality_vs_qps.png``) and ``benchmarks/bench_speed.
 A model is placed on the speed axis only when its latency means something (:func:`speed_of`): the
 measurement's self-check passed and the model is not overhead-dominated (a tiny tower's time is the
 framework's, not the architecture's). Other models are drawn in a separate strip left of the axis,
-at their quality, marked "speed not comparable".
+at their quality, marked "speed not comparable". ``care run``'s report passes its own points: every dense row
+timed in the latency step's one engine is placed once the self-check passed (a row at the engine's measured floor
+too: its speed is what that engine gives, :mod:`care.pipeline.latency`).
 """
 
 from __future__ import annotations

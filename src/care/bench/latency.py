@@ -36,6 +36,12 @@ search after it):
   architecture: multilingual-e5-small's towers measure 0.54-0.86 (12 vs 6 layers differ 1.8x), the demo's
   2-layer 64-wide towers 0.91-1.0 (their calls barely grow with 4x the tokens), hence the 0.9 line. A lexical
   retriever is never flagged: its fixed part is scoring and sorting its corpus, its own work;
+* **or against the engine's measured floor** — given ``floor`` (a trivially small graph in the same engine:
+  :mod:`care.bench.engine_floor`), the floor is timed interleaved with the models and a model is overhead-dominated
+  only when its median is within ``self_check_tolerance`` of the floor's, i.e. the measurement cannot tell its time
+  from the engine's fixed cost (:func:`classify_by_floor`); its fixed share is then floor / its median. This is the
+  rule where the floor is known (``care run``'s latency step, issue 63): a 12-layer tower at 24 ms whose short
+  queries do not grow with 4x the text is not overhead-dominated when the engine's floor is 1 ms;
 * **context recorded** — torch / OpenMP / onnxruntime threads, load average before and after, CPU.
 """
 
@@ -71,6 +77,8 @@ ENGINES = {"HFEncoder": "PyTorch", "OnnxQueryEncoder": "onnxruntime", "E5Encoder
 LEXICAL_K = 10
 #: Internal key suffix of the overhead probe's 1x timings.
 SHORT_KEY = "\0short"
+#: Internal label of the engine's floor graph while it is timed beside the models (``measure_latency(floor=)``).
+FLOOR_LABEL = "\0engine floor"
 
 
 @dataclass(frozen=True)
@@ -186,11 +194,21 @@ class LatencyReport:
     settings: LatencySettings
     queries: int
     context: dict[str, Any] = field(default_factory=dict)
+    floor: ModelLatency | None = None
 
     @property
     def trusted(self) -> bool:
         """True when a self-check ran and passed."""
         return self.self_check is not None and self.self_check.passed
+
+    def speedup(self, reference: str, label: str) -> float | None:
+        """``p50(reference) / p50(label)``, side by side in one engine: None when the self-check failed (or did
+        not run), either model was not timed, or they ran in different engines. An overhead-dominated model
+        keeps its speed-up (it is what that engine gives; its fixed cost only makes the speed-up smaller)."""
+        a, b = self.models.get(reference), self.models.get(label)
+        if not self.trusted or a is None or b is None or a.engine != b.engine:
+            return None
+        return a.p50_ms / b.p50_ms
 
     def medians(self) -> dict[str, float]:
         """label -> p50 (ms), the self-check copy left out."""
@@ -210,7 +228,8 @@ class LatencyReport:
             check = {**dataclasses.asdict(self.self_check), "passed": self.self_check.passed,
                      "ratio": round(self.self_check.ratio, 4)}
         return {"models": {k: v.to_dict() for k, v in self.models.items()}, "self_check": check,
-                "settings": self.settings.to_dict(), "queries": self.queries, "context": self.context}
+                "settings": self.settings.to_dict(), "queries": self.queries, "context": self.context,
+                "floor": self.floor.to_dict() if self.floor is not None else None}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LatencyReport:
@@ -218,7 +237,8 @@ class LatencyReport:
         return cls(models={k: ModelLatency(**v) for k, v in data["models"].items()},
                    self_check=SelfCheck(check["model"], check["ratio"], check["tolerance"]) if check else None,
                    settings=LatencySettings.from_dict(data["settings"]), queries=int(data["queries"]),
-                   context=dict(data.get("context", {})))
+                   context=dict(data.get("context", {})),
+                   floor=ModelLatency(**data["floor"]) if data.get("floor") else None)
 
 
 def format_latency(m: ModelLatency) -> str:
@@ -344,6 +364,7 @@ def measure_latency(
     settings: LatencySettings | None = None,
     control: tuple[str, Encoder | LexicalRetriever] | None = None,
     clock: Clock = time.perf_counter,
+    floor: Encoder | None = None,
 ) -> LatencyReport:
     """Median single-query latency (batch 1) of each model, side by side, with spread and checks.
 
@@ -356,9 +377,12 @@ def measure_latency(
         control: ``(label in models, a second instance of that model)`` for the self-check; without
             it the report is not :attr:`~LatencyReport.trusted` and gives no ratios.
         clock: seconds (``time.perf_counter``; tests pass a deterministic one).
+        floor: the engine's floor graph (:func:`care.bench.engine_floor.floor_encoder`), timed interleaved with the
+            models; given, a model is overhead-dominated only when it times within the self-check's tolerance of it
+            (:func:`classify_by_floor`), else by how its time grows with the text.
     Returns:
         A :class:`LatencyReport`; ``report.models[label]`` holds p10 / p50 / p90 (ms) and the overhead
-        estimate; the copy appears as ``label + COPY_SUFFIX``.
+        estimate; the copy appears as ``label + COPY_SUFFIX``; ``report.floor`` the floor's timing.
     """
     settings = settings or LatencySettings()
     if not models or not queries:
@@ -373,9 +397,13 @@ def measure_latency(
         timed[label + COPY_SUFFIX] = copy
 
     calls = {label: query_call(m, instruction) for label, m in timed.items()}
+    if floor is not None:
+        calls[FLOOR_LABEL] = query_call(floor, instruction)
     report = measure_calls({label: (lambda i, c=c: c(queries[i])) for label, c in calls.items()}, len(queries),
                            settings=settings,
                            control=control[0] if control is not None else None, clock=clock)
+    report.floor = report.models.pop(FLOOR_LABEL, None)
+    calls.pop(FLOOR_LABEL, None)
     long_times = _overhead_probe(calls, queries, settings, random.Random(settings.seed + 1), clock)
     for label, result in report.models.items():
         short_p50 = statistics.median(long_times[label + SHORT_KEY])
@@ -384,9 +412,30 @@ def measure_latency(
         # a lexical retriever's fixed per-call part is scoring and sorting its corpus: its own work, not a framework's
         result.overhead_dominated = (result.overhead_share > settings.overhead_dominated_share
                                      and not _is_lexical(timed[label]))
+        if report.floor is not None and not _is_lexical(timed[label]):
+            result.overhead_share, result.overhead_dominated = classify_by_floor(
+                result.p50_ms, report.floor.p50_ms, settings.self_check_tolerance)
         result.engine = engine_of(timed[label])
+    if report.floor is not None:
+        report.floor.engine = engine_of(floor)
     report.context = {**measurement_context(timed), **report.context, "instruction": instruction}
     return report
+
+
+def classify_by_floor(p50_ms: float, floor_ms: float, tolerance: float) -> tuple[float, bool]:
+    """``(fixed share, overhead-dominated)`` of a model timed beside its engine's floor graph: the share is
+    ``floor / p50`` (clamped to [0, 1]); the model is overhead-dominated when ``p50 <= floor * (1 + tolerance)``,
+    i.e. its time cannot be told from the engine's fixed cost at the measurement's resolution (the self-check's
+    tolerance). E.g. with a 1 ms floor, a 12-layer tower at 24 ms (share 0.04) and a 1-layer one at 3.8 ms
+    (0.26) are not; a tower at 1.05 ms is.
+
+    Raises:
+        CareError: a floor or median that is not positive, or a negative tolerance.
+    """
+    if p50_ms <= 0 or floor_ms <= 0 or tolerance < 0:
+        raise CareError(f"classify_by_floor needs positive times and a tolerance >= 0, got p50 {p50_ms} ms, "
+                        f"floor {floor_ms} ms, tolerance {tolerance}")
+    return min(1.0, floor_ms / p50_ms), p50_ms <= floor_ms * (1.0 + tolerance)
 
 
 def engine_of(model: Any) -> str:

@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 SAMPLE_TEXT = "头痛发热怎么办"
 
 
-def _effective_query_prompt(model: Any) -> str:
+def effective_query_prompt(model: Any) -> str:
     """The prompt ``SentenceTransformer.encode_query`` applies when given none (``query`` prompt, else the default)."""
     prompts = dict(getattr(model, "prompts", {}) or {})
     if "query" in prompts:
@@ -126,7 +126,7 @@ def export_query_encoder(
         source=spec, source_fingerprint=encoder.fingerprint, dim=encoder.dim,
         max_seq_length=int(st_model.max_seq_length), input_names=input_names,
         query_prompt=(encoder.config.query_prefix if encoder.config.query_prefix is not None
-                      else _effective_query_prompt(st_model)),
+                      else effective_query_prompt(st_model)),
         instruction_template=encoder.config.instruction_template,
         instructions=encoder.config.instructions,
         quantized=quantize, opset=opset, extra={"int8_options": dict(INT8_OPTIONS)} if quantize else {},

@@ -38,6 +38,8 @@ from care.train.recipe import RecipeConfig
 from care.train.student import StudentConfig
 from care.train.validation import ValidationConfig
 
+#: ``evaluate.latency_engine``'s values (:data:`care.pipeline.latency.LATENCY_ENGINES`).
+LATENCY_ENGINE_NAMES: tuple[str, ...] = ("onnx-int8", "pytorch", "both")
 #: The pipeline's steps, in order. Each writes its outputs atomically and is recorded in the manifest.
 STEPS: tuple[str, ...] = ("curate", "label", "train_care", "train_student", "train_baselines", "evaluate", "latency",
                           "index", "report")
@@ -291,11 +293,15 @@ class EvaluateConfig(Config):
 
     Attributes:
         latency_queries / latency_rounds: single queries of the main task timed, passes over them.
+        latency_engine: the engine every dense query side is timed in (:mod:`care.pipeline.latency`):
+            ``onnx-int8`` (exported, int8 weights, onnxruntime), ``pytorch`` (fp32), ``both`` (ONNX int8 for the
+            table, PyTorch fp32 beside it); ``null``: ONNX int8 where onnx / onnxruntime are installed, else PyTorch.
         onnx: also export these rows' query sides to ONNX and evaluate / time them (fp32 and int8 rows).
     """
 
     latency_queries: int = 20
     latency_rounds: int = 2
+    latency_engine: str | None = None
     onnx: list[str] = field(default_factory=list)
 
 
@@ -354,6 +360,9 @@ class RunConfig(Config):
         for name in ("latency_queries", "latency_rounds"):
             if getattr(self.evaluate, name) < 1:
                 raise ConfigError(f"config field 'evaluate.{name}': must be >= 1")
+        if self.evaluate.latency_engine is not None and self.evaluate.latency_engine not in LATENCY_ENGINE_NAMES:
+            raise ConfigError("config field 'evaluate.latency_engine': must be one of "
+                              f"{', '.join(LATENCY_ENGINE_NAMES)} (or null), got {self.evaluate.latency_engine!r}")
         if self.recipes.care.mine_negatives is not None:
             from care.train.recipe import RecipeConfig
 

@@ -7,9 +7,8 @@ the harness (:func:`care.bench.runner.evaluate`); one ``TaskResult`` JSON per (m
 Rows named in ``evaluate.onnx`` are also exported with ``care export-onnx`` and evaluated as
 ``<row>, ONNX fp32`` / ``<row>, ONNX int8`` (their document side unchanged).
 
-``latency``: single-query encoding time of every dense model's query side with the project's latency
-routine (model order randomised per query, p50 with p10 / p90, a self-check of two copies of one
-trained tower, overhead-dominated towers flagged).
+``latency`` (:mod:`care.pipeline.latency`): every dense model's query side timed in one engine, with its speed-up
+over symmetric large's; its record is :data:`LATENCY_FILE`.
 
 ``index``: ``care index build`` over the corpus with the best trained model on the validation split the label
 step held out, else on the main task (or ``index.model``), warning when it scores below a dense reference or
@@ -32,11 +31,8 @@ from care.pipeline.sources import VALIDATION_TASK, corpus_file, evaluated_tasks,
 logger = logging.getLogger(__name__)
 
 RESULTS_FOLDER = "results"
+#: The latency step's record under ``eval/`` (:mod:`care.pipeline.latency`).
 LATENCY_FILE = "latency.json"
-#: The latency measurement runs at least ``latency_rounds`` passes over the queries and at most this
-#: many times as many (fewer once every median is stable), within LATENCY_SECONDS.
-MAX_LATENCY_PASS_FACTOR = 10
-LATENCY_SECONDS = 60.0
 INDEX_FOLDER = "index"
 ONNX_FOLDER = "onnx"
 ONNX_ROWS = (("ONNX fp32", False), ("ONNX int8", True))
@@ -151,34 +147,6 @@ def step_evaluate(ctx: RunContext) -> dict[str, Any]:
             scores[label][task.name] = round(result.main_value, 4)
             logger.info("evaluate: %s on %s: %s = %.4f", label, task.name, result.main_score, result.main_value)
     return {"scores": scores}
-
-
-def step_latency(ctx: RunContext) -> dict[str, Any]:
-    """Single-query latency of every dense model's query side with the project's latency routine
-    (:func:`care.bench.latency.measure_latency`: model order randomised per query, stable medians with
-    p10 / p90, a self-check of two copies of one tower, overhead-dominated towers flagged); the
-    ``LatencyReport`` dict goes to ``eval/latency.json``."""
-    from care.bench.latency import LatencySettings, measure_latency
-    from care.encoders.base import LexicalRetriever
-
-    cfg = ctx.config.evaluate
-    models = {}
-    for label in model_labels(ctx):
-        model = load_row(ctx, label, for_latency=True)
-        if not isinstance(model, LexicalRetriever):
-            models[label] = model
-    queries = main_queries(ctx, cfg.latency_queries)
-    instruction = tasks(ctx)[ctx.config.main_task].instruction
-    calls = cfg.latency_queries * cfg.latency_rounds
-    settings = LatencySettings(min_calls=calls, max_calls=calls * MAX_LATENCY_PASS_FACTOR, max_seconds=LATENCY_SECONDS)
-    trained = [label for label in models if label in ctx.trained_models()]
-    control = (trained or list(models))[0]  # its second copy must time within 10 % of the first
-    report = measure_latency(models, queries, instruction=instruction, settings=settings,
-                             control=(control, load_row(ctx, control, for_latency=True)))
-    write_json(ctx.dir("eval") / LATENCY_FILE, report.to_dict())
-    logger.info("latency (p50 ms, batch 1): %s; %s", {k: round(v, 3) for k, v in report.medians().items()},
-                report.self_check.describe())
-    return {"median_ms": report.medians(), "self_check_passed": report.trusted}
 
 
 def selection_task(ctx: RunContext) -> str:

@@ -44,7 +44,8 @@ from care.pipeline.config import RunConfig
 from care.pipeline.console import FILE_ONLY, LOG_FILE
 from care.pipeline.context import RunContext
 from care.pipeline.data import step_curate, step_label
-from care.pipeline.evaluate import step_evaluate, step_index, step_latency
+from care.pipeline.evaluate import step_evaluate, step_index
+from care.pipeline.latency import step_latency
 from care.pipeline.manifest import DONE, MANIFEST_FILE, RunManifest
 from care.pipeline.preflight import check_inputs, input_digests
 from care.pipeline.query_budget import with_query_budget
