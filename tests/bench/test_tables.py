@@ -192,5 +192,13 @@ def test_demo_table_reads_the_last_demo_record(tmp_path):
               "CARE": {"CMedTEB-Demo-Retrieval": 0.4471, "CMedTEB-Demo-Rerank": 0.8661, "validation": 0.0462}}
     write_record(BenchmarkRecord("demo_run", "demo", config={}, scores=scores), tmp_path)
     table = tables.demo_table(tmp_path)
-    assert "| BM25 | 0.387 | – | 0.701 | – |" in table
-    assert "| CARE | 0.447 | 0.866 | – | 0.046 |" in table
+    assert "| BM25 | 0.387 | – | 0.701 | – | – | – |" in table  # no symmetric large, no latency step: no share
+    assert "| CARE | 0.447 | 0.866 | – | 0.046 | – | – |" in table
+    scores["symmetric large"] = {"CMedTEB-Demo-Retrieval": 0.4}
+    latency = {"engine": "onnx-int8", "speedups": {"symmetric large": 1.0, "CARE": 1.83}}
+    write_record(BenchmarkRecord("demo_run", "demo", config={}, scores=scores,
+                                 extra={"steps": {"latency": {"outputs": latency}}}), tmp_path)
+    table = tables.demo_table(tmp_path)
+    assert "query speed-up over symmetric large (onnx-int8, one thread) |" in table
+    assert "| CARE | 0.447 | 0.866 | – | 0.046 | 111.8% | 1.83× |" in table
+    assert "| BM25 | 0.387 | – | 0.701 | – | 96.8% | – |" in table

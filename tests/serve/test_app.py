@@ -104,9 +104,10 @@ def test_openai_client_and_care_openai_encoder_use_the_service(service, engine):
     assert np.allclose(vectors, local, atol=1e-5)
 
 
-def test_health_metrics_openapi_and_page(service):
+def test_health_metrics_openapi_and_page(service, engine):
     health = service.get("/health").json()
     assert health["status"] == "ok" and health["documents"] == len(SAMPLE_DOCS) and health["model_matches_index"]
+    assert health["index_model"] == engine.bundle.manifest.model  # with query_encoder: which towers answer
     service.post("/search", json={"query": "头痛"})
     metrics = service.get("/metrics").text
     assert 'care_requests_total{endpoint="/search",status="200"}' in metrics and "care_batch_size_bucket" in metrics

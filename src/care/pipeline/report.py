@@ -93,12 +93,17 @@ def _speedup_cell(row: dict[str, Any], latency: dict[str, Any]) -> str:
 
 def markdown_table(ctx: RunContext, rows: list[dict[str, Any]], results: list[TaskResult],
                    latency: dict[str, Any] | None = None) -> str:
-    """``| model | <task> (<metric>) ... | query latency (ms) | speed-up over <reference> | queries/s |`` (and a
-    column per other engine timed)."""
+    """``| model | <task> (<metric>) ... | of <symmetric large> | query latency (ms) | speed-up over <reference> |
+    queries/s |`` (and a column per other engine timed). The share column is each row's main-task score over
+    symmetric large's (``recipes.care.labels.init_document``), shown when that row was evaluated."""
     latency = latency or {}
     metric = {r.task: r.main_score for r in results}
     names = task_names(ctx)
     header = [f"{t} ({metric.get(t, '?')})" for t in names]
+    large = ctx.config.recipes.care.labels.get("init_document")
+    base = next((r["scores"].get(names[0]) for r in rows if r["model"] == large), None) if names else None
+    if base:
+        header.append(f"of {large}")
     engine = latency.get("engine_description") or "batch 1"
     reference = latency.get("reference") or "symmetric large"
     others = list(latency.get("other_engines", {}))
@@ -108,6 +113,8 @@ def markdown_table(ctx: RunContext, rows: list[dict[str, Any]], results: list[Ta
              "|---|" + "---|" * len(header) + "---|---|---|" + "---|" * len(extra)]
     for row in rows:
         cells = [f"{row['scores'][t]:.{SCORE_DIGITS}f}" if t in row["scores"] else "–" for t in names]
+        if base:
+            cells.append(f"{row['scores'][names[0]] / base:.1%}" if names[0] in row["scores"] else "–")
         timed = row.get("query_latency")
         ms = format_latency(ModelLatency(**timed)).replace("; overhead-dominated", "") if timed else _untimed(ctx, row)
         qps = f"{row['qps_batch1']:.0f}" if row["qps_batch1"] is not None else "–"

@@ -219,7 +219,7 @@ def create_app(engine: SearchEngine) -> FastAPI:
         return Health(status="ok", documents=manifest.n_docs, dim=manifest.dim, index=manifest.index,
                       query_encoder=engine.query_encoder.name,
                       document_encoder=engine.document_encoder.name if engine.document_encoder else None,
-                      model_matches_index=engine.model_matches_index)
+                      index_model=manifest.model, model_matches_index=engine.model_matches_index)
 
     @app.get("/metrics", summary="Prometheus metrics", response_class=Response)
     async def prometheus() -> Response:

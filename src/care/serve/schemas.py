@@ -221,4 +221,7 @@ class Health(BaseModel):
     index: dict[str, Any]
     query_encoder: str
     document_encoder: str | None
+    #: The model whose document side encoded the index (``care index build --model``): with ``query_encoder``,
+    #: which towers answer a search (CARE: the small query tower over the large tower's document vectors).
+    index_model: str
     model_matches_index: bool

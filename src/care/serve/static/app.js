@@ -26,7 +26,8 @@ async function loadHealth() {
   try {
     const response = await fetch("/health");
     const health = await response.json();
-    statusLine.textContent = `${health.documents} documents · ${health.dim}-d · ${health.query_encoder}`;
+    statusLine.textContent = `${health.documents} documents · ${health.dim}-d · queries encoded by ` +
+      `${health.query_encoder} · documents encoded by ${health.index_model}`;
   } catch (err) {
     statusLine.textContent = "service unreachable";
   }
