@@ -23,3 +23,21 @@ def module_scratch(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
     yield folder
     if request.session.testsfailed == failures_before:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _care_checkout_reads_as_committed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``care run`` refuses a checkout of care with uncommitted changes (``--allow-dirty``); the tests run it from
+    whatever checkout holds them, edited or not, so for them care's own checkout (``code_state()`` without a root)
+    reads as its commit. Repositories the tests make (``code_state(root)``) and the refusal itself
+    (``tests/pipeline/test_manifest.py``, which sets the state it tests) are unaffected."""
+    from care.bench import record
+    from care.bench.record import CodeState
+
+    real = record.code_state
+
+    def committed(root=None):
+        state = real(root)
+        return state if root is not None else CodeState(state.commit.removesuffix("+dirty"))
+
+    monkeypatch.setattr(record, "code_state", committed)

@@ -7,7 +7,6 @@ import shutil
 
 import numpy as np
 import pytest
-import torch
 
 from care.data.errors import DataFormatError
 from care.errors import CareError
@@ -16,17 +15,6 @@ from care.index.bundle import open_index_folder
 from care.index.config import IndexConfig
 from care.encoders.sides import load_side
 from care.testing.tiny_model import SAMPLE_DOCS, SAMPLE_QUERIES, make_tiny_care_model, write_corpus
-
-
-@pytest.fixture(scope="module")
-def tiny_care(tmp_path_factory):
-    torch.set_num_threads(1)
-    return make_tiny_care_model(tmp_path_factory.mktemp("tiny"))
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    return write_corpus(tmp_path_factory.mktemp("corpus") / "corpus.jsonl")
 
 
 @pytest.fixture(scope="module")

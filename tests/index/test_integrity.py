@@ -10,7 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from care.encoders.fingerprint import file_sha256
 from care.errors import CareError
@@ -19,23 +18,11 @@ from care.index.bundle import open_index_folder
 from care.index.config import IndexConfig
 from care.index.integrity import VERIFY_MODES, IndexDamagedError, verify_files
 from care.index.manifest import MANIFEST_FILE, IndexManifest
-from care.testing.tiny_model import make_tiny_care_model, write_corpus
 
 #: Every file the merge leaves in a FAISS index folder besides the manifest (and the shards, which have records).
 SERVED_FILES = {"plan.json", "docstore.sqlite", "index/index.faiss", "index/index.json"}
 #: Bytes flipped in the middle of a file (the issue flipped 256 in the store, 64 in the vectors).
 FLIPPED_BYTES = 64
-
-
-@pytest.fixture(scope="module")
-def tiny_care(tmp_path_factory):
-    torch.set_num_threads(1)
-    return make_tiny_care_model(tmp_path_factory.mktemp("tiny"))
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    return write_corpus(tmp_path_factory.mktemp("corpus") / "corpus.jsonl")
 
 
 @pytest.fixture(scope="module")

@@ -25,15 +25,6 @@ CONFIG = {"curate": {"encoder": "hashing"}, "show_progress": False, "seed": 7,
 STEPS = ["label", "train_care", "evaluate", "latency", "index", "report"]
 
 
-@pytest.fixture
-def no_step_runs(monkeypatch):
-    """Every step replaced by one that records its call."""
-    calls: list[str] = []
-    for name in list(pipeline.STEPS):
-        monkeypatch.setitem(pipeline.STEPS, name, lambda ctx, name=name: calls.append(name) or {})
-    return calls
-
-
 def _config_file(tmp_path, **inputs):
     beir = write_beir_folder(tmp_path)
     path = tmp_path / "run.yaml"

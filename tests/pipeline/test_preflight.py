@@ -20,15 +20,6 @@ CONFIG = {"curate": {"encoder": "hashing"}, "models": {"query": "tiny", "documen
           "show_progress": False}
 
 
-@pytest.fixture
-def no_step_runs(monkeypatch):
-    """Every step replaced by one that records its call (none may be called)."""
-    calls: list[str] = []
-    for name in list(pipeline.STEPS):
-        monkeypatch.setitem(pipeline.STEPS, name, lambda ctx, name=name: calls.append(name) or {})
-    return calls
-
-
 def _config(tmp_path, train_file, task, **inputs):
     path = tmp_path / "run.yaml"
     path.write_text(json.dumps({**CONFIG, "inputs": {"train_file": str(train_file), "tasks": [str(task)], **inputs}}),

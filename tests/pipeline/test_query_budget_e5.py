@@ -49,7 +49,7 @@ def _stage_config(run: Path, stage: str) -> dict:
 def test_the_budget_on_real_e5_trains_the_frontiers_one_layer_recipe(tmp_path, monkeypatch):
     monkeypatch.setattr("care.bench.depth_latency.measure_depth_latency",
                         lambda folder, queries, cache_dir, **kw: frontier_curve(len(queries)))
-    config = load_run_config(demo_config_path(), ["models.query=e5?layers=6", "models.document=e5",
+    config = load_run_config(demo_config_path(tiny=True), ["models.query=e5?layers=6", "models.document=e5",
                                                   "recipes.care.query_speedup=5", *UNSET, *CI_SIZE])
     ctx = RunContext(config, tmp_path / "run")
     ctx.train_file.parent.mkdir(parents=True)

@@ -40,7 +40,7 @@ def _rows(record: dict) -> list[dict]:
 
 @pytest.fixture
 def ctx(tmp_path):
-    return RunContext(load_run_config(demo_config_path()), tmp_path / "run")
+    return RunContext(load_run_config(demo_config_path(tiny=True)), tmp_path / "run")
 
 
 def test_every_row_in_the_engine_has_a_speedup_and_the_floor_is_marked(ctx):

@@ -28,16 +28,6 @@ from care.curate.pii.rules import Span
 from care.data.errors import DataFormatError
 
 
-@pytest.fixture(scope="module")
-def protected() -> Anonymiser:
-    return Anonymiser()
-
-
-@pytest.fixture(scope="module")
-def unprotected() -> Anonymiser:
-    return Anonymiser(AnonymiserConfig(clinical_terms=False))
-
-
 #: Sentences in the way of the dev set's answers, each with the word LAC tags as a person there.
 CLINICAL_SENTENCES = [
     ("癫痫可以用卡马西平治疗，卡，马西平有副作用。", "马西平"),  # the tail of a drug the text split

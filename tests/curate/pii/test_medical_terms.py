@@ -10,16 +10,6 @@ from care.curate.pii.anonymiser import Anonymiser, AnonymiserConfig
 from care.curate.pii.medical_terms import MedicalTerms, load_medical_terms, protected_terms
 
 
-@pytest.fixture(scope="module")
-def protected() -> Anonymiser:
-    return Anonymiser()
-
-
-@pytest.fixture(scope="module")
-def unprotected() -> Anonymiser:
-    return Anonymiser(AnonymiserConfig(clinical_terms=False))
-
-
 #: Encyclopedic sentences (disease articles, herb monographs, physiology) with the word LAC takes for a
 #: person there; the anonymiser without the protection removes it (checked below), with it keeps it.
 ENCYCLOPEDIC = [
