@@ -112,7 +112,7 @@ def test_the_report_leads_with_what_the_run_found(run):
     assert f"The index serves {index['label']}: {index['chosen_by']}" in lead
     assert ("The query-latency budget of 5× picked `e5?layers=1` (1 of 12 layers, 5.30× faster than the document "
             "model's query side)") in lead
-    assert f"12: 1.00×, 11: {ISSUE_CURVE[11]:.2f}×" in lead and "1: 5.30×" in lead  # the curve the budget measured
+    assert "12: 1.00×" in lead and "1: 5.30×" in lead  # the curve the budget measured, deepest to shallowest
     assert run["report"].table.startswith("**What this run found.**")  # the console prints the same lead
 
 
