@@ -46,9 +46,9 @@ from care.bench.runner import evaluate
 from care.bench.task import TaskMetadata
 from care.data.io import write_json
 from care.data.retrieval import load_queries
-from care.encoders.pair import AsymmetricEncoder
 from care.encoders.cache import EmbeddingCache
 from care.encoders.hf import HFEncoder, HFEncoderConfig
+from care.encoders.pair import AsymmetricEncoder
 from care.encoders.registry import load_model
 from care.train.config import TrainConfig
 from care.train.trainer import read_result, train

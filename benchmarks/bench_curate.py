@@ -39,13 +39,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from benchmarks._common import RESULTS, dev_set_or_none, portable  # noqa: E402
 from benchmarks.bench_results import save  # noqa: E402
-from care.curate.pii.anonymiser import Anonymiser, anonymise_file  # noqa: E402
 from care.curate.diversify import DiversifyConfig, diversify_file  # noqa: E402
 from care.curate.judges.base import JudgePair  # noqa: E402
 from care.curate.judges.cache import JudgmentCache  # noqa: E402
 from care.curate.judges.config import JudgeConfig  # noqa: E402
 from care.curate.judges.openai_judge import OpenAIChatJudge  # noqa: E402
 from care.curate.judges.runner import judge_pairs  # noqa: E402
+from care.curate.pii.anonymiser import Anonymiser, anonymise_file  # noqa: E402
 from care.curate.pii.eval_dense import DENSE_SEED  # noqa: E402
 from care.curate.pii.eval_set import generate_eval_set  # noqa: E402
 from care.curate.pii.scoring import score_eval_set  # noqa: E402

@@ -37,8 +37,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchmarks._common import RESULTS, portable
-from care.bench.encoding_throughput import (MATMUL_SIZE, datasheet_peak_tflops, document_encoding_throughput,
-                                            measured_matmul_tflops)
+from care.bench.encoding_throughput import (
+    MATMUL_SIZE,
+    datasheet_peak_tflops,
+    document_encoding_throughput,
+    measured_matmul_tflops,
+)
 from care.bench.record import COMMIT_ENV, BenchmarkRecord, invocation, write_record
 from care.data.io import iter_jsonl, write_jsonl
 

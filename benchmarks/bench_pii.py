@@ -174,7 +174,7 @@ def genre_markdown(genres: dict[str, dict], tagger: str) -> list[str]:
 
 def _row(label: str, counts: list[Count], target: float | None) -> str:
     cells = " | ".join(f"{c.share:.3f} ({c.hits}/{c.total})" for c in counts)
-    return f"| {label} | {cells} | {'≥ %.2f' % target if target else ''} |"
+    return f"| {label} | {cells} | {f'≥ {target:.2f}' if target else ''} |"
 
 
 def markdown(results: dict, winner: str, reported: str, seeds: list[int], lines: int, skipped: dict[str, str],

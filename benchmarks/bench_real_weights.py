@@ -42,9 +42,27 @@ from dataclasses import replace
 from pathlib import Path
 
 from benchmarks._common import RESULTS, RUNS, add_allow_dirty, dev_set, pin_code, portable
-from benchmarks.real_weights_setup import (CONFIGS, DEMO_RETRIEVAL, E5_OPTIONS, EXPERIMENT, LENGTH_OVERRIDES, PEER,
-                                           PEER_ROW, PROBE_FOLDER, QUERY_LAYERS, Prepared, e5_cuts, e5_narrow, e5_spec,
-                                           ensure_e5, finished, model_spec, peer_config, prepare, score_rows)
+from benchmarks.real_weights_setup import (
+    CONFIGS,
+    DEMO_RETRIEVAL,
+    E5_OPTIONS,
+    EXPERIMENT,
+    LENGTH_OVERRIDES,
+    PEER,
+    PEER_ROW,
+    PROBE_FOLDER,
+    QUERY_LAYERS,
+    Prepared,
+    e5_cuts,
+    e5_narrow,
+    e5_spec,
+    ensure_e5,
+    finished,
+    model_spec,
+    peer_config,
+    prepare,
+    score_rows,
+)
 from care.bench.record import BenchmarkRecord, read_records, write_record
 from care.bench.selection import VALIDATION, Selection, add_selections
 from care.train.recipe import MINED_FILE, RecipeConfig, RecipePaths

@@ -45,13 +45,22 @@ import shutil
 from pathlib import Path
 
 from benchmarks._common import RESULTS, RUNS, add_allow_dirty, dev_set, pin_code, portable
-from benchmarks.real_weights_setup import (CONFIGS, EXPERIMENT, PROBE_FOLDER, e5_spec, finished, model_spec, narrowed,
-                                           prepare, score_rows)
+from benchmarks.real_weights_setup import (
+    CONFIGS,
+    EXPERIMENT,
+    PROBE_FOLDER,
+    e5_spec,
+    finished,
+    model_spec,
+    narrowed,
+    prepare,
+    score_rows,
+)
 from care.bench.record import BenchmarkRecord, write_record
 from care.bench.selection import SELECT_ON_TEST_FLAG, TEST, TEST_FOOTNOTE, VALIDATION, Selection, selection_split
 from care.data.io import atomic_write, iter_jsonl
-from care.train.config import TrainConfig, apply_overrides, load_config
 from care.models.e5_export import QUERY_PREFIX
+from care.train.config import TrainConfig, apply_overrides, load_config
 from care.train.recipe import record_run_settings
 from care.train.trainer import read_result, train
 

@@ -35,9 +35,9 @@ from care.bench.latency import measure_latency
 from care.bench.options import RunOptions
 from care.bench.record import BenchmarkRecord, read_records, write_record
 from care.bench.runner import evaluate
-from care.encoders.pair import AsymmetricEncoder
 from care.encoders.cache import EmbeddingCache
 from care.encoders.fingerprint import digest
+from care.encoders.pair import AsymmetricEncoder
 from care.encoders.registry import load_model
 from care.train.student import STAGE1_FOLDER, StudentPaths, load_student_config, tower_model_spec, train_student
 

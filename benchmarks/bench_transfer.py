@@ -41,7 +41,6 @@ import statistics
 from typing import Any
 
 from benchmarks._common import ROOT, RUNS, pin_code, portable, run_config_parser
-
 from care.bench.record import BenchmarkRecord, write_record
 from care.bench.selection import SELECTION_KEY, SPEED, Selection
 from care.bench.tables import per_seed_ratios

@@ -26,8 +26,8 @@ import numpy as np
 from benchmarks._common import RESULTS
 from benchmarks.bench_results import save
 from care.demo.build import build_demo
-from care.pipeline.config import E5_JUDGE_THRESHOLDS, HASHING_JUDGE_THRESHOLDS
 from care.encoders.hashing import HashingCharEncoder
+from care.pipeline.config import E5_JUDGE_THRESHOLDS, HASHING_JUDGE_THRESHOLDS
 
 DEPTH = 50
 QUANTILES = (5, 50, 95)

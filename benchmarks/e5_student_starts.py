@@ -26,10 +26,9 @@ from benchmarks.bench_datasets import e5_cut, prepare_toyhom
 from benchmarks.bench_results import save
 from care.bench.options import RunOptions
 from care.bench.runner import evaluate
-from care.bench.selection import (SELECT_ON_TEST_FLAG, TEST, TEST_FOOTNOTE, Selection, add_selections,
-                                  selection_split)
-from care.encoders.pair import AsymmetricEncoder
+from care.bench.selection import SELECT_ON_TEST_FLAG, TEST, TEST_FOOTNOTE, Selection, add_selections, selection_split
 from care.encoders.cache import EmbeddingCache
+from care.encoders.pair import AsymmetricEncoder
 from care.encoders.registry import load_model
 
 logger = logging.getLogger("e5_student_starts")

@@ -62,7 +62,7 @@ def main() -> None:
     data = tmp / "data" / name
     if a.tiny:  # a small cut of the dev set: the first N test queries, their answers, 40 training rows' answers
         data.mkdir(parents=True)
-        qrels = [l.split("\t") for l in (a.data / "test_qrels.tsv").read_text(encoding="utf-8").splitlines()]
+        qrels = [line.split("\t") for line in (a.data / "test_qrels.tsv").read_text(encoding="utf-8").splitlines()]
         header = qrels[0] if not qrels[0][-1].strip().isdigit() else None
         rows = qrels[1:] if header else qrels
         test = [r for _, r in iter_jsonl(a.data / "test_queries.jsonl")][:a.tiny]

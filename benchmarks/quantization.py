@@ -34,19 +34,19 @@ import numpy as np
 
 from benchmarks._common import RESULTS, ROOT, RUNS
 from benchmarks.bench_datasets import e5_cut, latency_queries, prepare_toyhom
-from care.bench.latency import format_latency, measure_latency
 from care.bench.encoding import DOCUMENT, encode_collection
+from care.bench.latency import format_latency, measure_latency
 from care.bench.metrics import ranking_metrics
-from care.bench.retrieval import load_data
 from care.bench.options import RunOptions
 from care.bench.record import BenchmarkRecord, write_record
+from care.bench.retrieval import load_data
 from care.bench.runner import evaluate
 from care.data.io import atomic_write
-from care.encoders.pair import AsymmetricEncoder
 from care.encoders.cache import EmbeddingCache
-from care.encoders.registry import load_model
 from care.encoders.int8_portability import MAX_PORTABLE_INT8, emulate_avx2_u8s8, int8_weight_violations, session_for
 from care.encoders.onnx import CONFIG_FILE, INT8_FILE, ONNX_FILE, OnnxQueryEncoder
+from care.encoders.pair import AsymmetricEncoder
+from care.encoders.registry import load_model
 from care.models.onnx_export import INT8_OPTIONS, export_query_encoder, quantize_int8
 
 logger = logging.getLogger("quantization")

@@ -11,8 +11,16 @@ from pathlib import Path
 from urllib.parse import quote
 
 from benchmarks._common import portable
-from benchmarks.real_weights_setup import (CONFIGS, DUPLICATE_THRESHOLD, EXPERIMENT, LENGTH_OVERRIDES, Prepared,
-                                           e5_spec, finished, score_rows)
+from benchmarks.real_weights_setup import (
+    CONFIGS,
+    DUPLICATE_THRESHOLD,
+    EXPERIMENT,
+    LENGTH_OVERRIDES,
+    Prepared,
+    e5_spec,
+    finished,
+    score_rows,
+)
 from care.bench.record import BenchmarkRecord, write_record
 from care.data.io import iter_jsonl
 from care.encoders.registry import load_model

@@ -56,8 +56,17 @@ from typing import Any
 import numpy as np
 
 from benchmarks._common import RUNS, dev_set
-from benchmarks.service_load_clients import (CLIENTS, N_QUERIES, Service, bare_ceiling, floor_service, load_level,
-                                             overhead_at_one_client, search_answer, thin_service)
+from benchmarks.service_load_clients import (
+    CLIENTS,
+    N_QUERIES,
+    Service,
+    bare_ceiling,
+    floor_service,
+    load_level,
+    overhead_at_one_client,
+    search_answer,
+    thin_service,
+)
 from benchmarks.service_load_report import write_report
 
 logger = logging.getLogger("service_load")

@@ -80,7 +80,7 @@ def bench_index(sizes: list[int], dim: int, repeats: int, n_queries: int, hnsw_m
                     if exact is None:
                         exact = ids
                     recall = recall_at_k(ids, exact, TOP_K)
-                    timed = measure_calls({"search": lambda i: index.search(queries[i : i + 1], TOP_K)}, INDEX_LATENCY_QUERIES,
+                    timed = measure_calls({"search": lambda i, index=index: index.search(queries[i : i + 1], TOP_K)}, INDEX_LATENCY_QUERIES,
                                           settings=INDEX_LATENCY).models["search"]
                     row = {"data": kind, "type": name, "n": n, "dim": dim, "param": param,
                            "value": setting, "build_s": round(build_s, 1), "p50_ms": round(timed.p50_ms, 3),

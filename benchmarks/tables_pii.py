@@ -11,7 +11,6 @@ from benchmarks.bench_results import record
 from care.bench.record import BenchmarkRecord
 from care.bench.tables import markdown_table
 
-
 #: The anonymiser's table (bench_pii.py): rows (label, key in the default tagger's pooled scores) in two column pairs;
 #: ``kept:`` keys are keep categories, ``+`` joins two cells, bold keys carry a target.
 PII_LEFT: tuple[tuple[str, str], ...] = (

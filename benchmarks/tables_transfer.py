@@ -15,7 +15,6 @@ from care.bench.record import BenchmarkRecord, read_records
 from care.bench.selection import TEST, TEST_MARK, read_selections, with_test_mark
 from care.bench.tables import markdown_table, per_seed_ratios, ratio_cell
 
-
 #: The transfer table's columns: (record in transfer/, column title); rows as bench_transfer.py labels them.
 TRANSFER_SETS: tuple[tuple[str, str], ...] = (
     ("toyhom", "patient questions → doctor answers (toyhom)"),

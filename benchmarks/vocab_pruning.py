@@ -37,8 +37,6 @@ import json
 import logging
 from pathlib import Path
 
-import numpy as np
-
 from benchmarks._common import RESULTS, ROOT, RUNS, dev_set, portable
 from benchmarks.bench_datasets import e5_cut
 from benchmarks.real_weights_setup import narrowed

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from care.cli import USER_ERROR_EXIT, UNEXPECTED_ERROR_EXIT, app, run_cli
+from care.cli import UNEXPECTED_ERROR_EXIT, USER_ERROR_EXIT, app, run_cli
 
 
 def _care(monkeypatch, capsys, *args: str) -> tuple[int, str]:

@@ -7,10 +7,8 @@ from pathlib import Path
 import pytest
 
 from care.data.rerank import RerankExample, write_rerank
-
-from care.data.sts import STSPair, write_sts
 from care.data.retrieval import Document, write_retrieval_folder
-
+from care.data.sts import STSPair, write_sts
 
 CORPUS = [
     Document("d1", "高血压患者应该低盐饮食并按时服药"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+
 import numpy as np
 
 from care.encoders.base import format_instruction

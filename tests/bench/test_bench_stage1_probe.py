@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 
 import pytest
-
 from benchmarks.bench_stage1_probe import probe_selection
+
 from care.errors import CareError
 
 

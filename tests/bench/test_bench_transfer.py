@@ -8,8 +8,8 @@ import json
 import statistics
 
 import pytest
-
 from benchmarks.bench_transfer import CARE, E5, SYM_LARGE, SYM_SMALL, recorded_runs, summarise
+
 from care.bench.record import BenchmarkRecord
 from care.pipeline.sources import VALIDATION_TASK
 

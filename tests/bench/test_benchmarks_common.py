@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from benchmarks import _common
 from benchmarks._common import DEV_SET_ENV, ROOT, dev_set, dev_set_or_none, portable
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from care.bench.encoding_throughput import (datasheet_peak_tflops, decoder_forward_flops, document_encoding_throughput,
-                                            measured_matmul_tflops)
+from care.bench.encoding_throughput import (
+    datasheet_peak_tflops,
+    decoder_forward_flops,
+    document_encoding_throughput,
+    measured_matmul_tflops,
+)
 from care.models.presets import QWEN3_4B, TINY_QWEN3, save_random_model
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from benchmarks.frontier import build, figure, markdown, named_groups, query_params, tower_of
+
 from care.bench.record import BenchmarkRecord, write_record
 
 SHAPES = {"vocab_size": 50, "hidden_size": 8, "intermediate_size": 16, "max_position_embeddings": 32,

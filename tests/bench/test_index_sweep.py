@@ -6,8 +6,7 @@ import faiss
 import numpy as np
 import pytest
 
-from care.bench.index_sweep import (apply_search_setting, exact_top_k, recall_at_k, setting_label,
-                                    sweep_search_settings)
+from care.bench.index_sweep import apply_search_setting, exact_top_k, recall_at_k, setting_label, sweep_search_settings
 from care.index import IndexConfig, build_index
 
 DIM = 16

@@ -16,8 +16,8 @@ from care.bench.query_check import check_queries
 from care.bench.registry import get_task
 from care.bench.runner import evaluate
 from care.data.rerank import RerankExample, write_rerank
-from care.data.sts import STSPair, write_sts
 from care.data.retrieval import Document, write_retrieval_folder
+from care.data.sts import STSPair, write_sts
 from care.errors import CareError
 
 from ..hostile_text import HOSTILE_TEXTS, LONG_QUESTION_CHARS

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from benchmarks.question_alignment import question_texts, write_question_alignment
+
 from care.data.errors import DataFormatError
 from care.data.io import write_jsonl
 

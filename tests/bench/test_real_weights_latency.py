@@ -7,9 +7,9 @@ import argparse
 import shutil
 
 import pytest
-
 from benchmarks.real_weights_summary import BACK_TO_BACK, BM25_LATENCY, query_latency
-from tests.bench.conftest import CORPUS, QRELS, QUERIES
+
+from tests.bench.conftest import CORPUS, QUERIES
 
 
 @pytest.fixture

@@ -6,10 +6,10 @@ import argparse
 from pathlib import Path
 
 import pytest
-
 from benchmarks import bench_real_weights as bench
 from benchmarks.real_weights_setup import Prepared
 from benchmarks.real_weights_summary import summarise
+
 from care.train.variants import Variant, parse_variant
 
 

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from care.bench.selection import (SELECTION_KEY, TEST_MARK, Selection, add_selections, chosen_on_test,
-                                  read_selections, selection_split, with_test_mark)
+from care.bench.selection import (
+    SELECTION_KEY,
+    TEST_MARK,
+    Selection,
+    add_selections,
+    chosen_on_test,
+    read_selections,
+    selection_split,
+    with_test_mark,
+)
 from care.errors import CareError
 
 

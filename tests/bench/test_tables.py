@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from benchmarks import tables
+
 from care.bench.record import read_records
 from care.bench.tables import markdown_table, mean_std, replace_sections, rewrite_file, section_names
 from care.errors import CareError
@@ -180,7 +180,7 @@ def test_transfer_table_reads_both_dev_sets_and_says_what_is_missing(tmp_path):
     write_record(BenchmarkRecord("transfer", "toyhom", config={}, seeds=[0, 1], scores=scores, extra=extra), tmp_path)
     table = tables.transfer_table(tmp_path)
     assert f"| **CARE**: 6-layer query tower, 12-layer document tower | **0.915 ± 0.001**{TEST_MARK} |" in table
-    assert f"| symmetric large: e5's 12 layers, both sides fine-tuned | 0.920 ± 0.001 |" in table
+    assert "| symmetric large: e5's 12 layers, both sides fine-tuned | 0.920 ± 0.001 |" in table
     assert f"| settings chosen on | test{TEST_MARK} (`real_weights/probe`) | – |" in table
 
 

@@ -4,6 +4,7 @@ nothing when the record has no genre sets."""
 from __future__ import annotations
 
 from benchmarks.tables_pii import pii_genres_table
+
 from care.bench.record import BenchmarkRecord
 
 

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from benchmarks import tune_care_tiny as tune
 
 

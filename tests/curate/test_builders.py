@@ -14,14 +14,14 @@ from care.curate.benchmark import BenchmarkConfig, build_benchmark
 from care.curate.judges.cache import JudgmentCache
 from care.curate.judges.config import JudgeConfig
 from care.curate.judges.openai_judge import OpenAIChatJudge
-from care.testing.chat_server import FakeChatServer
 from care.curate.train_data import TrainDataConfig, build_train
-from care.train.alignment import alignment_from_training_file
 from care.data.errors import DataFormatError
 from care.data.rerank import load_rerank
 from care.data.retrieval import load_retrieval_folder
 from care.data.training import iter_training_file
 from care.errors import CareError
+from care.testing.chat_server import FakeChatServer
+from care.train.alignment import alignment_from_training_file
 
 from .conftest import CharEncoder
 

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from care.curate.diversify_threshold import SimilarityProfile, calibrated_threshold
 from care.curate.diversify import DiversifyConfig, DynamicIndexFilter, diversify_file
+from care.curate.diversify_threshold import SimilarityProfile, calibrated_threshold
 from care.errors import CareError
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from care.curate.judges.cache import JudgmentCache
 from care.curate.judges.config import JudgesConfig
 from care.curate.judges.factory import build_judges
-from care.testing.chat_server import FakeChatServer
 from care.curate.judges.labelling import judge_file
+from care.testing.chat_server import FakeChatServer
 
 N_QUERIES, N_DOCS = 8, 9
 STALL_AFTER_CALLS = 6

@@ -13,8 +13,8 @@ from care.curate.judges.openai_judge import OpenAIChatJudge
 from care.curate.judges.parse import normalise_grade, parse_grades
 from care.curate.judges.prompt import JudgePrompt
 from care.curate.judges.runner import judge_pairs
-from care.testing.chat_server import hash_grade
 from care.errors import CareError
+from care.testing.chat_server import hash_grade
 
 QUERY = "头痛三天怎么办"
 PASSAGES = ["多喝水，注意休息", "可以口服布洛芬缓解", "建议到神经内科就诊", "饭后散步有助消化"]

@@ -8,10 +8,10 @@ import pytest
 
 from care.curate.judges.config import JudgeConfig
 from care.curate.judges.openai_judge import ChatClient
-from care.testing.chat_server import FakeChatServer
 from care.curate.sts import StsConfig, build_sts, check_generation, find_term, load_synonyms
 from care.data.errors import DataFormatError
 from care.data.sts import load_sts
+from care.testing.chat_server import FakeChatServer
 
 
 def _reply(model, messages):

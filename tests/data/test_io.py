@@ -25,7 +25,7 @@ def test_non_object_line_rejected(tmp_path):
 
 def test_non_utf8_file_names_line_and_suggests_iconv(tmp_path):
     path = tmp_path / "gbk.jsonl"
-    path.write_bytes('{"text": "ok"}\n'.encode() + '{"text": "高血压"}\n'.encode("gb18030"))
+    path.write_bytes(b'{"text": "ok"}\n' + '{"text": "高血压"}\n'.encode("gb18030"))
     with pytest.raises(DataFormatError, match="line 2: not valid UTF-8.*iconv"):
         list(iter_jsonl(path))
 

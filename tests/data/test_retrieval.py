@@ -3,7 +3,14 @@
 import pytest
 
 from care.data.errors import DataFormatError
-from care.data.retrieval import Document, load_corpus, load_qrels, load_queries, load_retrieval_folder, write_retrieval_folder
+from care.data.retrieval import (
+    Document,
+    load_corpus,
+    load_qrels,
+    load_queries,
+    load_retrieval_folder,
+    write_retrieval_folder,
+)
 
 
 def _write(path, text):

@@ -6,8 +6,8 @@ import json
 
 from care.data.io import iter_jsonl
 from care.data.rerank import load_rerank
-from care.data.sts import load_sts
 from care.data.retrieval import load_retrieval_folder
+from care.data.sts import load_sts
 from care.demo import demo_tasks_root, demo_train_file
 from care.demo.tasks import (
     RERANK_INSTRUCTION,

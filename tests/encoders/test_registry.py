@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from care.encoders.pair import AsymmetricEncoder
 from care.encoders.bm25 import BM25Retriever
 from care.encoders.hf import HFEncoder
+from care.encoders.pair import AsymmetricEncoder
 from care.encoders.registry import load_model, split_options
 from care.errors import CareError
 

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from care.data.errors import DataFormatError
+from care.encoders.sides import load_side
 from care.errors import CareError
 from care.index.build import BuildOptions, build, parse_shard, shard_ranges
 from care.index.bundle import open_index_folder
 from care.index.config import IndexConfig
-from care.encoders.sides import load_side
 from care.testing.tiny_model import SAMPLE_DOCS, SAMPLE_QUERIES, make_tiny_care_model, write_corpus
 
 

@@ -54,8 +54,8 @@ def test_a_flipped_byte_inside_a_documents_text_passes_quick_check_but_fails_its
     docs = [(i + 1, Document(id=f"d{i}", text=f"第{i}号文档的正文" * 5, title=f"t{i}")) for i in range(N_DOCS)]
     build_docstore(path, docs)
     data = bytearray(path.read_bytes())
-    at = data.find("第57号文档".encode("utf-8"))
-    data[at : at + 3] = "弟".encode("utf-8")  # same length, valid UTF-8: a row SQLite reads, with other text
+    at = data.find("第57号文档".encode())
+    data[at : at + 3] = "弟".encode()  # same length, valid UTF-8: a row SQLite reads, with other text
     path.write_bytes(bytes(data))
     store = DocumentStore(path)
     store.check()  # SQLite keeps no checksum of row contents

@@ -63,9 +63,9 @@ def test_missing_database_is_a_clear_error(tmp_path):
 def test_index_build_with_the_milvus_backend(tmp_path):
     import torch
 
+    from care.encoders.sides import load_side
     from care.index.build import BuildOptions, build
     from care.index.bundle import open_index_folder
-    from care.encoders.sides import load_side
     from care.testing.tiny_model import SAMPLE_DOCS, make_tiny_care_model, write_corpus
 
     torch.set_num_threads(1)

@@ -81,7 +81,7 @@ def _raw_request(url: str, headers: dict[str, str], body: bytes = b"") -> tuple[
     """Send a request by hand (so that a huge body can be announced and never sent); returns
     (status, seconds until the status line came back)."""
     host, port = url.removeprefix("http://").split(":")
-    lines = [f"POST /search HTTP/1.1", f"Host: {host}", *(f"{k}: {v}" for k, v in headers.items()), "", ""]
+    lines = ["POST /search HTTP/1.1", f"Host: {host}", *(f"{k}: {v}" for k, v in headers.items()), "", ""]
     with socket.create_connection((host, int(port)), timeout=PROMPT_S) as sock:
         started = time.perf_counter()
         sock.sendall("\r\n".join(lines).encode() + body)

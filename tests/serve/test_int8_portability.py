@@ -9,8 +9,6 @@ import numpy as np
 import onnx
 import pytest
 
-from care.errors import CareError
-from care.encoders.sides import load_side
 from care.encoders.int8_portability import (
     INT16_MAX,
     MAX_PORTABLE_INT8,
@@ -20,6 +18,8 @@ from care.encoders.int8_portability import (
     run_onnx,
 )
 from care.encoders.onnx import INT8_FILE, INT8_MIN_COSINE, ONNX_FILE, OnnxQueryEncoder, cosine_agreement
+from care.encoders.sides import load_side
+from care.errors import CareError
 from care.models.onnx_export import quantize_int8
 
 TEXTS = ["头痛", "高血压患者应该吃什么药？血压150/95需要治疗吗", "CT 肺结节", "糖尿病饮食注意事项：少吃糖，多运动。" * 3]

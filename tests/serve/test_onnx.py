@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from care.errors import CareError
-from care.encoders.sides import load_side
 from care.encoders.onnx import FP32_MAX_COSINE_GAP, INT8_MIN_COSINE, OnnxQueryEncoder, cosine_agreement
+from care.encoders.sides import load_side
+from care.errors import CareError
 from care.models.onnx_export import export_query_encoder
 
 TEXTS = ["头痛", "高血压患者应该吃什么药？血压150/95需要治疗吗", "CT 肺结节", "糖尿病饮食注意事项：少吃糖，多运动。" * 3]

@@ -21,7 +21,7 @@ BODIES = [
     '{"query": "头痛", "k": "three"}'.encode(),  # model: not an integer
     '{"query": "头痛", "k": 1000}'.encode(),  # handler: k above max_k
     '{"query": "头痛", "colour": "red"}'.encode(),  # model: extra field forbidden
-    '{"k": 3}'.encode(),  # model: query missing
+    b'{"k": 3}',  # model: query missing
     b'{"query": "\\u5934\\ud800"}',  # lone surrogate (orjson refuses the escape, the model names it)
 ]
 #: Bodies the hot path words more plainly than FastAPI's "Input should be a valid dictionary or object ...".

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from .trainer_fixtures import PAIRS, alignment_rows, toy_rows, write_rows
 
 

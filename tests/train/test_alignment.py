@@ -8,17 +8,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from benchmarks._common import DEV_SET_ENV, dev_set_or_none
+
+from care.data.training import DOC_ALIGN, QUERY_ALIGN, load_training_file
 from care.train.alignment import (
     DenseNegativeMiner,
-    LexicalNegativeMiner,
     NearDuplicateFilter,
     alignment_from_training_file,
     build_alignment_data,
     char_overlap,
 )
-from care.data.training import DOC_ALIGN, QUERY_ALIGN, load_training_file
 
 from ..hostile_text import HOSTILE_TEXTS
 

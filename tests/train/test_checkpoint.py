@@ -60,8 +60,9 @@ def test_both_triggers_whichever_comes_first():
 def test_with_several_processes_the_main_process_clock_decides(monkeypatch):
     """A rank whose own clock says "not yet" still saves when rank 0 says so (and the reverse), so no
     rank waits alone in save_checkpoint's barrier."""
-    import accelerate.utils
     from types import SimpleNamespace
+
+    import accelerate.utils
 
     sent = []
 

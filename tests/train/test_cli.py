@@ -6,10 +6,11 @@ import json
 
 import torch
 import yaml
-from .trainer_fixtures import tiny_config_dict
 from typer.testing import CliRunner
 
 from care.train.trainer import read_result
+
+from .trainer_fixtures import tiny_config_dict
 
 
 def _app():

@@ -12,6 +12,7 @@ from care.data.training import DOC_ALIGN, QUERY_ALIGN, TrainingExample, Training
 from care.train.data import KindGroupedBatchSampler, TrainingGroupDataset, build_groups, collate_groups
 from tests.data.test_training import ROWS, write_rows
 
+
 def test_build_groups_without_and_with_replacement() -> None:
     ex = TrainingExample("q", ("p1", "p2"), tuple(f"n{i}" for i in range(10)))
     g = build_groups(ex, 7, random.Random(0))

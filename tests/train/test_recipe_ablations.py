@@ -49,7 +49,7 @@ def _wiring(calls) -> dict[str, tuple]:
 
 def test_full_recipe_wiring(tiny_dir, tmp_path, calls):
     run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST)
-    w, q, d = _wiring(calls), str(tiny_dir / "tiny-bert"), str(tiny_dir / "tiny-qwen3")
+    w, q = _wiring(calls), str(tiny_dir / "tiny-bert")
     assert list(w) == ["init_query", "init_document", "stage1", "stage2"]
     assert w["init_query"][0] == q
     assert w["stage1"] == [str(tmp_path / "init_query/query"), str(tmp_path / "init_document/document"),

@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 
 import torch
-from .trainer_fixtures import tiny_config_dict
 
 from care.train.checkpoint import list_checkpoints
 from care.train.config import TrainConfig
 from care.train.trainer import train
+
+from .trainer_fixtures import tiny_config_dict
 
 WORKER = Path(__file__).with_name("resume_worker.py")
 

@@ -189,8 +189,8 @@ def test_existing_checkpoints_need_resume(tiny_dir, tmp_path):
 
 
 def test_query_side_alignment_rows_get_the_instruction_document_side_rows_do_not():
-    from care.train.batches import query_text
     from care.data.training import DOC_ALIGN, QUERY_ALIGN
+    from care.train.batches import query_text
 
     prefix = "Instruct: 检索\nQuery: "
     assert query_text("头痛", None, QUERY_ALIGN, prefix) == prefix + "头痛"

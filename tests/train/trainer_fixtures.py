@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-
 PAIRS = [
     ("头痛怎么办", "头痛可以服用布洛芬并注意休息"),
     ("发烧怎么退烧", "发烧时多喝水可用对乙酰氨基酚退烧"),

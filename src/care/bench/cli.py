@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -39,21 +39,21 @@ def _default_task_folders() -> list[Path]:
 
 
 def bench(
-    model: Optional[list[str]] = typer.Option(None, "--model", "-m", help="Model spec (bm25, e5, a model folder, ...); repeatable. Default: bm25 and e5."),
-    task: Optional[list[str]] = typer.Option(None, "--task", "-t", help="Registered task name or task folder; repeatable. Default: the embedded demo benchmark."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Folder for <model>__<task>.json results and results.md."),
+    model: list[str] | None = typer.Option(None, "--model", "-m", help="Model spec (bm25, e5, a model folder, ...); repeatable. Default: bm25 and e5."),
+    task: list[str] | None = typer.Option(None, "--task", "-t", help="Registered task name or task folder; repeatable. Default: the embedded demo benchmark."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Folder for <model>__<task>.json results and results.md."),
     batch_size: int = typer.Option(32, "--batch-size", help="Encoder batch size."),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache folder (default $CARE_CACHE_DIR or ~/.cache/care/embeddings)."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Embedding cache folder (default $CARE_CACHE_DIR or ~/.cache/care/embeddings)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the embedding cache."),
     cache_dtype: str = typer.Option("float32", "--cache-dtype", help="Cached embedding type: float32 or float16."),
     index: str = typer.Option("flat", "--index", help="FAISS index for retrieval: flat (exact), hnsw, ivf, ivfpq."),
-    nlist: Optional[int] = typer.Option(None, "--nlist", help="IVF lists (ivf / ivfpq)."),
-    nprobe: Optional[int] = typer.Option(None, "--nprobe", help="IVF lists probed per query."),
-    ef_search: Optional[int] = typer.Option(None, "--ef-search", help="HNSW search beam width."),
+    nlist: int | None = typer.Option(None, "--nlist", help="IVF lists (ivf / ivfpq)."),
+    nprobe: int | None = typer.Option(None, "--nprobe", help="IVF lists probed per query."),
+    ef_search: int | None = typer.Option(None, "--ef-search", help="HNSW search beam width."),
     top_k: int = typer.Option(100, "--top-k", help="Documents retrieved per query."),
-    data_root: Optional[Path] = typer.Option(None, "--data-root", help="Folder with one subfolder per registered task (or $CMEDTEB_DATA)."),
-    split: Optional[str] = typer.Option(None, "--split", help="Data split to evaluate (e.g. test -> test_qrels.tsv or BEIR's qrels/test.tsv, test_queries.jsonl when present); refused when a task has no file for it."),
-    device: Optional[str] = typer.Option(None, "--device", help="Device for neural models (cpu, cuda, cuda:1, ...)."),
+    data_root: Path | None = typer.Option(None, "--data-root", help="Folder with one subfolder per registered task (or $CMEDTEB_DATA)."),
+    split: str | None = typer.Option(None, "--split", help="Data split to evaluate (e.g. test -> test_qrels.tsv or BEIR's qrels/test.tsv, test_queries.jsonl when present); refused when a task has no file for it."),
+    device: str | None = typer.Option(None, "--device", help="Device for neural models (cpu, cuda, cuda:1, ...)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide progress bars."),
     latency: bool = typer.Option(False, "--latency", help="Also time single queries side by side on the first retrieval task's queries: the dense models' query encoding and BM25's search of that task's corpus "
                                  "(random order per query, stable median with p10/p90, self-check of a second copy of the "

@@ -127,7 +127,7 @@ def floor_encoder(reference: Any, engine: str, folder: str | Path) -> Any:
             model=str(model), name="engine floor", pooling="cls", max_length=settings.max_length, dtype="float32",
             device="cpu", query_prefix=settings.query_prompt, instruction_template=settings.instruction_template,
             instructions=settings.instructions))
-    from care.encoders.onnx import CONFIG_FILE, ONNX_FILE, OnnxExportConfig, OnnxQueryEncoder
+    from care.encoders.onnx import CONFIG_FILE, ONNX_FILE, OnnxQueryEncoder
     from care.models.onnx_export import export_query_encoder
 
     out = folder / "onnx"

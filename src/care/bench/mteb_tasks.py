@@ -19,8 +19,8 @@ from care.bench.rerank import rerank_file
 from care.bench.sts import sts_file
 from care.bench.task import TaskMetadata
 from care.data.rerank import load_rerank
-from care.data.sts import load_sts
 from care.data.retrieval import load_retrieval_folder
+from care.data.sts import load_sts
 from care.errors import CareError
 
 _MTEB_TYPES = {"retrieval": "Retrieval", "rerank": "Reranking", "sts": "STS"}

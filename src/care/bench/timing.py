@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from care.data.io import write_json
 from care.data.errors import DataFormatError
+from care.data.io import write_json
 
 PHASES = ("load_s", "encode_queries_s", "encode_documents_s", "index_s", "search_s", "metrics_s")
 ENCODING_PHASES = ("encode_queries_s", "encode_documents_s")

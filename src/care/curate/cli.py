@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -45,12 +44,12 @@ def _load_retrievers(specs: list[str], batch_size: int | None = None):
 def anonymise_cmd(
     input: Path = typer.Argument(..., help="JSONL file to anonymise."),
     output: Path = typer.Argument(..., help="Anonymised JSONL (same rows, texts with [TYPE] placeholders)."),
-    field: Optional[list[str]] = typer.Option(None, "--field", "-f", help="Text field(s) to clean; repeatable. Default: text, title, query, pos, neg, positive, negative."),
-    types: Optional[list[str]] = typer.Option(None, "--type", help="PII types to remove (PHONE ID EMAIL URL BANK_CARD MRN PASSPORT WECHAT QQ PLATE BIRTH_DATE NAME ADDRESS); repeatable. Default: all."),
+    field: list[str] | None = typer.Option(None, "--field", "-f", help="Text field(s) to clean; repeatable. Default: text, title, query, pos, neg, positive, negative."),
+    types: list[str] | None = typer.Option(None, "--type", help="PII types to remove (PHONE ID EMAIL URL BANK_CARD MRN PASSPORT WECHAT QQ PLATE BIRTH_DATE NAME ADDRESS); repeatable. Default: all."),
     no_old_ids: bool = typer.Option(False, "--no-old-ids", help="Do not remove 15-digit pre-1999 resident IDs."),
     tagger: str = typer.Option("lac", "--tagger", help="Lexical tagger for names and places: lac (best, default), jieba (about 3x faster, lower recall) or thulac (if installed)."),
     no_clinical_terms: bool = typer.Option(False, "--no-clinical-terms", help="Do not protect clinical terms (drugs, herbs, symptoms ...) from being removed as names; see docs/curate.md."),
-    report: Optional[Path] = typer.Option(None, "--report", help="Write the removal report (counts by type) here."),
+    report: Path | None = typer.Option(None, "--report", help="Write the removal report (counts by type) here."),
     chunk_size: int = typer.Option(1000, "--chunk-size", help="Rows per checkpointed chunk."),
     no_progress: bool = typer.Option(False, "--no-progress"),
 ) -> None:
@@ -71,12 +70,12 @@ def diversify_cmd(
     output: Path = typer.Argument(..., help="JSONL of the kept rows."),
     encoder: str = typer.Option("e5", "--encoder", "-e", help="Encoder spec (care.encoders.registry)."),
     role: str = typer.Option("document", "--role", help="query or document: picks the paper's defaults and the encoder role."),
-    k: Optional[int] = typer.Option(None, "--k", help="Neighbours retrieved per text (paper: 5)."),
-    threshold: Optional[str] = typer.Option(None, "--threshold", "-t", help="Similarity threshold, or 'auto' to calibrate the paper's for this encoder. Default: the paper's (0.85 queries, 0.78 documents), refused with the measured similarity distribution when the encoder's random pairs already exceed it."),
-    max_similar: Optional[int] = typer.Option(None, "--max-similar", "-n", help="Drop a text when more than n neighbours exceed the threshold (paper: 1)."),
-    seed_size: Optional[int] = typer.Option(None, "--seed-size", help="Texts inserted unfiltered to seed the index (paper: 5000)."),
+    k: int | None = typer.Option(None, "--k", help="Neighbours retrieved per text (paper: 5)."),
+    threshold: str | None = typer.Option(None, "--threshold", "-t", help="Similarity threshold, or 'auto' to calibrate the paper's for this encoder. Default: the paper's (0.85 queries, 0.78 documents), refused with the measured similarity distribution when the encoder's random pairs already exceed it."),
+    max_similar: int | None = typer.Option(None, "--max-similar", "-n", help="Drop a text when more than n neighbours exceed the threshold (paper: 1)."),
+    seed_size: int | None = typer.Option(None, "--seed-size", help="Texts inserted unfiltered to seed the index (paper: 5000)."),
     text_field: str = typer.Option("text", "--field", help="Field holding the text."),
-    report: Optional[Path] = typer.Option(None, "--report", help="Write the kept/dropped report (with examples) here."),
+    report: Path | None = typer.Option(None, "--report", help="Write the kept/dropped report (with examples) here."),
     chunk_size: int = typer.Option(512, "--chunk-size", help="Texts encoded and checkpointed per chunk."),
     batch_size: int = typer.Option(32, "--batch-size"),
     no_progress: bool = typer.Option(False, "--no-progress"),
@@ -134,7 +133,7 @@ def build_benchmark_cmd(
     depth: int = typer.Option(500, "--depth", help="Top-N pooled from each retriever."),
     rerank_negatives: int = typer.Option(20, "--rerank-negatives", help="Negatives per rerank example."),
     seed: int = typer.Option(0, "--seed"),
-    instruction: Optional[str] = typer.Option(None, "--instruction", help="Query instruction for dense retrievers."),
+    instruction: str | None = typer.Option(None, "--instruction", help="Query instruction for dense retrievers."),
     no_progress: bool = typer.Option(False, "--no-progress"),
 ) -> None:
     """Pool candidates, judge with every judge, keep unanimous labels; write a task folder, rerank set and label report."""
@@ -158,8 +157,8 @@ def build_train_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Training JSONL {query, pos, neg}."),
     depth: int = typer.Option(50, "--depth", help="Candidates judged per query (paper: 50)."),
     max_negatives: int = typer.Option(7, "--max-negatives", help="Hard negatives kept per query."),
-    prompt: Optional[str] = typer.Option(None, "--prompt", help="Task instruction written into each row."),
-    alignment_out: Optional[Path] = typer.Option(None, "--alignment-out", help="Also write Stage I (q,q,q⁻)/(d,d,d⁻) rows here."),
+    prompt: str | None = typer.Option(None, "--prompt", help="Task instruction written into each row."),
+    alignment_out: Path | None = typer.Option(None, "--alignment-out", help="Also write Stage I (q,q,q⁻)/(d,d,d⁻) rows here."),
     alignment_negatives: int = typer.Option(1, "--alignment-negatives"),
     alignment_sentences: int = typer.Option(0, "--alignment-sentences",
                                             help="Add up to N short corpus sentences as query-side alignment texts."),
@@ -192,7 +191,7 @@ def build_sts_cmd(
     synonyms: Path = typer.Option(..., "--synonyms", help="Synonym dictionary: one group per line, terms separated by tabs, commas or spaces."),
     llm: Path = typer.Option(..., "--llm", help="LLM config (YAML/JSON: id, base_url, model, api_key_env, ...)."),
     out: Path = typer.Option(..., "--out", "-o", help="STS JSONL {sentence1, sentence2, score}."),
-    cache: Optional[Path] = typer.Option(None, "--cache", help="SQLite cache of generations (default <out>.cache.sqlite)."),
+    cache: Path | None = typer.Option(None, "--cache", help="SQLite cache of generations (default <out>.cache.sqlite)."),
     no_progress: bool = typer.Option(False, "--no-progress"),
 ) -> None:
     """Generate synonym-swap positives, hard negatives and easy negatives with an LLM; check and write STS pairs."""
@@ -210,7 +209,7 @@ def audit_cmd(
     judges: Path = typer.Option(..., "--judges", "-j"),
     out: Path = typer.Option(..., "--out", "-o", help="Folder for false_negatives.jsonl and audit_report.json."),
     top_k: int = typer.Option(10, "--top-k"),
-    split: Optional[str] = typer.Option(None, "--split"),
+    split: str | None = typer.Option(None, "--split"),
     no_progress: bool = typer.Option(False, "--no-progress"),
 ) -> None:
     """Re-judge the top-k of a benchmark and report likely false negatives (the paper's Appendix E)."""

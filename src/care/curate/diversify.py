@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from care.curate.checkpoint import StreamCheckpoint
 from care.curate.diversify_threshold import (
     CALIBRATION_MODES,
     MIN_PROFILE_TEXTS,
@@ -32,7 +33,6 @@ from care.curate.diversify_threshold import (
     check_threshold,
     similarity_profile,
 )
-from care.curate.checkpoint import StreamCheckpoint
 from care.data.errors import DataFormatError
 from care.data.fields import require_text
 from care.data.io import iter_jsonl, require_file, write_json

@@ -36,12 +36,12 @@ from typing import Any
 import yaml
 from tqdm import tqdm
 
+from care.config import check_field_types
 from care.curate.judges.config import JudgeConfig, read_config_mapping
 from care.curate.judges.openai_judge import ChatClient
 from care.data.errors import DataFormatError
 from care.data.io import iter_text_lines, write_json, write_jsonl
 from care.data.retrieval import load_queries
-from care.config import check_field_types
 from care.errors import CareError
 
 logger = logging.getLogger(__name__)

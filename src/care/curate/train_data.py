@@ -21,11 +21,11 @@ from care.curate.checkpoint import StreamCheckpoint
 from care.curate.judges.base import Judge, JudgePair
 from care.curate.judges.cache import JudgmentCache
 from care.curate.judges.labelling import label_pairs
-from care.curate.pooling import load_or_run, load_texts
 from care.curate.judges.voting import NEGATIVE, POSITIVE, VotingConfig
+from care.curate.pooling import load_or_run, load_texts
 from care.data.io import write_json
-from care.data.text_rules import has_visible
 from care.data.retrieval import check_corpus, load_queries
+from care.data.text_rules import has_visible
 from care.encoders.base import Encoder, LexicalRetriever
 from care.errors import CareError
 

@@ -21,7 +21,6 @@ from typing import Any
 from care.data.training import read_positives
 from care.errors import CareError
 
-
 #: What errors name as the source of rows held in memory.
 ROWS_SOURCE = "training rows"
 

@@ -25,10 +25,10 @@ from care.data.errors import DataFormatError
 from care.data.fields import require_text
 from care.data.io import iter_jsonl, iter_text_lines
 from care.data.rerank import parse_rerank_row
-from care.data.sts import parse_sts_row
 from care.data.retrieval import BEIR_ID, parse_document
-from care.data.training import parse_training_row
+from care.data.sts import parse_sts_row
 from care.data.text_rules import has_visible
+from care.data.training import parse_training_row
 
 #: File endings read as JSONL (one object a line); anything else is one text a line.
 JSONL_SUFFIXES = (".jsonl", ".json")

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from care.data.io import write_json, write_jsonl
 from care.data.rerank import RerankExample, write_rerank
-from care.data.sts import STSPair, write_sts
 from care.data.retrieval import Document, write_retrieval_folder
+from care.data.sts import STSPair, write_sts
 from care.demo import tasks
 from care.demo.cells import Cell, RelevanceScheme, all_cells, validate_content
 from care.demo.config import DEFAULT_SEED, DemoConfig

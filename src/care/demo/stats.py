@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from care.data.rerank import load_rerank
-
-from care.data.sts import load_sts
 from care.data.retrieval import RetrievalData, load_retrieval_folder
+from care.data.sts import load_sts
 from care.demo import demo_tasks_root
 from care.demo.tasks import RELEVANCE_THRESHOLD, RERANK_TASK, RETRIEVAL_TASK, STS_TASK
 

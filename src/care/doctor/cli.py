@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -14,7 +13,7 @@ EXIT_CORE_MISSING = 1
 def doctor(
     json_output: bool = typer.Option(False, "--json", help="Print the checks as JSON (for scripts)."),
     run_dir: Path = typer.Option(Path("runs"), "--run-dir", help="Folder runs will write to (checked for write access and space)."),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache folder (default $CARE_CACHE_DIR or ~/.cache/care/embeddings)."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Embedding cache folder (default $CARE_CACHE_DIR or ~/.cache/care/embeddings)."),
 ) -> None:
     """Check Python, torch / GPUs, faiss, optional extras, folders, disk and env vars; exit 1 if the core is broken."""
     from rich.console import Console

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 #: ``ok``: fine; ``warn``: an optional feature is unavailable or something deserves attention;
 #: ``missing``: a core requirement is not met (``care doctor`` exits with status 1).

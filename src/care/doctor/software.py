@@ -6,9 +6,10 @@ import importlib
 import os
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Sequence
+from typing import Any
 
 from care.doctor.packages import module_present, package_state, pip_command
 from care.doctor.requirements import Package, Requirements

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from care.doctor.result import CheckResult
 

@@ -6,8 +6,6 @@ fingerprint does it have, and does it rank an obvious document first?
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from care.errors import CareError
@@ -26,11 +24,11 @@ def parse_option_flags(flags: list[str]) -> dict[str, str]:
 
 def inspect_model(
     spec: str = typer.Argument(..., help="Model spec: bm25, bm25:char, e5, openai:MODEL, a folder / Hub id, asym:Q|D, or a .yaml/.json file."),
-    option: Optional[list[str]] = typer.Option(None, "--option", "-O", help="Extra spec option key=value; repeatable."),
-    device: Optional[str] = typer.Option(None, "--device", help="Device for neural models (cpu, cuda, ...)."),
-    query: Optional[list[str]] = typer.Option(None, "--query", "-q", help="A query to score against the documents; repeatable."),
-    document: Optional[list[str]] = typer.Option(None, "--document", "-d", help="A document to score; repeatable."),
-    instruction: Optional[str] = typer.Option(None, "--instruction", help="Task instruction for the queries (dense models)."),
+    option: list[str] | None = typer.Option(None, "--option", "-O", help="Extra spec option key=value; repeatable."),
+    device: str | None = typer.Option(None, "--device", help="Device for neural models (cpu, cuda, ...)."),
+    query: list[str] | None = typer.Option(None, "--query", "-q", help="A query to score against the documents; repeatable."),
+    document: list[str] | None = typer.Option(None, "--document", "-d", help="A document to score; repeatable."),
+    instruction: str | None = typer.Option(None, "--instruction", help="Task instruction for the queries (dense models)."),
 ) -> None:
     """Load SPEC and print its type, width and fingerprint; with --query/--document, print their scores."""
     from care.encoders.base import Encoder

@@ -199,7 +199,6 @@ def _build(kind: str, base: str, options: dict[str, Any], runtime: Mapping[str, 
         return load_onnx_spec(base[len(ONNX_PREFIX) :], fields, source=source)
     if kind == "hf":
         from care.encoders.hf import HFEncoder, HFEncoderConfig
-
         from care.encoders.stored_prompts import stored_prompt_options
 
         fields = _merge({"model": base, **stored_prompt_options(base), **options}, runtime)

@@ -178,7 +178,7 @@ def load_side(
     """
     if side not in SIDES:
         raise CareError(f"side must be one of {SIDES}, got {side!r}")
-    from care.encoders.registry import split_options, spec_file_in_folder
+    from care.encoders.registry import spec_file_in_folder, split_options
 
     folder, options = split_options(spec)
     spec_file = spec_file_in_folder(folder)

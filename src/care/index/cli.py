@@ -9,7 +9,6 @@ Multi-GPU encoding (one process per GPU, shard = rank / world size)::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -21,9 +20,9 @@ index_app = typer.Typer(help="Encode a corpus with the document encoder and buil
 @index_app.command("build")
 def index_build(
     output: Path = typer.Option(..., "--output", "-o", help="Index folder (created; reruns resume it)."),
-    model: Optional[str] = typer.Option(None, "--model", "-m", help="Model spec; a CARE folder loads only its document route."),
-    corpus: Optional[Path] = typer.Option(None, "--corpus", "-c", help="corpus.jsonl (id, text, optional title; other fields = metadata)."),
-    shard: Optional[str] = typer.Option(None, "--shard", help="Encode only shard i/N (0-based), e.g. 0/4. Default: RANK/WORLD_SIZE under torchrun, else all."),
+    model: str | None = typer.Option(None, "--model", "-m", help="Model spec; a CARE folder loads only its document route."),
+    corpus: Path | None = typer.Option(None, "--corpus", "-c", help="corpus.jsonl (id, text, optional title; other fields = metadata)."),
+    shard: str | None = typer.Option(None, "--shard", help="Encode only shard i/N (0-based), e.g. 0/4. Default: RANK/WORLD_SIZE under torchrun, else all."),
     num_shards: int = typer.Option(1, "--num-shards", help="Shards when --shard is not given (one process encodes them in turn)."),
     merge: bool = typer.Option(False, "--merge", help="Only merge finished shards into the index (the last shard's process does it automatically)."),
     no_merge: bool = typer.Option(False, "--no-merge", help="Encode only; never merge in this process."),
@@ -33,16 +32,16 @@ def index_build(
              "(exact); ~100k hnsw (hnsw_m=32, ef_search=64-128: recall@10 0.97-0.99 at 0.3-0.5 ms); ~1M ivfpq with "
              "fast-scan codes and exact re-ranking (nlist=4096 nprobe=96 pq_m=DIM/2 pq_nbits=4 refine=flat "
              "refine_k_factor=20: recall@10 0.96 at 0.8 ms, 384-d)."),
-    index_option: Optional[list[str]] = typer.Option(None, "--index-option", help="FAISS option key=value (nlist, nprobe, hnsw_m, ef_search, pq_m, pq_nbits, refine, refine_k_factor, ...); repeatable."),
+    index_option: list[str] | None = typer.Option(None, "--index-option", help="FAISS option key=value (nlist, nprobe, hnsw_m, ef_search, pq_m, pq_nbits, refine, refine_k_factor, ...); repeatable."),
     backend: str = typer.Option("faiss", "--backend", help="faiss | milvus."),
-    milvus_uri: Optional[str] = typer.Option(None, "--milvus-uri", help="Milvus server URI or milvus-lite .db path (default DIR/milvus.db)."),
+    milvus_uri: str | None = typer.Option(None, "--milvus-uri", help="Milvus server URI or milvus-lite .db path (default DIR/milvus.db)."),
     milvus_collection: str = typer.Option("care", "--milvus-collection"),
-    instruction: Optional[str] = typer.Option(None, "--instruction", help="Query instruction the service applies (default: the model's own prompt)."),
+    instruction: str | None = typer.Option(None, "--instruction", help="Query instruction the service applies (default: the model's own prompt)."),
     batch_size: int = typer.Option(32, "--batch-size"),
     chunk_size: int = typer.Option(1024, "--chunk-size", help="Rows per resumable chunk."),
-    device: Optional[str] = typer.Option(None, "--device"),
+    device: str | None = typer.Option(None, "--device"),
     dtype: str = typer.Option("auto", "--dtype", help="auto | float32 | float16 | bfloat16."),
-    cache_dir: Optional[Path] = typer.Option(
+    cache_dir: Path | None = typer.Option(
         None, "--cache-dir",
         help="Embedding cache to take the corpus's document vectors from when care bench already encoded this corpus "
              "with this model (default $CARE_CACHE_DIR or ~/.cache/care/embeddings; read only)."),

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from care.data.io import write_json
 from care.config import build
+from care.data.io import write_json
 from care.encoders.fingerprint import digest
 from care.errors import CareError
 from care.index.integrity import IndexDamagedError, rebuild_hint

@@ -36,8 +36,8 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Router
 from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
-from care.data.io import write_json
 from care.config import build
+from care.data.io import write_json
 from care.errors import CareError, DimensionMismatchError
 from care.models.folders import atomic_dir
 from care.models.instructions import (

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
@@ -29,7 +29,7 @@ def init_tiny(
     output: Path = typer.Option(..., "--output", help="Folder to write tiny-bert/ and tiny-qwen3/ into."),
     seed: int = typer.Option(0, "--seed", help="Random-init seed."),
     min_frequency: int = typer.Option(1, "--min-frequency", help="Minimum count for a token to enter the vocabulary."),
-    max_vocab: Optional[int] = typer.Option(None, "--max-vocab", help="Vocabulary cap (default: no cap)."),
+    max_vocab: int | None = typer.Option(None, "--max-vocab", help="Vocabulary cap (default: no cap)."),
 ) -> None:
     """Train char tokenizers on TEXTS and save a tiny BERT (query) and tiny Qwen3 (document) model."""
     from care.data.text_files import iter_file_texts
@@ -47,7 +47,7 @@ def build(
     query: str = typer.Option(..., "--query", help="Query encoder folder or hub id (BERT-style; e.g. a tiny-bert)."),
     document: str = typer.Option(..., "--document", help="Document LLM folder or hub id (e.g. tiny-qwen3, Qwen/Qwen3-4B)."),
     output: Path = typer.Option(..., "--output", help="CARE model folder to write."),
-    output_dim: Optional[int] = typer.Option(None, "--output-dim", help="Matryoshka width (default: the query encoder's width)."),
+    output_dim: int | None = typer.Option(None, "--output-dim", help="Matryoshka width (default: the query encoder's width)."),
     lora: bool = typer.Option(True, "--lora/--no-lora", help="Add a LoRA adapter to the document encoder."),
     lora_r: int = typer.Option(32, "--lora-r", help="LoRA rank."),
     lora_alpha: int = typer.Option(64, "--lora-alpha", help="LoRA alpha."),
@@ -55,7 +55,7 @@ def build(
     merge_lora: bool = typer.Option(False, "--merge-lora", help="Write only merged weights (no adapter kept for training)."),
     query_max_length: int = typer.Option(512, "--query-max-length", help="Query truncation length (tokens)."),
     document_max_length: int = typer.Option(512, "--document-max-length", help="Document truncation length (tokens)."),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="Weights dtype: float32, bfloat16, float16."),
+    dtype: str | None = typer.Option(None, "--dtype", help="Weights dtype: float32, bfloat16, float16."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Needed for gte-multilingual-base."),
 ) -> None:
     """Assemble a CARE model (query route + document route) and save it as one folder."""
@@ -246,7 +246,7 @@ def export_onnx(
     model: str = typer.Option(..., "--model", "-m", help="Model spec; a CARE folder exports only its query route."),
     output: Path = typer.Option(..., "--output", "-o", help="Folder for model.onnx, model.int8.onnx, tokenizer, onnx_config.json."),
     quantize: bool = typer.Option(True, "--quantize/--no-quantize", help="Also write the int8 dynamically quantised model."),
-    max_seq_length: Optional[int] = typer.Option(None, "--max-seq-length"),
+    max_seq_length: int | None = typer.Option(None, "--max-seq-length"),
     check: bool = typer.Option(True, "--check/--no-check", help="Compare ONNX and PyTorch vectors on a few texts."),
 ) -> None:
     """Export the query encoder to ONNX (fp32, optionally int8) and check it against PyTorch."""

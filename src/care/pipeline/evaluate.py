@@ -26,7 +26,7 @@ from care.data.io import write_json
 from care.encoders.base import Encoder
 from care.errors import CareError
 from care.pipeline.context import EMBEDDINGS_CACHE, RunContext
-from care.pipeline.sources import VALIDATION_TASK, corpus_file, evaluated_tasks, main_queries, tasks
+from care.pipeline.sources import VALIDATION_TASK, corpus_file, evaluated_tasks, tasks
 
 logger = logging.getLogger(__name__)
 

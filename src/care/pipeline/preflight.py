@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from care.bench.task import TaskMetadata
-from care.data.rerank import load_rerank
-from care.data.sts import load_sts
 from care.data.errors import DataFormatError
+from care.data.rerank import load_rerank
 from care.data.retrieval import check_corpus, load_queries, load_retrieval_folder
+from care.data.sts import load_sts
 from care.data.training import iter_training_file
 from care.errors import CareError
 from care.pipeline.context import RunContext

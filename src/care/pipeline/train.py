@@ -245,7 +245,13 @@ def student_config(ctx: RunContext):
 
 def step_train_student(ctx: RunContext) -> dict[str, Any]:
     """The student against ``models.teacher`` (and its symmetric baseline); returns their model folders."""
-    from care.train.student import STAGE1_FOLDER, StudentPaths, tower_model_spec, train_student, train_symmetric_baseline
+    from care.train.student import (
+        STAGE1_FOLDER,
+        StudentPaths,
+        tower_model_spec,
+        train_student,
+        train_symmetric_baseline,
+    )
 
     recipe = ctx.config.recipes.student
     config = student_config(ctx)

@@ -38,7 +38,6 @@ from care.serve.body_deadline import BodyDeadline
 from care.serve.engine import EMBED, SEARCH, SearchEngine, usage_tokens
 from care.serve.guard import RequestGuard
 from care.serve.metrics import SEARCH_TIMING, SERVER_TIMING, RequestMetrics, ServiceMetrics, server_timing_value
-from care.serve.search_path import RETRY_AFTER_S, SearchFastPath, SearchHandler, validation_detail
 from care.serve.schemas import (
     EmbedRequest,
     EmbedResponse,
@@ -52,6 +51,7 @@ from care.serve.schemas import (
     SearchRequest,
     SearchResponse,
 )
+from care.serve.search_path import RETRY_AFTER_S, SearchFastPath, SearchHandler, validation_detail
 
 logger = logging.getLogger(__name__)
 

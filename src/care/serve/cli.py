@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -12,18 +11,18 @@ from care.serve.server import MAX_PORT
 
 def serve(
     index: Path = typer.Option(..., "--index", "-i", help="Index folder from 'care index build'."),
-    model: Optional[str] = typer.Option(None, "--model", "-m", help="Model spec (default: the index's); only the query route loads."),
-    onnx: Optional[Path] = typer.Option(None, "--onnx", help="ONNX export folder ('care export-onnx') for the query encoder."),
+    model: str | None = typer.Option(None, "--model", "-m", help="Model spec (default: the index's); only the query route loads."),
+    onnx: Path | None = typer.Option(None, "--onnx", help="ONNX export folder ('care export-onnx') for the query encoder."),
     int8: bool = typer.Option(False, "--int8", help="With --onnx: run the int8 quantised model."),
-    document_model: Optional[str] = typer.Option(None, "--document-model", help="Also load this spec's document side (/embed side=document)."),
+    document_model: str | None = typer.Option(None, "--document-model", help="Also load this spec's document side (/embed side=document)."),
     host: str = typer.Option("127.0.0.1", "--host"),
     port: int = typer.Option(8000, "--port", min=0, max=MAX_PORT,
                              help="TCP port (0 = any free port; the one bound is printed)."),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="Require the key held in this environment variable."),
-    config_file: Optional[Path] = typer.Option(None, "--config", help="JSON file of ServeConfig limits (max_k, max_query_chars, ...)."),
-    device: Optional[str] = typer.Option(None, "--device"),
+    api_key_env: str | None = typer.Option(None, "--api-key-env", help="Require the key held in this environment variable."),
+    config_file: Path | None = typer.Option(None, "--config", help="JSON file of ServeConfig limits (max_k, max_query_chars, ...)."),
+    device: str | None = typer.Option(None, "--device"),
     threads: int = typer.Option(0, "--threads", help="torch / onnxruntime threads (0 = library default)."),
-    cors_origins: Optional[List[str]] = typer.Option(
+    cors_origins: list[str] | None = typer.Option(
         None, "--cors-origin", help="Let pages from this origin (https://app.example.org; '*' = any) call the API "
                                     "from a browser; repeat for several. Default: same origin only."),
     verify: str = typer.Option(

@@ -31,8 +31,8 @@ import numpy as np
 
 from care.data.io import write_jsonl
 from care.data.text_rules import has_visible
-from care.encoders.base import Encoder, LexicalRetriever
 from care.data.training import DOC_ALIGN, QUERY_ALIGN, iter_training_file
+from care.encoders.base import Encoder, LexicalRetriever
 
 logger = logging.getLogger(__name__)
 

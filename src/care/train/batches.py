@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import torch
 from torch.utils.data import DataLoader
 
-from care.encoders.base import format_instruction
 from care.data.training import DOC_ALIGN
+from care.encoders.base import format_instruction
 from care.train.data import KindGroupedBatchSampler, TrainingBatch, TrainingGroupDataset, collate_groups
 
 #: Rows whose query side is a document text: never given the retrieval instruction.

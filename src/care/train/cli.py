@@ -329,7 +329,13 @@ def student_command(
     symmetric: bool = typer.Option(False, "--symmetric", help="Also train the symmetric baseline (the same cut, both sides)."),
 ) -> None:
     """Train a small query encoder against a frozen document encoder: the cut, Stage I, the query-side fine-tune."""
-    from care.train.student import StudentConfig, StudentPaths, load_student_config, train_student, train_symmetric_baseline
+    from care.train.student import (
+        StudentConfig,
+        StudentPaths,
+        load_student_config,
+        train_student,
+        train_symmetric_baseline,
+    )
 
     recipe = load_student_config(config, set_) if config is not None else StudentConfig().with_overrides(set_)
     paths = StudentPaths(train_file, output, corpus, teacher_cache)

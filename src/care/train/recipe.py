@@ -441,8 +441,8 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
               and (s not in OPT_IN_STAGES or (config_dir is not None and (Path(config_dir) / f"{s}.yaml").is_file()))]
     if recipe.mining is not None and "stage2" in stages and not (paths.corpus_file and Path(paths.corpus_file).is_file()):
         # checked before the first stage, not when Stage II starts hours later
-        raise ConfigError(f"recipe field 'mine_negatives' needs a corpus to mine from: pass the corpus file "
-                          f"(corpus.jsonl of {{id, text}}) as RecipePaths.corpus_file / --corpus"
+        raise ConfigError("recipe field 'mine_negatives' needs a corpus to mine from: pass the corpus file "
+                          "(corpus.jsonl of {id, text}) as RecipePaths.corpus_file / --corpus"
                           + (f" ({paths.corpus_file} does not exist)" if paths.corpus_file else ""))
     out = Path(paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -12,10 +12,9 @@ cache such texts are tagged (:func:`teacher_query_key`) so they never collide wi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-
-import json
 
 import numpy as np
 import torch

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from care.cli import app
-from care.curate.pii.anonymiser import Anonymiser, AnonymiserConfig
 from care.curate.pii.clinical import (
     ClinicalLexicon,
     NameGuard,
@@ -26,7 +25,6 @@ from care.curate.pii.clinical import (
 from care.curate.pii.names import has_name_context
 from care.curate.pii.rules import Span
 from care.data.errors import DataFormatError
-
 
 #: Sentences in the way of the dev set's answers, each with the word LAC tags as a person there.
 CLINICAL_SENTENCES = [

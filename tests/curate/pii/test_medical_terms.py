@@ -6,9 +6,7 @@ from __future__ import annotations
 import pytest
 
 from care.curate.pii.address import find_addresses
-from care.curate.pii.anonymiser import Anonymiser, AnonymiserConfig
 from care.curate.pii.medical_terms import MedicalTerms, load_medical_terms, protected_terms
-
 
 #: Encyclopedic sentences (disease articles, herb monographs, physiology) with the word LAC takes for a
 #: person there; the anonymiser without the protection removes it (checked below), with it keeps it.

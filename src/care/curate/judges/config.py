@@ -30,10 +30,10 @@ from typing import Any
 
 import yaml
 
+from care.config import check_field_types
 from care.curate.judges.base import GRADES
 from care.curate.judges.prompt import DEFAULT_PROMPT
 from care.curate.judges.voting import VotingConfig
-from care.config import check_field_types
 from care.errors import CareError
 
 JUDGE_KINDS = ("openai", "embedding")

@@ -27,15 +27,24 @@ from typing import Any
 from tqdm import tqdm
 
 from care.curate.checkpoint import StreamCheckpoint
-from care.curate.pii.clinical import NameGuard, load_clinical_lexicon
 from care.curate.pii.address import find_addresses
 from care.curate.pii.birth_dates import find_birth_dates
+from care.curate.pii.clinical import NameGuard, load_clinical_lexicon
 from care.curate.pii.labels import find_labelled
 from care.curate.pii.lexical import DEFAULT_TAGGER, TAGGERS, LexicalTagger, Token, load_tagger
 from care.curate.pii.names import find_names
 from care.curate.pii.plates import find_plates
-from care.curate.pii.rules import (PII_TYPES, TYPE_PRIORITY, Span, find_bank_cards, find_emails, find_phones,
-                                   find_resident_ids, find_urls, normalise_width)
+from care.curate.pii.rules import (
+    PII_TYPES,
+    TYPE_PRIORITY,
+    Span,
+    find_bank_cards,
+    find_emails,
+    find_phones,
+    find_resident_ids,
+    find_urls,
+    normalise_width,
+)
 from care.data.errors import DataFormatError
 from care.data.io import iter_jsonl, write_json
 

@@ -14,8 +14,8 @@
 from care.train.losses.bank_distill import BankDistillLoss, CandidateBankKLLoss
 from care.train.losses.combined import StageOneLoss, WeightedSum
 from care.train.losses.distill import ScoreDistillKLLoss, ScoreDistillLoss
-from care.train.losses.kl_align import CandidateKLLoss, InBatchScoreDistillLoss
 from care.train.losses.infonce import STAGE_ONE_TEMPERATURE, STAGE_TWO_TEMPERATURE, AsymInfoNCELoss, InfoNCELoss
+from care.train.losses.kl_align import CandidateKLLoss, InBatchScoreDistillLoss
 from care.train.losses.matryoshka import MatryoshkaLoss
 from care.train.losses.mse import EmbeddingMSELoss
 from care.train.losses.output import LossOutput
