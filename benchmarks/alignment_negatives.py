@@ -1,7 +1,7 @@
 """How often do Stage I hard negatives turn out to be false negatives, with and without the near-duplicate filter?
 
 On a retrieval folder with qrels (e.g. the toyhom dev set), mine one hard negative per text with
-:class:`care.train.alignment.LexicalNegativeMiner` (BM25 + jieba):
+:class:`care.train.recipes.alignment_data.LexicalNegativeMiner` (BM25 + jieba):
 
 - query side: a mined ``q⁻`` is a *false negative* when it shares a relevant document with ``q``
   (two phrasings of one question);
@@ -25,7 +25,7 @@ from pathlib import Path
 from benchmarks._common import RESULTS, portable
 from benchmarks.bench_results import save
 from care.data.retrieval import load_corpus, load_qrels, load_queries
-from care.train.alignment import DEFAULT_MAX_CHAR_OVERLAP, LexicalNegativeMiner
+from care.train.recipes.alignment_data import DEFAULT_MAX_CHAR_OVERLAP, LexicalNegativeMiner
 
 logger = logging.getLogger("alignment_negatives")
 

@@ -50,8 +50,8 @@ from care.encoders.cache import EmbeddingCache
 from care.encoders.hf import HFEncoder, HFEncoderConfig
 from care.encoders.pair import AsymmetricEncoder
 from care.encoders.registry import load_model
-from care.train.config import TrainConfig
-from care.train.trainer import read_result, train
+from care.train.engine.config import TrainConfig
+from care.train.engine.trainer import read_result, train
 
 logger = logging.getLogger("bench_baselines_e5")
 

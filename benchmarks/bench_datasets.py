@@ -26,7 +26,7 @@ from care.data.retrieval import load_corpus, load_queries
 from care.data.training import load_training_file, write_training_file
 from care.encoders.cache import EmbeddingCache
 from care.encoders.memo import MemoEncoder
-from care.train.mining import N_MINED_NEGATIVES, mine_negatives
+from care.train.recipes.bm25_negatives import N_MINED_NEGATIVES, mine_negatives
 
 logger = logging.getLogger(__name__)
 

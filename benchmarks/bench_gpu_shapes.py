@@ -18,7 +18,7 @@ Needs a CUDA GPU; ``--tiny`` runs the same code path with the tiny shapes on the
 check of the script, no figure worth recording; it writes nothing unless ``--out`` is given).
 
 The timing routines are the package's: ``care.bench.encoding_throughput`` (encoding, FLOP rate, the matmul
-reference) and ``care.train.step_timing`` (trainer steps); this script picks the shapes, texts and report.
+reference) and ``care.train.engine.step_timing`` (trainer steps); this script picks the shapes, texts and report.
 
 Usage::
 
@@ -130,8 +130,8 @@ def bench_encoding(document_dir: Path, texts: list[str], batch_size: int, non_em
 def bench_stage2(query_dir: Path, document_dir: Path, texts: list[str], work: Path, steps: int,
                  setting: Setting) -> dict:
     """``steps`` Stage II steps of the real trainer at the paper's settings (configs/care_paper/stage2.yaml)."""
-    from care.train.config import TrainConfig, apply_overrides, load_config
-    from care.train.step_timing import time_training_steps
+    from care.train.engine.config import TrainConfig, apply_overrides, load_config
+    from care.train.engine.step_timing import time_training_steps
 
     config = Path(__file__).resolve().parents[1] / "configs" / "care_paper" / "stage2.yaml"
     overrides = [f"output_dir={work / 'stage2'}", f"model.query_model={query_dir}", f"model.document_model={document_dir}",

@@ -8,8 +8,8 @@ the CARE recipe (the ``e5`` preset) and its stages — ``symmetric small`` (init
 w/o Stage I`` (the variant ``recipe:skip_stage1=true``); ``student vs frozen e5`` (the cut aligned to and fine-tuned
 against e5's untrained document vectors).
 
-``--variant NAME=ITEM;ITEM`` adds CARE rows in ``care train sweep``'s variant grammar (``care.train.variants``), each
-trained on the CARE row's finished stages it does not change (``care.train.sweep.train_variant``). With
+``--variant NAME=ITEM;ITEM`` adds CARE rows in ``care train sweep``'s variant grammar (``care.train.recipes.variants``), each
+trained on the CARE row's finished stages it does not change (``care.train.recipes.sweep.train_variant``). With
 ``--validation`` the rows train without 10 % of the answer groups and are scored on those (how the preset was chosen,
 never on test). Scores are kept by model fingerprint (``StageValidator``); every step resumes under ``--work``. A
 record per seed goes to ``benchmarks/results/real_weights/``; ``--summarise`` aggregates them
@@ -65,10 +65,10 @@ from benchmarks.real_weights_setup import (
 )
 from care.bench.record import BenchmarkRecord, read_records, write_record
 from care.bench.selection import VALIDATION, Selection, add_selections
-from care.train.recipe import MINED_FILE, RecipeConfig, RecipePaths
-from care.train.sweep import RecipeRun, pick_best, share_mined_file, train_variant
-from care.train.trainer import read_result
-from care.train.variants import NAME_PATTERN, Variant, parse_items, parse_variant
+from care.train.engine.trainer import read_result
+from care.train.recipes.recipe import MINED_FILE, RecipeConfig, RecipePaths
+from care.train.recipes.sweep import RecipeRun, pick_best, share_mined_file, train_variant
+from care.train.recipes.variants import NAME_PATTERN, Variant, parse_items, parse_variant
 
 logger = logging.getLogger("bench_real_weights")
 
@@ -133,7 +133,7 @@ def int8_specs(specs: dict[str, str], work: Path) -> dict[str, str]:
 def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, dict]:
     """Train and score one seed's rows; its record's scores, specs, timings and mining."""
     from care.bench.timing import KeptStepTimer
-    from care.train.st_mnrl import train_st_mnrl
+    from care.train.recipes.st_mnrl import train_st_mnrl
 
     work = args.work / prep.name / f"seed{seed}"
     cache, timer = args.work / "embedding_cache", KeptStepTimer(work / WALL_SECONDS_FILE)

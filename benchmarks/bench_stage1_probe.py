@@ -60,9 +60,9 @@ from care.bench.record import BenchmarkRecord, write_record
 from care.bench.selection import SELECT_ON_TEST_FLAG, TEST, TEST_FOOTNOTE, VALIDATION, Selection, selection_split
 from care.data.io import atomic_write, iter_jsonl
 from care.models.e5_export import QUERY_PREFIX
-from care.train.config import TrainConfig, apply_overrides, load_config
-from care.train.recipe import record_run_settings
-from care.train.trainer import read_result, train
+from care.train.engine.config import TrainConfig, apply_overrides, load_config
+from care.train.engine.trainer import read_result, train
+from care.train.recipes.recipe import record_run_settings
 
 logger = logging.getLogger("bench_stage1_probe")
 

@@ -1,6 +1,6 @@
 """The student recipe on the dev set: a small query encoder against frozen multilingual-e5-small documents.
 
-A thin script over :func:`care.train.student.train_student` with the recipe in
+A thin script over :func:`care.train.recipes.student.train_student` with the recipe in
 ``configs/student/e5.yaml`` (``--set KEY=VALUE`` changes a field). Per seed it trains (resumable:
 finished stages are skipped), then evaluates nDCG@10 of e5 itself, the untrained cut, the student after
 Stage I and after the query-side fine-tune (PyTorch, and with ``--onnx`` its ``care export-onnx`` export
@@ -39,7 +39,7 @@ from care.encoders.cache import EmbeddingCache
 from care.encoders.fingerprint import digest
 from care.encoders.pair import AsymmetricEncoder
 from care.encoders.registry import load_model
-from care.train.student import STAGE1_FOLDER, StudentPaths, load_student_config, tower_model_spec, train_student
+from care.train.recipes.student import STAGE1_FOLDER, StudentPaths, load_student_config, tower_model_spec, train_student
 
 logger = logging.getLogger("bench_student")
 

@@ -20,7 +20,7 @@ Usage::
     python -m benchmarks.bench_transfer --dataset kuake_qtr --seeds 0 1 2 --query-speedup 5
 
 ``--query-speedup 5`` runs the same config with one more line, ``recipes.care.query_speedup: 5`` (the query tower
-the budget picks, with its recipe: :mod:`care.train.query_budget`), into ``<work>/<dataset>_speedup5/`` and records
+the budget picks, with its recipe: :mod:`care.train.recipes.budget_tower`), into ``<work>/<dataset>_speedup5/`` and records
 ``transfer/<dataset>_speedup5.json``, with ``extra.query_budget`` (each seed's pick and measured speed-ups) and
 ``extra.selection`` (the pick, ``selected_on: speed``; the recipe's settings and the split each was chosen on).
 

@@ -30,7 +30,7 @@ from benchmarks._common import RESULTS, RUNS
 from benchmarks.real_weights_summary import BACK_TO_BACK, BM25_LATENCY
 from care.bench.record import BenchmarkRecord, read_records, write_record
 from care.data.io import atomic_write
-from care.train.variants import NAME_PATTERN
+from care.train.recipes.variants import NAME_PATTERN
 
 EXPERIMENT = "frontier"
 SOURCE = "real_weights"

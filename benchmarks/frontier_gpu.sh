@@ -28,7 +28,7 @@
 #   S1_LR=2.4e-3 RICH_SEEDS="0 1 2" LAYERS=1 EXTRA_LAYERS="" RICH_TAG=frontier_rich_lr2.4e-3 OUT=... bash benchmarks/frontier_gpu.sh
 #   (Stage I alone at 4.8e-3: 0.273, flat against 2.4e-3)
 # HIDDEN / RELATIONS add layer-wise distillation from the fine-tuned 12-layer tower to CARE [rich]'s Stage I
-# (stage1:loss.lambda_hidden / lambda_relations, care.train.layer_distill), e.g. HIDDEN=1 RELATIONS=1
+# (stage1:loss.lambda_hidden / lambda_relations, care.train.recipes.layer_distill), e.g. HIDDEN=1 RELATIONS=1
 # RICH_TAG=frontier_rich_layers EXTRA_LAYERS="" (the base records of LAYERS are rebuilt from the finished stages).
 set -uo pipefail
 : "${OUT:?}"
@@ -59,7 +59,7 @@ tar -C "$SCRATCH" -xJf "$KIT/data.tar.xz" || exit 1
 cat "$SCRATCH/work/test/kit.json"
 "$PYTHON" - <<'PY' || exit 1
 import bm25s, datasets, dill, multiprocess, pyarrow, faiss, peft, pytrec_eval, sentence_transformers, torch, transformers
-import benchmarks.bench_real_weights, care.cli, care.train.sweep, care.train.validation
+import benchmarks.bench_real_weights, care.cli, care.train.recipes.sweep, care.train.recipes.validation
 print("pyarrow", pyarrow.__version__, "datasets", datasets.__version__)
 print("torch", torch.__version__, "cuda", torch.cuda.is_available(),
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "-", "transformers", transformers.__version__,

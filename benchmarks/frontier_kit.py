@@ -26,15 +26,15 @@ from pathlib import Path
 from benchmarks.question_alignment import question_texts, write_question_alignment
 from benchmarks.real_weights_setup import prepare
 from care.data.io import iter_jsonl, write_jsonl
-from care.train.query_budget import RICH_ALIGNMENT_SENTENCES, RICH_SENTENCE_MAX_CHARS
-from care.train.query_budget import write_rich_alignment as write_rich
+from care.train.recipes.budget_tower import RICH_ALIGNMENT_SENTENCES, RICH_SENTENCE_MAX_CHARS
+from care.train.recipes.budget_tower import write_rich_alignment as write_rich
 
 RICH_MAX_CHARS = RICH_SENTENCE_MAX_CHARS  # every corpus sentence of 6..150 characters (the preset: 10,000 of 6..60)
 
 
 def write_rich_alignment(data: Path, train_file: Path, out: Path, max_train: int | None = None) -> tuple[int, int]:
     """Write CARE [rich]'s Stage I data to ``out`` by the budget's own rule
-    (:func:`care.train.query_budget.write_rich_alignment`: the training queries of ``train_file``, then the
+    (:func:`care.train.recipes.budget_tower.write_rich_alignment`: the training queries of ``train_file``, then the
     sentences of ``data``'s corpus of 6 to :data:`RICH_MAX_CHARS` characters, each with one BM25 negative, needs
     jieba; query-side rows only), so the kit and ``recipes.care.query_speedup`` train on the same data.
 

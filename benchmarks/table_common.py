@@ -1,7 +1,7 @@
 """Shared machinery of ``python -m benchmarks.paper_tables``: datasets, tiny base models, training runs, evaluation.
 
-A *run* is one training job of the library (:func:`care.train.recipe.run_recipe` with ablation
-switches, :func:`care.train.baselines.run_baseline`, or :func:`care.pretrain.trainer.pretrain`),
+A *run* is one training job of the library (:func:`care.train.recipes.recipe.run_recipe` with ablation
+switches, :func:`care.train.recipes.baselines.run_baseline`, or :func:`care.pretrain.trainer.pretrain`),
 identified by a name and trained once per seed under ``<work>/<dataset>/seed<k>/runs/<name>``; tables
 that need the same run (full CARE is in Tables 4, 5, 6, 7 and 12) share it. A *variant* (one row of a
 table) is a run plus which of its models to evaluate. Everything is resumable: the library skips
@@ -64,7 +64,7 @@ class Run:
 
     Attributes:
         kind: ``recipe``, ``baseline`` or ``pretrain``.
-        recipe: :class:`care.train.recipe.RecipeConfig` fields (kind ``recipe``).
+        recipe: :class:`care.train.recipes.recipe.RecipeConfig` fields (kind ``recipe``).
         document: ``small`` (tiny Qwen3) or ``large`` (:data:`LARGE_FACTOR` x wider and deeper).
         share: stages linked from another run (``{stage: run name}``) instead of retrained.
         baseline: baseline name (kind ``baseline``), trained on the full-CARE run's document tower.
@@ -160,8 +160,8 @@ class SeedWork:
         return out
 
     def _recipe(self, run: Run, out: Path) -> None:
-        from care.train.recipe import RecipeConfig, RecipePaths, run_recipe
-        from care.train.validation import ValidationConfig
+        from care.train.recipes.recipe import RecipeConfig, RecipePaths, run_recipe
+        from care.train.recipes.validation import ValidationConfig
 
         for stage, source in run.share.items():
             src = self.train(source) / stage
@@ -186,7 +186,7 @@ class SeedWork:
                    validation=ValidationConfig(enabled=False))  # the table holds out its own validation data
 
     def _baseline(self, run: Run, out: Path) -> None:
-        from care.train.baselines import BaselinePaths, run_baseline
+        from care.train.recipes.baselines import BaselinePaths, run_baseline
 
         document = self.train("care") / "init_document" / "document"
         query, _ = self.base("small")

@@ -1,11 +1,11 @@
 """Choose tiny CARE's settings on a validation split carved from the dev set's train file: a sweep per seed.
 
 ``bench_care.py`` reports the test split; settings must not be picked there. Per seed this script runs
-``care train sweep`` (:func:`care.train.sweep.run_sweep`) on the dev set: the tiny recipe (``configs/care_tiny``,
+``care train sweep`` (:func:`care.train.recipes.sweep.run_sweep`) on the dev set: the tiny recipe (``configs/care_tiny``,
 random-init tiny BERT / Qwen3 built from the dev set's texts, ``bench_care``'s settings) and its variants are trained
 on ``train.jsonl`` (BM25-mined negatives) minus a validation split of whole query–answer components, and scored on
 the held-out queries against the full corpus (nDCG@10), next to the recipe's own stages: symmetric large (the
-target), the Stage I model (Stage II's start). Variants use the sweep's grammar (``care.train.variants``): items
+target), the Stage I model (Stage II's start). Variants use the sweep's grammar (``care.train.recipes.variants``): items
 ``STAGE:KEY=VALUE``, ``recipe:FIELD=VALUE``, ``stage2:mine=N``, separated by ``;``. Stage I alone is
 ``stage1:...;recipe:skip_stage2=true``; the query side against the frozen document tower is
 ``stage2:stage=stage1_sft``. Every training and score resumes under ``--work``. Outputs
@@ -38,8 +38,8 @@ from benchmarks.bench_results import save
 from care.bench.selection import VALIDATION, Selection, add_selections
 from care.config import ConfigError
 from care.data.io import iter_jsonl, write_json
-from care.train.sweep import BASE, SweepConfig, run_sweep
-from care.train.variants import ITEM_SEPARATOR, parse_variant
+from care.train.recipes.sweep import BASE, SweepConfig, run_sweep
+from care.train.recipes.variants import ITEM_SEPARATOR, parse_variant
 
 logger = logging.getLogger("tune_care_tiny")
 
@@ -68,7 +68,7 @@ def training_file(data: Path, work: Path) -> Path:
     """The dev set's training rows with BM25-mined negatives from its corpus (once)."""
     from care.data.retrieval import load_corpus
     from care.data.training import TrainingExample, write_training_file
-    from care.train.mining import N_MINED_NEGATIVES, mine_negatives
+    from care.train.recipes.bm25_negatives import N_MINED_NEGATIVES, mine_negatives
 
     target = work / "train.jsonl"
     if not target.is_file():

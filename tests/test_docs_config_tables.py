@@ -1,7 +1,7 @@
 """The docs' config reference tables name exactly the fields of the typed configs they describe.
 
 These tables are what users configure from: a training stage's fields (docs/training.md,
-:class:`care.train.config.TrainConfig`), a run config's sections and fields (docs/pipeline.md,
+:class:`care.train.engine.config.TrainConfig`), a run config's sections and fields (docs/pipeline.md,
 :class:`care.pipeline.config.RunConfig`), and the flat tables of the index, index build, benchmark run,
 service, diversify and STS options (:data:`FLAT_TABLES`). A field added to a config without a row, or a row
 left behind by a removed field, fails here with its name.
@@ -22,7 +22,7 @@ from care.index.build import BuildOptions
 from care.index.config import IndexConfig
 from care.pipeline.config import RunConfig
 from care.serve.config import ServeConfig
-from care.train.config import TrainConfig
+from care.train.engine.config import TrainConfig
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 CODE = re.compile(r"`([^`]+)`")

@@ -170,6 +170,18 @@ def test_no_import_cycle_between_subpackages():
     assert not found, "import cycles between subpackages:\n" + "\n".join(_describe(c, edges, graph) for c in found)
 
 
+#: Inner layers: (lower package, upper package) — the lower never imports the upper, lazily or not.
+INNER_LAYERS = [("care.train.engine", "care.train.recipes")]
+
+
+def test_inner_layers_point_one_way():
+    graph = import_graph(PACKAGE_DIR)
+    wrong = [f"{module} imports {target}" for lower, upper in INNER_LAYERS for module, targets in sorted(graph.items())
+             if module == lower or module.startswith(lower + ".")
+             for target in sorted(targets) if target == upper or target.startswith(upper + ".")]
+    assert not wrong, "a lower layer imports an upper one:\n" + "\n".join(wrong)
+
+
 def _write(root: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         path = root / name

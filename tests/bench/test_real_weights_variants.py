@@ -10,11 +10,11 @@ from benchmarks import bench_real_weights as bench
 from benchmarks.real_weights_setup import Prepared
 from benchmarks.real_weights_summary import summarise
 
-from care.train.variants import Variant, parse_variant
+from care.train.recipes.variants import Variant, parse_variant
 
 
 def test_the_care_rows_run_the_e5_preset_with_their_own_settings(tmp_path):
-    from care.train.presets import preset_dir
+    from care.train.recipes.presets import preset_dir
 
     prep = Prepared("test", tmp_path / "train.jsonl", tmp_path / "alignment.jsonl", tmp_path / "corpus.jsonl", tmp_path)
     run = bench.care_run(prep, tmp_path / "cut", tmp_path / "e5", tmp_path / "recipe", 3,

@@ -21,7 +21,7 @@ from care.data.retrieval import load_retrieval_folder
 from care.data.training import iter_training_file
 from care.errors import CareError
 from care.testing.chat_server import FakeChatServer
-from care.train.alignment import alignment_from_training_file
+from care.train.recipes.alignment_data import alignment_from_training_file
 
 from .conftest import CharEncoder
 

@@ -88,8 +88,8 @@ def test_pruned_qwen3_equals_layer_n_states_up_to_final_norm(tiny, tmp_path):
 
 def test_pruned_decoder_is_a_lasttoken_query_tower(tiny, tmp_path):
     torch.set_num_threads(1)
-    from care.train.config import ModelConfig
-    from care.train.towers import load_query_tower
+    from care.train.engine.config import ModelConfig
+    from care.train.engine.towers import load_query_tower
 
     out = prune_layers(tiny[1], 1, tmp_path / "qwen-q")
     tower = load_query_tower(ModelConfig(query_model=str(out), query_pooling="lasttoken", query_max_seq_length=32))

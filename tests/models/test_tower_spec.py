@@ -99,7 +99,7 @@ def _config(folder) -> dict:
 
 
 def test_export_once_cut_from_the_cache_and_reuse(tmp_path, fake_export, monkeypatch) -> None:
-    from care.train.presets import default_preset, is_e5_checkpoint
+    from care.train.recipes.presets import default_preset, is_e5_checkpoint
 
     query = resolve_tower_spec("e5?layers=3", tmp_path)
     document = resolve_tower_spec("e5", tmp_path)

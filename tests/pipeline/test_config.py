@@ -178,7 +178,7 @@ def test_care_recipe_mines_stage2_negatives_from_the_runs_corpus(tmp_path, monke
     from care.pipeline import train as pipeline_train
 
     calls = []
-    monkeypatch.setattr("care.train.recipe.run_recipe",
+    monkeypatch.setattr("care.train.recipes.recipe.run_recipe",
                         lambda paths, *, config_dir=None, overrides=(), recipe=None, validation=None: calls.append((paths, recipe))
                         or {s: SimpleNamespace(query_model="q", document_model="d", care_model="m", global_step=1,
                                                final_loss=0.0, output_dir=str(tmp_path / s))

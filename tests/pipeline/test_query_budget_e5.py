@@ -26,7 +26,7 @@ from care.pipeline.config import load_run_config  # noqa: E402
 from care.pipeline.context import RunContext  # noqa: E402
 from care.pipeline.query_budget import OUTPUT_KEY, with_query_budget  # noqa: E402
 from care.pipeline.train import step_train_care  # noqa: E402
-from care.train import query_budget  # noqa: E402
+from care.train.recipes import budget_tower  # noqa: E402
 
 from ..fake_e5 import frontier_curve  # noqa: E402
 
@@ -77,6 +77,6 @@ def test_the_budget_on_real_e5_trains_the_frontiers_one_layer_recipe(tmp_path, m
     alignment = Path(_stage_config(run, "stage1")["data"]["train_file"])
     rows = [json.loads(line) for line in alignment.read_text(encoding="utf-8").splitlines()]
     assert {row["type"] for row in rows} == {"query_align"}  # query-side rows only, as measured
-    assert max(len(row["query"]) for row in rows) <= query_budget.RICH_SENTENCE_MAX_CHARS
+    assert max(len(row["query"]) for row in rows) <= budget_tower.RICH_SENTENCE_MAX_CHARS
     assert set(outputs["stages"]) == {"init_query", "init_document", "stage1", "stage1_rank", "stage2"}
     assert "CARE" in outputs["models"]  # trained through Stage II

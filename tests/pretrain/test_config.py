@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from care.pretrain.config import PretrainConfig, load_pretrain_config
-from care.train.config import ConfigError
+from care.train.engine.config import ConfigError
 
 CONFIGS = Path(__file__).parents[2] / "configs" / "pretrain"
 

@@ -15,7 +15,7 @@ import torch
 from care.errors import CareError
 from care.pretrain.config import PretrainConfig
 from care.pretrain.trainer import pretrain
-from care.train.checkpoint import list_checkpoints
+from care.train.engine.checkpoint import list_checkpoints
 
 from .fixtures import config_dict
 

@@ -73,8 +73,8 @@ def test_loss_decreases_on_repeated_corpus(tiny_root, tiny_bert, tmp_path, enhan
 
 
 def test_saved_checkpoint_is_plain_bert_and_init_query_loads_it(tiny_root, tiny_bert, tmp_path):
-    from care.train.config import TrainConfig
-    from care.train.trainer import train
+    from care.train.engine.config import TrainConfig
+    from care.train.engine.trainer import train
 
     torch.set_num_threads(1)
     cfg = PretrainConfig.from_dict(config_dict("retromae", tiny_bert, tiny_root / "texts.jsonl", tmp_path / "mae",

@@ -12,8 +12,8 @@ import sys
 
 import torch
 
-from care.train.config import TrainConfig
-from care.train.trainer import train
+from care.train.engine.config import TrainConfig
+from care.train.engine.trainer import train
 
 
 def main() -> None:

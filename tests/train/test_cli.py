@@ -8,7 +8,7 @@ import torch
 import yaml
 from typer.testing import CliRunner
 
-from care.train.trainer import read_result
+from care.train.engine.trainer import read_result
 
 from .trainer_fixtures import tiny_config_dict
 

@@ -76,9 +76,9 @@ def folder_digest(folder: Path) -> str:
 
 def frozen_teacher(config):
     """The stage's view of the frozen tower at ``config.model.document_model`` as its teacher."""
-    from care.train.stages import build_stage
-    from care.train.teacher import TowerEncoder
-    from care.train.towers import load_document_tower
+    from care.train.engine.stage import build_stage
+    from care.train.engine.teacher import TowerEncoder
+    from care.train.engine.towers import load_document_tower
 
     return build_stage(config).teacher_encoder(TowerEncoder(load_document_tower(config.model, trainable=False), "t", "fp"),
                                                config.model.query_prompt)
@@ -92,8 +92,8 @@ def toy_stage_loss(config, towers: dict) -> float:
     """
     import torch
 
-    from care.train.data import TrainingBatch
-    from care.train.stages import TEACHER, build_stage
+    from care.train.engine.data import TrainingBatch
+    from care.train.engine.stage import TEACHER, build_stage
 
     stage = build_stage(config)
     rows = toy_rows()

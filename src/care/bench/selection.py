@@ -2,7 +2,7 @@
 
 Anything chosen by a score (a learning rate, epochs, a variant, a preset default, the query tower a latency budget
 picks) is chosen on a validation split carved from the training file by query component
-(:func:`care.train.validation.carve_validation`); the test split is read once, for the table. A choice is kept in the
+(:func:`care.train.recipes.validation.carve_validation`); the test split is read once, for the table. A choice is kept in the
 record that made it, and in every record that reports a setting so chosen, as a list under
 ``extra.selection`` (:data:`SELECTION_KEY`), one :class:`Selection` per chosen setting::
 

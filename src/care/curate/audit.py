@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from care.curate.candidate_pool import load_or_run
 from care.curate.judges.base import Judge, JudgePair
 from care.curate.judges.cache import JudgmentCache
 from care.curate.judges.labelling import label_pairs
 from care.curate.judges.voting import POSITIVE, VotingConfig
-from care.curate.pooling import load_or_run
 from care.data.io import write_json, write_jsonl
 from care.data.retrieval import load_retrieval_folder
 from care.encoders.base import Encoder, LexicalRetriever

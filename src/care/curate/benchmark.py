@@ -22,11 +22,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from care.curate.candidate_pool import load_texts, pool_candidates, write_pool
 from care.curate.judges.base import Judge, JudgePair
 from care.curate.judges.cache import JudgmentCache
 from care.curate.judges.labelling import label_pairs
 from care.curate.judges.voting import NEGATIVE, POSITIVE, VotingConfig
-from care.curate.pooling import load_texts, pool_candidates, write_pool
 from care.data.io import write_json
 from care.data.rerank import RerankExample, write_rerank
 from care.data.retrieval import check_corpus, iter_documents, load_queries, write_retrieval_folder

@@ -174,7 +174,7 @@ def build_train_cmd(
                             show_progress=not no_progress)
     if alignment_out is not None:
         extra = None
-        from care.train.alignment import alignment_from_training_file, corpus_sentences
+        from care.train.recipes.alignment_data import alignment_from_training_file, corpus_sentences
 
         if alignment_sentences:
             extra = corpus_sentences(corpus, limit=alignment_sentences)

@@ -2,7 +2,7 @@
 ``{"query", "pos": [...], "neg": [...]}`` — positives are unanimous positives, hard negatives are
 unanimous negatives, so a document any judge found relevant is never used as a negative (the
 false-negative problem). Stage I's alignment rows from the written file come from
-:func:`care.train.alignment.alignment_from_training_file`.
+:func:`care.train.recipes.alignment_data.alignment_from_training_file`.
 
 Queries are processed in chunks; each finished chunk is appended to the output (see
 :mod:`care.curate.checkpoint`) and every judgment is cached, so a crash resumes without repeating
@@ -17,12 +17,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from care.curate.candidate_pool import load_or_run, load_texts
 from care.curate.checkpoint import StreamCheckpoint
 from care.curate.judges.base import Judge, JudgePair
 from care.curate.judges.cache import JudgmentCache
 from care.curate.judges.labelling import label_pairs
 from care.curate.judges.voting import NEGATIVE, POSITIVE, VotingConfig
-from care.curate.pooling import load_or_run, load_texts
 from care.data.io import write_json
 from care.data.retrieval import check_corpus, load_queries
 from care.data.text_rules import has_visible

@@ -5,7 +5,7 @@ data has many queries per answer and near-duplicate answers, so holding out rand
 a held-out query's answer among the training positives; :func:`hold_out_by_positive` holds out whole
 answer groups instead (every row whose positive is a held-out answer), as the dev set's own train /
 test split does; :func:`hold_out_components` holds out whole connected components of the query–positive
-graph (search logs repeat queries and titles), the recipes' safety net (:mod:`care.train.validation`).
+graph (search logs repeat queries and titles), the recipes' safety net (:mod:`care.train.recipes.validation`).
 :func:`write_validation_task` turns the held-out rows into a BEIR-style task folder searched against the
 corpus.
 """

@@ -12,7 +12,7 @@ One JSON object per line::
   negatives (``n_negatives > 0``), reported with the file and line.
 - ``prompt``: the query instruction for this example (applied by the trainer to the query side).
 - ``type``: ``"query_align"`` / ``"doc_align"`` mark Stage I alignment rows (``query`` is the text
-  itself, ``pos == [query]``, ``neg`` = a similar other text, see :mod:`care.train.alignment`); any
+  itself, ``pos == [query]``, ``neg`` = a similar other text, see :mod:`care.train.recipes.alignment_data`); any
   other value, or none, is a retrieval row.
 - ``pos_scores`` / ``neg_scores``: optional teacher scores (FlagEmbedding's distillation fields), one
   per ``pos`` / ``neg`` item, carried into :class:`TrainingGroup.teacher_scores` for the
@@ -24,7 +24,7 @@ a few. Texts are compared after stripping surrounding whitespace. Every other pr
 empty ``pos``, a non-string item, mismatched score lists) raises
 :class:`~care.data.errors.DataFormatError` naming the file, line and field.
 
-How rows are sampled into training batches is :mod:`care.train.data`'s business.
+How rows are sampled into training batches is :mod:`care.train.engine.data`'s business.
 """
 
 from __future__ import annotations

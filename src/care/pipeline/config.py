@@ -14,10 +14,10 @@ Sections:
 - ``models``: CARE's base towers (``tiny`` builds tiny random-init towers from the run's own texts), the
   teacher of the student recipes, and the reference models evaluated as they are;
 - ``recipes``: which models to train — ``care`` (init → Stage I → Stage II, with optional ablations),
-  ``student`` (:class:`care.train.student.StudentConfig`), ``symmetric`` (the student's cut fine-tuned on
+  ``student`` (:class:`care.train.recipes.student.StudentConfig`), ``symmetric`` (the student's cut fine-tuned on
   both sides), ``baselines`` (the paper's: kale, wang_lyu, scalingnote, score_distill);
 - ``evaluate`` / ``index``: latency measurement, which models get ONNX rows, the index type;
-- ``validation``: the safety net (:class:`care.train.validation.ValidationConfig`): a share of the training
+- ``validation``: the safety net (:class:`care.train.recipes.validation.ValidationConfig`): a share of the training
   rows held out by the label step; every model is scored on it, every CARE stage is checked against the
   stage it started from, and the index step serves the best model on it (warning when that model scores
   below the reference models or the symmetric small model);
@@ -34,9 +34,9 @@ from typing import Any
 
 from care.config import Config, ConfigError, apply_overrides, parse_override, read_config_file
 from care.errors import CareError
-from care.train.recipe import RecipeConfig
-from care.train.student import StudentConfig
-from care.train.validation import ValidationConfig
+from care.train.recipes.recipe import RecipeConfig
+from care.train.recipes.student import StudentConfig
+from care.train.recipes.validation import ValidationConfig
 
 #: ``evaluate.latency_engine``'s values (:data:`care.pipeline.latency.LATENCY_ENGINES`).
 LATENCY_ENGINE_NAMES: tuple[str, ...] = ("onnx-int8", "pytorch", "both")
@@ -149,12 +149,12 @@ class ModelsConfig(Config):
 
 @dataclass
 class CareRecipeConfig(Config):
-    """CARE's recipe: init_query → init_document → Stage I → Stage II (:func:`care.train.recipe.run_recipe`).
+    """CARE's recipe: init_query → init_document → Stage I → Stage II (:func:`care.train.recipes.recipe.run_recipe`).
 
     Attributes:
         enabled: train it.
         config_dir: ``<stage>.yaml`` per stage (e.g. ``configs/care_tiny``) or ``preset:e5``; ``null``: the ``e5`` preset for
-            an e5 document model (care.train.presets), else the stages' declared defaults.
+            an e5 document model (care.train.recipes.presets), else the stages' declared defaults.
         max_train_examples: at most this many training pairs (the first rows of the training file) in the stages
             that train on them: init_query, init_document and Stage II. Stage I's alignment rows and the ranking
             part have their own caps, below. ``null``: every row.
@@ -176,7 +176,7 @@ class CareRecipeConfig(Config):
             ranking part (``stage1_rank``, e5 preset) ranks for too; the real-weight runs use 10,000
             (``benchmarks/bench_real_weights.py``). ``null``: none.
         alignment_sentence_max_chars: the longest corpus sentence ``alignment_sentences`` takes (``null``: 60
-            characters, :data:`care.train.alignment.SENTENCE_MAX_CHARS`); the frontier's richer Stage I for a
+            characters, :data:`care.train.recipes.alignment_data.SENTENCE_MAX_CHARS`); the frontier's richer Stage I for a
             1-layer query tower takes every sentence up to 150 (``benchmarks/results/frontier/``).
         alignment_sentence_titles: take ``alignment_sentences`` from each document's title and text (``null``:
             yes, except under the budget's richer Stage I: text alone, as it was measured); ``false``: text alone.
@@ -185,7 +185,7 @@ class CareRecipeConfig(Config):
             the budget's richer Stage I); ``false``: query-side rows only, as the real-weight runs (a passage costs
             the small query tower several times a short text).
         mine_negatives: Stage II's hard negatives mined by the initialised document tower over the run's
-            corpus, likely false negatives skipped (:class:`care.train.negatives.MiningConfig` as a mapping,
+            corpus, likely false negatives skipped (:class:`care.train.recipes.model_negatives.MiningConfig` as a mapping,
             e.g. ``{n_negatives: 1, relative_margin: 0.02, range_max: 300}``); ``null`` (the default): what
             the stage configs' folder sets (the e5 preset: one negative per query at 2 % / top 300; its
             ``recipe.yaml``), else the training file's negatives; ``{n_negatives: 0}``: never mine. Ablations
@@ -247,7 +247,7 @@ class StudentRecipeConfig(Config):
     Attributes:
         enabled: train it.
         config: a student recipe file (``configs/student/*.yaml``); ``null``: the fields of ``settings``.
-        settings: the recipe itself (:class:`~care.train.student.StudentConfig`; its ``teacher`` and ``seed``
+        settings: the recipe itself (:class:`~care.train.recipes.student.StudentConfig`; its ``teacher`` and ``seed``
             are the run's).
         label / stage1_label: row labels of the student and (when set) of the student after Stage I.
         symmetric: also train the student's cut on both sides (the fair small symmetric model).
@@ -265,7 +265,7 @@ class StudentRecipeConfig(Config):
 
 @dataclass
 class BaselineRecipeConfig(Config):
-    """One of the paper's baselines (:func:`care.train.baselines.run_baseline`) on the run's towers.
+    """One of the paper's baselines (:func:`care.train.recipes.baselines.run_baseline`) on the run's towers.
 
     Attributes:
         label: its row label (default: the baseline's name).
@@ -364,7 +364,7 @@ class RunConfig(Config):
             raise ConfigError("config field 'evaluate.latency_engine': must be one of "
                               f"{', '.join(LATENCY_ENGINE_NAMES)} (or null), got {self.evaluate.latency_engine!r}")
         if self.recipes.care.mine_negatives is not None:
-            from care.train.recipe import RecipeConfig
+            from care.train.recipes.recipe import RecipeConfig
 
             field_name = "config field 'recipes.care.mine_negatives'"
             try:
@@ -394,7 +394,7 @@ class RunConfig(Config):
         if timing not in TIMINGS:
             raise ConfigError(f"config field 'recipes.care.query_speedup_timing': must be one of {', '.join(TIMINGS)}, "
                               f"got {timing!r}")
-        from care.train.query_budget import budget_error, budget_towers_error
+        from care.train.recipes.budget_tower import budget_error, budget_towers_error
 
         name = "config field 'recipes.care.query_speedup'"
         if budget_error(budget):

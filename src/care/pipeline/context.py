@@ -110,13 +110,13 @@ class RunContext:
 
     @property
     def validation_dir(self) -> Path:
-        """The validation split of the label step (:mod:`care.train.validation`)."""
+        """The validation split of the label step (:mod:`care.train.recipes.validation`)."""
         return self.root / "label" / "validation"
 
     @property
     def validation_task(self) -> Path | None:
         """The validation task folder, when the label step carved one."""
-        from care.train.validation import TASK_FOLDER
+        from care.train.recipes.validation import TASK_FOLDER
 
         task = self.validation_dir / TASK_FOLDER
         return task if (task / "qrels.tsv").is_file() else None

@@ -10,9 +10,9 @@ document is never a negative) — by the offline embedding judge, or by the LLM 
 (``curate.judges``). The labelled rows are added to the ready training file (a labelled question that
 is already there is dropped) and shuffled (seeded), so a cap on training rows draws from both. Rows
 with fewer than ``curate.n_negatives`` hard negatives are topped up with BM25 negatives
-(:func:`care.train.mining.mine_negatives`) from the curated documents, or from the corpus when nothing
+(:func:`care.train.recipes.bm25_negatives.mine_negatives`) from the curated documents, or from the corpus when nothing
 was curated (``label/all.jsonl``). Then the validation split is held out (``validation.share``, whole
-query–answer components, :func:`care.train.validation.carve_validation`, ``label/validation/``); the rest is
+query–answer components, :func:`care.train.recipes.validation.carve_validation`, ``label/validation/``); the rest is
 ``label/train.jsonl``, what every recipe trains on.
 """
 
@@ -30,7 +30,7 @@ from care.errors import CareError
 from care.pipeline.config import HASHING
 from care.pipeline.context import RunContext
 from care.pipeline.sources import corpus_file
-from care.train.mining import mine_negatives
+from care.train.recipes.bm25_negatives import mine_negatives
 
 logger = logging.getLogger(__name__)
 
@@ -183,9 +183,9 @@ def step_label(ctx: RunContext) -> dict[str, Any]:
 
 
 def _carve_validation(ctx: RunContext):
-    """The run's validation split of ``label/all.jsonl`` (:func:`care.train.validation.carve_validation`), searched
+    """The run's validation split of ``label/all.jsonl`` (:func:`care.train.recipes.validation.carve_validation`), searched
     against the run's corpus; ``None`` when validation is off or the file is too small."""
-    from care.train.validation import carve_validation
+    from care.train.recipes.validation import carve_validation
 
     try:
         corpus: Path | None = corpus_file(ctx)

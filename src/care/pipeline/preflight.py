@@ -66,7 +66,7 @@ def input_files(ctx: RunContext) -> list[Path]:
     and the YAML files of a CARE stage-config folder. A task without local files (fetched when evaluated) adds none.
     """
     from care.bench.registry import split_files_of
-    from care.train.presets import PRESET_PREFIX
+    from care.train.recipes.presets import PRESET_PREFIX
 
     inputs, config = ctx.config.inputs, ctx.config
     named = [inputs.raw_queries, inputs.raw_documents, inputs.train_file, *inputs.alignment_queries, config.curate.judges]

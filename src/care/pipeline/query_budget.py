@@ -5,7 +5,7 @@ The steps that take CARE's query base (``train_care``, ``train_baselines``) run 
 on a few of the run's training queries (cached in ``<cache>/query_latency/``, keyed by the model's fingerprint
 and the engine: :func:`care.bench.depth_latency.measure_depth_latency`), picks the deepest cut at least
 ``query_speedup`` times faster than the document model's query side
-(:func:`care.train.query_budget.choose_query_tower`) and hands the step the run's context with ``models.query``
+(:func:`care.train.recipes.budget_tower.choose_query_tower`) and hands the step the run's context with ``models.query``
 set to that cut — and, where it is one layer, the frontier's richer Stage I (:func:`rich_stage1`) in
 ``recipes.care`` for every field the user left unset. The choice is logged in one line and recorded in the step's
 outputs (``query_budget``: the budget, the speed-ups per depth, the engine, the pick and the settings applied)
@@ -36,12 +36,12 @@ OUTPUT_KEY = "query_budget"
 
 
 def rich_stage1(recipe: CareRecipeConfig) -> tuple[CareRecipeConfig, dict[str, Any], list[str]]:
-    """``recipe`` with the frontier's richer Stage I (:data:`care.train.query_budget.RICH_DATA_FIELDS`: every corpus
+    """``recipe`` with the frontier's richer Stage I (:data:`care.train.recipes.budget_tower.RICH_DATA_FIELDS`: every corpus
     sentence of 6-150 characters of the documents' text, query-side rows only; and
-    :func:`care.train.query_budget.rich_stage1_overrides`: both towers at 128 tokens, Stage I 6 epochs at learning
+    :func:`care.train.recipes.budget_tower.rich_stage1_overrides`: both towers at 128 tokens, Stage I 6 epochs at learning
     rate 2.4e-3, its ranking part 3) in every field the user left unset:
     ``(recipe, {field: value applied}, [fields left as the user set them])``."""
-    from care.train.query_budget import RICH_DATA_FIELDS, rich_stage1_overrides
+    from care.train.recipes.budget_tower import RICH_DATA_FIELDS, rich_stage1_overrides
 
     applied: dict[str, Any] = {}
     kept: list[str] = []
@@ -66,7 +66,7 @@ def rich_stage1(recipe: CareRecipeConfig) -> tuple[CareRecipeConfig, dict[str, A
 def apply_query_budget(ctx: RunContext,
                        towers_dir: str | Path | None = None) -> tuple[RunContext, dict[str, Any] | None]:
     """The run's context with the query tower picked for ``recipes.care.query_speedup`` (a copy: the run's own
-    config is untouched), and the choice as a dict (:meth:`~care.train.query_budget.QueryTowerChoice.to_dict`);
+    config is untouched), and the choice as a dict (:meth:`~care.train.recipes.budget_tower.QueryTowerChoice.to_dict`);
     ``(ctx, None)`` without a budget.
 
     Args:
@@ -74,14 +74,14 @@ def apply_query_budget(ctx: RunContext,
         towers_dir: where tower specs are exported (``e5`` resolved there, once, as the train steps do; ``None``:
             the run cache's :data:`care.pipeline.train.TOWERS_CACHE`).
     Raises:
-        care.train.query_budget.QueryBudgetError: no cut meets the budget, or the measurement is untrusted.
+        care.train.recipes.budget_tower.QueryBudgetError: no cut meets the budget, or the measurement is untrusted.
     """
     config = ctx.config
     budget = config.recipes.care.query_speedup
     if budget is None:
         return ctx, None
     from care.models.tower_spec import resolve_tower_spec
-    from care.train.query_budget import choose_query_tower, training_queries
+    from care.train.recipes.budget_tower import choose_query_tower, training_queries
 
     document = resolve_tower_spec(config.models.document, towers_dir or ctx.cache_dir(TOWERS_CACHE))
     queries = training_queries(ctx.require(ctx.train_file, "label"))
@@ -115,7 +115,7 @@ def report_lines(choice: dict[str, Any] | None) -> list[str]:
     """The report's lines on the choice (``results.md``); none without a budget."""
     if not choice:
         return []
-    from care.train.query_budget import format_speedups
+    from care.train.recipes.budget_tower import format_speedups
 
     speedups = {int(d): v for d, v in choice["speedups"].items()}
     settings = ", ".join(f"`{k}: {v}`" for k, v in choice["settings"].items())

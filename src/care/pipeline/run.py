@@ -4,7 +4,7 @@ Steps (:data:`care.pipeline.config.STEPS`), each a function of the run context:
 
 1. ``curate`` — anonymise + diversify the raw questions and documents (:mod:`care.pipeline.data`);
 2. ``label`` — judge candidates (offline embedding judge, or LLM judges), add the rows to the ready
-   training file, top up hard negatives, hold out the validation split (:mod:`care.train.validation`);
+   training file, top up hard negatives, hold out the validation split (:mod:`care.train.recipes.validation`);
 3. ``train_care`` / ``train_student`` / ``train_baselines`` — the configured recipes (:mod:`care.pipeline.train`);
 4. ``evaluate`` / ``latency`` — every model on every task, median single-query latency side by side
    (:mod:`care.pipeline.evaluate`);

@@ -1,16 +1,16 @@
 """Step 3 of a run: train the configured recipes on the run's training file.
 
-``train_care``: CARE's recipe (:func:`care.train.recipe.run_recipe`: init_query = the symmetric small
+``train_care``: CARE's recipe (:func:`care.train.recipes.recipe.run_recipe`: init_query = the symmetric small
 model, init_document = the symmetric large model, Stage I, Stage II = CARE) from ``models.query`` /
 ``models.document``; ``tiny`` builds a character vocabulary from the run's texts and random-init tiny
 towers (:func:`care.models.presets.make_tiny_models`), whose document tower is then fully fine-tuned.
 Ablations (``recipes.care.ablations``) train in their own folders and start from the finished
 initialisations.
 
-``train_student``: the student (:func:`care.train.student.train_student`) against ``models.teacher``,
+``train_student``: the student (:func:`care.train.recipes.student.train_student`) against ``models.teacher``,
 and with ``recipes.student.symmetric`` its cut fine-tuned on both sides.
 
-``train_baselines``: the paper's baselines (:func:`care.train.baselines.run_baseline`) on CARE's trained
+``train_baselines``: the paper's baselines (:func:`care.train.recipes.baselines.run_baseline`) on CARE's trained
 document tower (or ``models.document``) and query base.
 
 Each returns ``{"models": {row label: model spec}, ...}``; everything resumes (finished stages are skipped,
@@ -104,7 +104,7 @@ def care_overrides(ctx: RunContext) -> list[str]:
 def _share_initialisations(source: Path, target: Path) -> None:
     """Give an ablation's folder the full recipe's finished initialisations (hard links: no extra disk)."""
     from care.data.io import link_tree
-    from care.train.trainer import read_result
+    from care.train.engine.trainer import read_result
 
     for stage in SHARED_INIT_STAGES:
         done = read_result(source / stage)
@@ -116,7 +116,7 @@ def care_alignment_file(ctx: RunContext, train_file: str, out: Path) -> str | No
     """``<out>/alignment.jsonl`` (built once) with the questions of ``inputs.alignment_queries`` and
     ``recipes.care.alignment_sentences`` corpus sentences on the query side, after the training file's queries;
     ``None`` when neither is set (the recipe builds its own from the training file)."""
-    from care.train.recipe import ALIGNMENT_FILE
+    from care.train.recipes.recipe import ALIGNMENT_FILE
 
     limit = ctx.config.recipes.care.alignment_sentences
     question_files = ctx.config.inputs.alignment_queries
@@ -124,7 +124,7 @@ def care_alignment_file(ctx: RunContext, train_file: str, out: Path) -> str | No
         return None
     target = out / ALIGNMENT_FILE
     if not target.is_file():
-        from care.train.alignment import alignment_from_training_file, corpus_sentences, question_texts
+        from care.train.recipes.alignment_data import alignment_from_training_file, corpus_sentences, question_texts
 
         extra = question_texts(question_files)
         if limit:
@@ -149,8 +149,8 @@ def _mining_corpus(ctx: RunContext) -> str | None:
 
 def evaluation_spec(model: str, stage_dir: str | Path) -> str:
     """The model spec a folder written by a recipe stage is evaluated, timed and indexed with: as it was
-    trained (:func:`care.train.recipe.stage_model_spec`)."""
-    from care.train.recipe import stage_model_spec
+    trained (:func:`care.train.recipes.recipe.stage_model_spec`)."""
+    from care.train.recipes.recipe import stage_model_spec
 
     return stage_model_spec(model, stage_dir)
 
@@ -158,7 +158,7 @@ def evaluation_spec(model: str, stage_dir: str | Path) -> str:
 def step_train_care(ctx: RunContext) -> dict[str, Any]:
     """CARE's recipe (and its ablations); returns the row label -> model spec of each stage's model
     (:func:`evaluation_spec`)."""
-    from care.train.recipe import RecipeConfig, RecipePaths, final_care_model, run_recipe
+    from care.train.recipes.recipe import RecipeConfig, RecipePaths, final_care_model, run_recipe
 
     recipe = ctx.config.recipes.care
     train_file = str(ctx.require(ctx.train_file, "label"))
@@ -215,7 +215,7 @@ def check_labels(stages: Iterable[str], labels: dict[str, str]) -> dict[str, str
 def _validation_summary(out: Path, labels: dict[str, str]) -> dict[str, Any]:
     """The recipe's validation record as step outputs (each stage's score, fidelity and change from its start),
     logged on the terminal: ``{}`` when the recipe ran without validation."""
-    from care.train.recipe import read_validation
+    from care.train.recipes.recipe import read_validation
 
     record = read_validation(out)
     if not record:
@@ -245,7 +245,7 @@ def student_config(ctx: RunContext):
 
 def step_train_student(ctx: RunContext) -> dict[str, Any]:
     """The student against ``models.teacher`` (and its symmetric baseline); returns their model folders."""
-    from care.train.student import (
+    from care.train.recipes.student import (
         STAGE1_FOLDER,
         StudentPaths,
         tower_model_spec,
@@ -277,7 +277,7 @@ def step_train_student(ctx: RunContext) -> dict[str, Any]:
 
 def step_train_baselines(ctx: RunContext) -> dict[str, Any]:
     """The paper's baselines on CARE's trained document tower (or ``models.document``); returns their models."""
-    from care.train.baselines import BaselinePaths, run_baseline
+    from care.train.recipes.baselines import BaselinePaths, run_baseline
 
     train_file = str(ctx.require(ctx.train_file, "label"))
     query, document = base_towers(ctx)

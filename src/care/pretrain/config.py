@@ -1,6 +1,6 @@
 """Pretraining configuration: one dataclass tree for RetroMAE and unsupervised contrastive pretraining.
 
-A :class:`PretrainConfig` round-trips to YAML and JSON like :class:`care.train.config.TrainConfig`
+A :class:`PretrainConfig` round-trips to YAML and JSON like :class:`care.train.engine.config.TrainConfig`
 (same loader helpers: unknown keys rejected, ``--set key.sub=value`` overrides, errors naming the
 field). ``method`` picks the objective:
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from care.config import Config, ConfigError, apply_overrides, read_config_file
-from care.train.config import MIXED_PRECISION, CheckpointConfig, _check
+from care.train.engine.config import MIXED_PRECISION, CheckpointConfig, _check
 
 METHODS: tuple[str, ...] = ("retromae", "contrastive")
 POOLING_MODES: tuple[str, ...] = ("cls", "mean")

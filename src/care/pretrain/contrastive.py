@@ -6,7 +6,7 @@ title must pick its own content among the batch's contents::
     L = -1/B · Σ_i log( exp(s(a_i, b_i)/τ) / Σ_j exp(s(a_i, b_j)/τ) ),   s = cosine (L2-normalised)
 
 with ``j`` over the batch's second texts (and, with ``gather_across_devices``, every rank's). The
-similarity matrix and labels come from :class:`care.train.losses.InfoNCELoss` (temperature 1), so
+similarity matrix and labels come from :class:`care.train.engine.losses.InfoNCELoss` (temperature 1), so
 cross-device negatives behave as in CARE's training. τ is either fixed or **learnable**:
 ``τ = clamp(exp(θ), τ_min, τ_max)`` with ``θ = log τ₀`` a trained scalar (log-parameterised like
 CLIP's logit scale, so it stays positive), also clamped in place after every optimiser step.
@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from care.train.losses.infonce import InfoNCELoss
+from care.train.engine.losses.infonce import InfoNCELoss
 
 
 class InBatchContrastiveLoss(nn.Module):

@@ -37,7 +37,7 @@ from transformers.models.bert.modeling_bert import BertLayer
 from care.errors import CareError
 from care.pretrain.config import RetroMAEConfig
 from care.pretrain.masking import IGNORE_INDEX, RetroMAEBatch
-from care.train.losses.output import LossOutput
+from care.train.engine.losses.output import LossOutput
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from torch import nn
 
 from care.pretrain.config import PretrainConfig
 from care.pretrain.stream import PairParser, Parser, TextParser
-from care.train.losses.output import LossOutput
+from care.train.engine.losses.output import LossOutput
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class ContrastiveTask:
         return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
 
     def step(self, records: list[tuple[str, str]], accelerator) -> LossOutput:
-        from care.train.gradcache import EncodeJob, grad_cache_step
+        from care.train.engine.gradcache import EncodeJob, grad_cache_step
 
         device = accelerator.device
         jobs = [EncodeJob(name, "encoder", self._features([r[i] for r in records], device), len(records))

@@ -4,7 +4,7 @@ Per optimiser step: read the next global batch from the :class:`~care.pretrain.s
 (``batch_size`` records per process; rank ``r`` takes slice ``r``), forward + backward through the
 task, clip, AdamW step, linear warmup/decay (``transformers.get_linear_schedule_with_warmup``).
 Every ``checkpoint.every_steps`` steps or ``checkpoint.every_minutes`` (whichever comes first, and at the end)
-:func:`care.train.checkpoint.save_checkpoint` writes weights, optimizer, scheduler, every RNG state and the
+:func:`care.train.engine.checkpoint.save_checkpoint` writes weights, optimizer, scheduler, every RNG state and the
 stream position atomically; ``resume`` continues from the latest one, so a run killed after a checkpoint ends
 with the same weights as an uninterrupted one.
 
@@ -29,7 +29,7 @@ from care.models.folders import atomic_dir
 from care.pretrain.config import PretrainConfig
 from care.pretrain.stream import TextStream
 from care.pretrain.tasks import PretrainTask, make_task
-from care.train.checkpoint import (
+from care.train.engine.checkpoint import (
     STATE_FILE,
     CheckpointSchedule,
     TrainerState,
@@ -38,8 +38,8 @@ from care.train.checkpoint import (
     remove_checkpoints,
     save_checkpoint,
 )
-from care.train.optimizer import adamw, keep_kernel_choice
-from care.train.trainer import NO_DECAY
+from care.train.engine.optimizer import adamw, keep_kernel_choice
+from care.train.engine.trainer import NO_DECAY
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,3 @@
-"""Training CARE: losses, cross-device negatives, training-data format, Stage I alignment data, stages.
-
-Modules are imported on demand (``from care.train.losses import InfoNCELoss``); this package file
-imports nothing heavy so that ``care --help`` and data-only tools stay fast.
-"""
+"""Training: ``engine/`` (one loop over any stage: config, data, towers, losses, teacher cache, checkpoints)
+and ``recipes/`` (CARE's recipe, students, baselines, sweeps, presets, validation, the query budget), which
+uses the engine and never the other way round (``tests/test_layers.py``); ``cli`` is ``care train``."""

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import typer
 
-from care.train.alignment import SENTENCE_MAX_CHARS, SENTENCE_MIN_CHARS
-from care.train.negatives import DEFAULT_RANGE_MAX, DEFAULT_RELATIVE_MARGIN
-from care.train.validation import DEFAULT_VALIDATION_SHARE
+from care.train.recipes.alignment_data import SENTENCE_MAX_CHARS, SENTENCE_MIN_CHARS
+from care.train.recipes.model_negatives import DEFAULT_RANGE_MAX, DEFAULT_RELATIVE_MARGIN
+from care.train.recipes.validation import DEFAULT_VALIDATION_SHARE
 
 #: Where ``care train recipe`` / ``care train baseline`` keep the towers a spec names (``e5?layers=6``), in --output.
 TOWERS_FOLDER = "base"
@@ -44,8 +44,8 @@ def train_command(
     if config is None:
         typer.echo(ctx.get_help())
         raise typer.Exit(2)
-    from care.train.config import load_config
-    from care.train.trainer import train
+    from care.train.engine.config import load_config
+    from care.train.engine.trainer import train
 
     result = train(load_config(config, set_), resume=resume)
     _print_result(result)
@@ -118,7 +118,7 @@ def recipe_command(
     finished stages on rerun, each stage scored on a held-out validation split (see docs: Ablations, the
     safety net)."""
     from care.models.tower_spec import resolve_tower_spec
-    from care.train.recipe import (
+    from care.train.recipes.recipe import (
         VALIDATION_FOLDER,
         VALIDATION_REPORT,
         RecipeConfig,
@@ -126,7 +126,7 @@ def recipe_command(
         load_recipe_config,
         run_recipe,
     )
-    from care.train.validation import ValidationConfig
+    from care.train.recipes.validation import ValidationConfig
 
     base = load_recipe_config(ablation) if ablation is not None else RecipeConfig()
     towers = Path(output) / TOWERS_FOLDER
@@ -157,13 +157,13 @@ def recipe_command(
 def _query_budget(budget: float, query_model: str, document_model: str, train_file: str, output: str,
                   overrides: list[str], alignment: str | None, corpus: str | None,
                   timing: str = "interleaved") -> tuple[str, list[str], str | None]:
-    """``--query-speedup``: the query tower it picks (:func:`care.train.query_budget.choose_query_tower`), the
+    """``--query-speedup``: the query tower it picks (:func:`care.train.recipes.budget_tower.choose_query_tower`), the
     overrides and Stage I data of the richer Stage I at one layer (where the flags leave them unset); the choice is
     printed in one line and kept in ``OUTPUT/query_budget.json``. Returns ``(query model, overrides, alignment)``."""
     from care.data.io import write_json
     from care.errors import CareError
     from care.models.tower_spec import resolve_tower_spec
-    from care.train.query_budget import (
+    from care.train.recipes.budget_tower import (
         budget_error,
         budget_towers_error,
         choose_query_tower,
@@ -227,7 +227,7 @@ def mine_command(
     document_prompt: str = typer.Option(None, "--document-prompt", help="Prefix of documents (e5: 'passage: ')."),
 ) -> None:
     """Mine hard negatives for a training file with a trained encoder, likely false negatives skipped."""
-    from care.train.negatives import MiningConfig, mine_hard_negatives
+    from care.train.recipes.model_negatives import MiningConfig, mine_hard_negatives
 
     config = MiningConfig(n_negatives=negatives, relative_margin=margin, absolute_margin=absolute_margin,
                           range_max=depth, query_prompt=query_prompt, document_prompt=document_prompt)
@@ -257,7 +257,7 @@ def alignment_command(
     """Write Stage I's alignment data: (q, q, q-) rows from the training queries, unlabelled questions and corpus
     sentences, and (d, d, d-) rows from the training positives, each with BM25 negatives."""
     from care.errors import CareError
-    from care.train.alignment import alignment_from_training_file, corpus_sentences, question_texts
+    from care.train.recipes.alignment_data import alignment_from_training_file, corpus_sentences, question_texts
 
     if sentences and corpus is None:
         raise CareError("--sentences takes sentences from a corpus: give --corpus corpus.jsonl")
@@ -287,7 +287,7 @@ def baseline_command(
 ) -> None:
     """Run one of the paper's efficient-retrieval baselines step by step (see docs/baselines.md)."""
     from care.models.tower_spec import resolve_tower_spec
-    from care.train.baselines import BaselinePaths, run_baseline
+    from care.train.recipes.baselines import BaselinePaths, run_baseline
 
     towers = Path(output) / TOWERS_FOLDER
     paths = BaselinePaths(resolve_tower_spec(document_model, towers), train_file, output,
@@ -310,7 +310,7 @@ def sweep_command(
 ) -> None:
     """Train the base recipe and each variant, score them on a validation split carved from the training file,
     report and pick the best (see docs/training.md, Sweeps)."""
-    from care.train.sweep import load_sweep_config, run_sweep
+    from care.train.recipes.sweep import load_sweep_config, run_sweep
 
     result = run_sweep(load_sweep_config(config, set_), output_dir=output)
     typer.echo(result.markdown.read_text(encoding="utf-8"))
@@ -329,7 +329,7 @@ def student_command(
     symmetric: bool = typer.Option(False, "--symmetric", help="Also train the symmetric baseline (the same cut, both sides)."),
 ) -> None:
     """Train a small query encoder against a frozen document encoder: the cut, Stage I, the query-side fine-tune."""
-    from care.train.student import (
+    from care.train.recipes.student import (
         StudentConfig,
         StudentPaths,
         load_student_config,
