@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from care.encoders import registry
 from care.encoders.bm25 import BM25Retriever
 from care.encoders.hf import HFEncoder
 from care.encoders.pair import AsymmetricEncoder
@@ -92,6 +93,45 @@ def test_spec_file_types_and_errors(tmp_path):
     unknown.write_text("type: splade\n", encoding="utf-8")
     with pytest.raises(CareError, match="unknown type 'splade'"):
         load_model(str(unknown))
+
+
+def test_unknown_types_and_a_missing_model_field_name_the_kinds(tmp_path):
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("type: splade\n", encoding="utf-8")
+    with pytest.raises(CareError, match=r"use one of hf, bm25, e5, openai, onnx, asymmetric$"):
+        load_model(str(unknown))
+    for kind, said in (("hf", "a Hugging Face model spec needs a 'model' field \\(folder or Hub id\\)"),
+                       ("onnx", "an ONNX export spec needs a 'model' field \\(its folder\\)")):
+        (tmp_path / f"{kind}.yaml").write_text(f"type: {kind}\n", encoding="utf-8")
+        with pytest.raises(CareError, match=said):
+            load_model(str(tmp_path / f"{kind}.yaml"))
+
+
+def test_a_new_kind_is_one_table_entry(tmp_path, monkeypatch):
+    """An entry in SPEC_KINDS is reached by its prefix, by its names and by its spec-file type; its loader gets the
+    base, the merged options, the runtime settings and the source."""
+    seen = []
+
+    def load(base, options, runtime, source):
+        seen.append((base, dict(options), runtime["batch_size"], source))
+        return registry.SPEC_KINDS["bm25"].load("bm25", {}, runtime, source)
+
+    kind = registry.SpecKind("toy", load, ("'toy:NAME'",), names=("toy",), prefix="toy:",
+                             file_base=lambda fields, source: "toy:" + fields.pop("name"))
+    monkeypatch.setitem(registry.SPEC_KINDS, "toy", kind)
+    monkeypatch.setitem(registry._FILE_TYPES, "toy", kind)
+    assert isinstance(load_model("toy:a?k=1", batch_size=4), BM25Retriever)
+    assert isinstance(load_model("TOY"), BM25Retriever)
+    (tmp_path / "toy.yaml").write_text("type: toy\nname: b\nk: 2\n", encoding="utf-8")
+    load_model(str(tmp_path / "toy.yaml"))
+    assert seen == [("toy:a", {"k": "1"}, 4, "toy:a?k=1"), ("TOY", {}, None, "TOY"),
+                    ("toy:b", {"k": 2}, None, str(tmp_path / "toy.yaml"))]
+
+
+def test_the_accepted_forms_come_from_the_table():
+    for kind in registry.SPEC_KINDS.values():
+        assert all(form in registry.SPEC_FORMS for form in kind.forms)
+        assert all(name in registry.BUILTIN_SPEC_NAMES for name in (*kind.names, kind.prefix) if name)
 
 
 @pytest.mark.parametrize(("spec", "suggestion"), [("bm26", "'bm25'"), ("e6", "'e5'"), ("openia:text-embedding-3-small",

