@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from care.encoders.base import Encoder
-from care.encoders.hf import HFEncoder, HFEncoderConfig, ensure_eos_appended, looks_like_path
+from care.encoders.hf import HFEncoder, HFEncoderConfig, ensure_eos_appended
+from care.encoders.model_location import looks_like_path
 from care.encoders.registry import load_model
 from care.errors import CareError, DimensionMismatchError
 

@@ -150,7 +150,7 @@ def test_an_uncached_hub_id_fails_fast_when_the_hub_cannot_be_reached(monkeypatc
 
     import huggingface_hub
 
-    from care.encoders import hf
+    from care.encoders import model_location
 
     asked_online: list[bool] = []
 
@@ -167,4 +167,4 @@ def test_an_uncached_hub_id_fails_fast_when_the_hub_cannot_be_reached(monkeypatc
     started = time.perf_counter()
     with pytest.raises(CareError, match=r"not in the local Hugging Face cache.*cannot be reached from this machine"):
         load_model("someorg/some-model")
-    assert time.perf_counter() - started < hf.HUB_PROBE_TIMEOUT_S and asked_online == [False, False]
+    assert time.perf_counter() - started < model_location.HUB_PROBE_TIMEOUT_S and asked_online == [False, False]

@@ -191,10 +191,10 @@ def load_side(
             HFEncoder,
             HFEncoderConfig,
             encoding_settings,
-            locate_model,
             resolve_device,
             resolve_dtype,
         )
+        from care.encoders.model_location import locate_model
         from care.encoders.stored_prompts import stored_prompt_options
 
         unsupported = sorted(set(options) - ROUTE_OPTIONS)
