@@ -20,7 +20,6 @@ Schema (:data:`RECORD_SCHEMA_VERSION`)::
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -34,6 +33,7 @@ from typing import Any
 
 from care.data.io import write_json
 from care.errors import CareError
+from care.hashes import hex_digest
 
 RECORD_SCHEMA_VERSION = 1
 #: Fields every record must hold (checked on write and on read).
@@ -104,7 +104,7 @@ def code_state(root: str | Path | None = None) -> CodeState:
     if not commit.endswith("+dirty"):
         return CodeState(commit)
     diff = subprocess.run(["git", "diff", "HEAD"], cwd=_checkout_dir(root), capture_output=True, check=True).stdout
-    return CodeState(commit, hashlib.sha256(diff).hexdigest())
+    return CodeState(commit, hex_digest(diff))
 
 
 def require_clean(state: CodeState, *, allow_dirty: bool, where: str) -> CodeState:

@@ -12,7 +12,6 @@ order: every retriever's rank-1 document, then rank 2, ...
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -26,6 +25,7 @@ from care.data.fields import require_id
 from care.data.io import iter_jsonl, write_jsonl
 from care.data.retrieval import Document, iter_documents
 from care.encoders.base import Encoder, LexicalRetriever
+from care.hashes import hex_digest
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ def corpus_key(corpus_path: str | Path, instruction: str | None) -> str:
     path = Path(corpus_path)
     stat = path.stat()
     identity = [str(path.resolve()), stat.st_size, stat.st_mtime_ns, instruction]
-    return hashlib.sha256(json.dumps(identity, ensure_ascii=False).encode("utf-8")).hexdigest()[:12]
+    return hex_digest(json.dumps(identity, ensure_ascii=False), length=12)
 
 
 def _run_path(work_dir: Path, retriever: Encoder | LexicalRetriever, depth: int, inputs: str) -> Path:

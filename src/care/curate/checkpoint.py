@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from care.data.io import require_file, write_json
-from care.encoders.fingerprint import file_sha256
 from care.errors import CareError
+from care.hashes import file_sha256
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,6 @@ finished queries; the STS file is written atomically at the end.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import random
@@ -43,6 +42,7 @@ from care.data.errors import DataFormatError
 from care.data.io import iter_text_lines, write_json, write_jsonl
 from care.data.retrieval import load_queries
 from care.errors import CareError
+from care.hashes import hex_digest
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ def build_sts(
     res = resources.files("care.curate.resources").joinpath(config.prompt)
     template_text = Path(config.prompt).read_text(encoding="utf-8") if Path(config.prompt).is_file() else res.read_text(encoding="utf-8")
     template = yaml.safe_load(template_text)
-    prompt_hash = hashlib.sha256(template_text.encode()).hexdigest()[:16]
+    prompt_hash = hex_digest(template_text, length=16)
     queries = load_queries(queries_path)
     synonyms = load_synonyms(synonyms_path)
     rng = random.Random(config.seed)
@@ -201,8 +201,7 @@ def build_sts(
         _, query, term, synonym = job
         failures = []
         for attempt in range(config.max_attempts):
-            key = hashlib.sha256(json.dumps([client.config.id, prompt_hash, query, term, synonym, attempt],
-                                            ensure_ascii=False).encode()).hexdigest()
+            key = hex_digest(json.dumps([client.config.id, prompt_hash, query, term, synonym, attempt], ensure_ascii=False))
             reply = cache.get(key)
             if reply is None:
                 user = Template(template["user"]).substitute(query=query, term=term, synonym=synonym)

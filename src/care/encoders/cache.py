@@ -19,7 +19,6 @@ little bookkeeping and slow ones still checkpoint (and update the progress bar) 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -36,6 +35,7 @@ import numpy as np
 
 from care.data.io import new_temporary_sibling, write_json
 from care.errors import CareError
+from care.hashes import SHA1, chunks_hex_digest, hex_digest
 
 logger = logging.getLogger(__name__)
 
@@ -77,21 +77,22 @@ def content_hash(ids: Sequence[str], texts: Sequence[str]) -> str:
 
 def streamed_content_hash(pairs: Iterable[tuple[str, str]]) -> tuple[str, int]:
     """:func:`content_hash` of ``(id, text)`` pairs read one at a time (a corpus of any size), and their count."""
-    h = hashlib.sha256()
     n = 0
-    for doc_id, text in pairs:
-        h.update(doc_id.encode("utf-8"))
-        h.update(b"\x1f")
-        h.update(text.encode("utf-8"))
-        h.update(b"\x1e")
-        n += 1
-    return h.hexdigest(), n
+
+    def chunks() -> Iterator[str]:
+        nonlocal n
+        for doc_id, text in pairs:
+            n += 1
+            yield f"{doc_id}\x1f{text}\x1e"
+
+    digest = chunks_hex_digest(chunks())
+    return digest, n
 
 
 def row_digests(texts: Sequence[str]) -> np.ndarray:
     """The SHA-1 of each text (a ``(n,)`` array of 20-byte strings): what :meth:`EmbeddingCache.get_or_encode`
     matches rows of earlier entries by (an encoder's vector of a text does not depend on the text's id)."""
-    return np.array([hashlib.sha1(t.encode("utf-8")).digest() for t in texts], dtype="S20")
+    return np.array([bytes.fromhex(hex_digest(t, algorithm=SHA1)) for t in texts], dtype="S20")
 
 
 def check_embeddings(arr: np.ndarray, n_rows: int, what: str, dim: int | None = None) -> np.ndarray:
@@ -124,7 +125,7 @@ class CacheKey:
     @property
     def digest(self) -> str:
         payload = json.dumps([CACHE_FORMAT_VERSION, self.fingerprint, self.role, self.instruction, self.content, self.n_rows])
-        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+        return hex_digest(payload)
 
 
 class EmbeddingCache:

@@ -7,12 +7,13 @@ pooling, instruction template, max length, prefix or output dimension) must chan
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from care.hashes import file_sha256, hex_digest
 
 #: Hex characters kept from the SHA-256 digest (64 bits: collisions are not a practical concern).
 FINGERPRINT_LENGTH = 16
@@ -21,7 +22,7 @@ FINGERPRINT_LENGTH = 16
 def digest(payload: Mapping[str, Any]) -> str:
     """Hash a JSON-serialisable mapping (keys sorted, so order does not matter) to a short hex string."""
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:FINGERPRINT_LENGTH]
+    return hex_digest(text, length=FINGERPRINT_LENGTH)
 
 
 def folder_identity(folder: str | Path) -> dict[str, Any]:
@@ -63,8 +64,6 @@ def file_identity(path: str | Path) -> dict[str, Any]:
     return {"path": str(resolved), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
 
 
-#: Bytes read at a time when hashing a file's content.
-_HASH_BLOCK = 1 << 20
 #: ``router_config.json`` of a sentence-transformers folder whose first module is a Router.
 ROUTER_CONFIG = "router_config.json"
 #: ``modules.json``: the module list of a sentence-transformers folder.
@@ -83,15 +82,6 @@ TOKENIZER_CALL_STATE: dict[str, frozenset[str]] = {
                                         "pad_to_multiple_of", "pad_token_type_id", "padding_side"}),
     "tokenizer.json": frozenset({"truncation", "padding"}),
 }
-
-
-def file_sha256(path: str | Path) -> str:
-    """SHA-256 of a file's content (read in 1 MiB blocks)."""
-    sha = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(_HASH_BLOCK), b""):
-            sha.update(block)
-    return sha.hexdigest()
 
 
 def _content_digest(path: Path) -> str:

@@ -11,12 +11,12 @@ encodes to the zero vector, whose inner product with every vector is 0.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 
 import numpy as np
 
 from care.data.text_rules import is_visible
+from care.hashes import hex_digest
 
 #: Width of the hashed feature space.
 HASHING_DIM = 512
@@ -49,7 +49,7 @@ class HashingCharEncoder:
 
     @property
     def fingerprint(self) -> str:
-        return hashlib.sha256(f"{self.name}:{HASHING_NGRAMS}:v{PREPARATION_VERSION}".encode()).hexdigest()[:16]
+        return hex_digest(f"{self.name}:{HASHING_NGRAMS}:v{PREPARATION_VERSION}", length=16)
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         return np.asarray(self._vectorizer.transform(list(texts)).toarray(), dtype=np.float32)

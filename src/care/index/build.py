@@ -36,8 +36,8 @@ import numpy as np
 
 from care.data.io import write_json
 from care.data.retrieval import check_corpus, iter_documents, iter_numbered_documents
-from care.encoders.fingerprint import file_sha256
 from care.errors import CareError, DimensionMismatchError
+from care.hashes import file_sha256
 from care.index.config import IndexConfig
 from care.index.integrity import FileChecksum, IndexDamagedError, files_under, record_files
 from care.index.manifest import (

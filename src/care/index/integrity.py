@@ -6,7 +6,7 @@ not ``manifest.json`` itself, not the shards, which carry their own checksums in
 milvus-lite database, which Milvus itself rewrites). :func:`verify_files` checks them when the index is
 opened, at one of three levels (:data:`VERIFY_MODES`, ``care serve --verify``):
 
-* ``full`` (default): every recorded file's size and SHA-256 (streamed: :func:`~care.encoders.fingerprint.file_sha256`);
+* ``full`` (default): every recorded file's size and SHA-256 (streamed: :func:`~care.hashes.file_sha256`);
 * ``quick``: sizes only;
 * ``off``: nothing.
 
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from care.encoders.fingerprint import file_sha256
 from care.errors import CareError
+from care.hashes import file_sha256
 
 logger = logging.getLogger(__name__)
 

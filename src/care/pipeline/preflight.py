@@ -91,7 +91,7 @@ def input_files(ctx: RunContext) -> list[Path]:
 
 def input_digests(ctx: RunContext) -> dict[str, str]:
     """``{absolute path: SHA-256 of its content}`` of :func:`input_files`."""
-    from care.encoders.fingerprint import file_sha256
+    from care.hashes import file_sha256
 
     return {str(path.resolve()): file_sha256(path) for path in input_files(ctx)}
 

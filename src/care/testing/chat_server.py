@@ -19,7 +19,6 @@ generation tests).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import threading
@@ -30,6 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from care.curate.judges.base import GRADES
+from care.hashes import hex_digest
 
 _QUERY = re.compile(r"查询：(.*?)\n\n候选段落：\n", re.DOTALL)
 _PASSAGE = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
@@ -39,8 +39,8 @@ POLL_INTERVAL_S = 0.05
 
 def hash_grade(model: str, query: str, passage: str) -> str:
     """A deterministic pseudo-random grade (same for every model)."""
-    digest = hashlib.sha256(f"{query}\x00{passage}".encode()).digest()
-    return GRADES[digest[0] % len(GRADES)]
+    first_byte = int(hex_digest(f"{query}\x00{passage}", length=2), 16)
+    return GRADES[first_byte % len(GRADES)]
 
 
 class FakeChatServer:

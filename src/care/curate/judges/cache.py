@@ -10,7 +10,6 @@ returns. The cache is safe to share between threads (one connection behind a loc
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import threading
 import time
@@ -19,6 +18,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from care.curate.judges.base import Usage
+from care.hashes import hex_digest
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS judgments (
@@ -37,7 +37,7 @@ USAGE_COLUMNS = tuple(f.name for f in fields(Usage))
 
 
 def text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hex_digest(text)
 
 
 class JudgmentCache:

@@ -4,7 +4,6 @@ whole pipeline runs with no API. Cruder than an LLM; use it to dry-run a pipelin
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 
@@ -13,6 +12,7 @@ import numpy as np
 from care.curate.judges.base import GRADES, Usage, UsageMeter
 from care.curate.judges.config import DEFAULT_THRESHOLDS
 from care.encoders.base import Encoder
+from care.hashes import hex_digest
 
 DEFAULT_PASSAGES_PER_CALL = 32
 
@@ -41,7 +41,7 @@ class EmbeddingJudge:
     @property
     def fingerprint(self) -> str:
         settings = json.dumps([self.encoder.fingerprint, sorted(self.thresholds.items()), self.instruction])
-        return hashlib.sha256(settings.encode()).hexdigest()[:16]
+        return hex_digest(settings, length=16)
 
     @property
     def meter(self) -> UsageMeter:

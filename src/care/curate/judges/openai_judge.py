@@ -10,7 +10,6 @@ times. Tokens and cost are counted from the replies' ``usage``.
 from __future__ import annotations
 
 import email.utils
-import hashlib
 import logging
 import os
 import random
@@ -22,6 +21,7 @@ from care.curate.judges.config import JudgeConfig
 from care.curate.judges.parse import parse_grades
 from care.curate.judges.prompt import JudgePrompt
 from care.errors import CareError
+from care.hashes import hex_digest
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ class OpenAIChatJudge:
     def fingerprint(self) -> str:
         """Prompt template hash plus the model and sampling settings the grades depend on."""
         settings = f"{self.prompt.hash}|{self.config.model}|{self.config.temperature}"
-        return hashlib.sha256(settings.encode()).hexdigest()[:16]
+        return hex_digest(settings, length=16)
 
     @property
     def meter(self) -> UsageMeter:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from string import Template
 import yaml
 
 from care.errors import CareError
+from care.hashes import hex_digest
 
 DEFAULT_PROMPT = "judge_prompt_v1.yaml"
 _WHITESPACE = re.compile(r"\s+")
@@ -51,7 +51,7 @@ class JudgePrompt:
     @property
     def hash(self) -> str:
         """SHA-256 of the template content (first 16 hex digits): part of every cache key."""
-        return hashlib.sha256(self.source.encode("utf-8")).hexdigest()[:16]
+        return hex_digest(self.source, length=16)
 
     def messages(self, query: str, passages: Sequence[str]) -> list[dict[str, str]]:
         """The chat messages for one call."""

@@ -67,15 +67,14 @@ class QueryAwareTeacher:
     """
 
     def __init__(self, teacher, default_prompt: str | None) -> None:
-        import hashlib
-
+        from care.hashes import SHA1, hex_digest
         from care.train.engine.teacher import TowerEncoder
 
         self.teacher = teacher
         self.default_prompt = default_prompt
         self.symmetric = isinstance(teacher, TowerEncoder)
         self.name = teacher.name
-        digest = hashlib.sha1(repr(default_prompt).encode("utf-8")).hexdigest()[:8]
+        digest = hex_digest(repr(default_prompt), algorithm=SHA1, length=8)
         self._fingerprint = f"{teacher.fingerprint}+queries:{digest}"
 
     @property

@@ -11,7 +11,6 @@ sentences, a query log added) encodes only its new texts, the rest are copied fr
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import logging
 from collections.abc import Iterable, Sequence
@@ -22,6 +21,7 @@ import torch
 
 from care.encoders.base import Encoder
 from care.errors import CareError
+from care.hashes import SHA1, hex_digest
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def load_factory(spec: str) -> Encoder:
 
 def text_key(text: str) -> str:
     """Stable id of a text inside the teacher cache."""
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+    return hex_digest(text, algorithm=SHA1)
 
 
 class TeacherEmbeddings:

@@ -132,7 +132,7 @@ def carve_validation(train_file: str | Path, corpus_file: str | Path | None, fol
     from care.data.io import write_json
     from care.data.splits import hold_out_components, write_validation_task
     from care.data.training import RETRIEVAL, iter_training_file, write_training_file
-    from care.encoders.fingerprint import file_sha256
+    from care.hashes import file_sha256
 
     if not config.enabled:
         return None
