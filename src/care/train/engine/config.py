@@ -329,6 +329,8 @@ class TrainConfig(Config):
             _check(bool(lo.matryoshka_dims) and all(x > 0 for x in lo.matryoshka_dims), "loss.matryoshka_dims",
                    "must be a non-empty list of positive ints or null")
         c.validate()
+        _check(not (r.deepspeed_config and o.grad_cache_chunk_size), "optim.grad_cache_chunk_size",
+               "GradCache is not supported with DeepSpeed; use DDP (no runtime.deepspeed_config) or drop the chunk size")
         _check(r.mixed_precision in MIXED_PRECISION, "runtime.mixed_precision",
                f"must be one of {', '.join(MIXED_PRECISION)}")
         _check(r.log_with in (None, "tensorboard"), "runtime.log_with", "must be 'tensorboard' or null")
