@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from care.config import Config, ConfigError, apply_overrides, read_config_file
-from care.train.engine.config import MIXED_PRECISION, CheckpointConfig, _check
+from care.train.engine.config import CheckpointConfig, RuntimeConfig, _check
 
 METHODS: tuple[str, ...] = ("retromae", "contrastive")
 POOLING_MODES: tuple[str, ...] = ("cls", "mean")
@@ -119,17 +119,11 @@ class PretrainOptimConfig:
     max_grad_norm: float | None = 1.0
 
 
-@dataclass
-class PretrainRuntimeConfig:
-    """Where and how the loop runs (same meaning as ``care.train``'s runtime section)."""
-
-    mixed_precision: str = "no"
-    cpu: bool = False
-    log_with: str | None = "tensorboard"
-    log_every_steps: int = 10
-    progress_bar: bool = True
-    deterministic: bool = False
-    fused_optimizer: bool | None = None
+def pretrain_runtime() -> RuntimeConfig:
+    """The runtime section's defaults for pretraining: the engine's :class:`RuntimeConfig`, with DDP's search for
+    unused parameters off as pretraining has always run (accelerate's default); set
+    ``runtime.find_unused_parameters: true`` for an encoder with parameters outside the loss (BERT's pooler)."""
+    return RuntimeConfig(find_unused_parameters=False)
 
 
 @dataclass
@@ -145,7 +139,7 @@ class PretrainConfig(Config):
     contrastive: ContrastiveConfig = field(default_factory=ContrastiveConfig)
     optim: PretrainOptimConfig = field(default_factory=PretrainOptimConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
-    runtime: PretrainRuntimeConfig = field(default_factory=PretrainRuntimeConfig)
+    runtime: RuntimeConfig = field(default_factory=pretrain_runtime)
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` naming the first bad field."""
@@ -186,10 +180,10 @@ class PretrainConfig(Config):
                "contrastive pretraining needs >= 2 pairs per batch (in-batch negatives)")
         _check(o.max_grad_norm is None or o.max_grad_norm > 0, "optim.max_grad_norm", "must be > 0 or null")
         k.validate()
-        _check(rt.mixed_precision in MIXED_PRECISION, "runtime.mixed_precision",
-               f"must be one of {', '.join(MIXED_PRECISION)}")
-        _check(rt.log_with in (None, "tensorboard"), "runtime.log_with", "must be 'tensorboard' or null")
-        _check(rt.log_every_steps > 0, "runtime.log_every_steps", "must be > 0")
+        rt.validate()
+        _check(rt.deepspeed_config is None, "runtime.deepspeed_config",
+               "pretraining runs on DDP (a side module such as a learnable temperature stays out of DeepSpeed's "
+               "engine): remove it")
 
 
 def load_pretrain_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (),

@@ -215,7 +215,7 @@ class CheckpointConfig:
 
 @dataclass
 class RuntimeConfig:
-    """Where and how the loop runs.
+    """Where and how the loop runs (every task of the loop: a stage's ``runtime`` and pretraining's).
 
     mixed_precision: ``"no"``, ``"bf16"`` or ``"fp16"``. cpu: force CPU even when a GPU exists.
     deepspeed_config: path to a DeepSpeed JSON (e.g. ``configs/deepspeed/zero2.json``) or ``None``.
@@ -236,6 +236,13 @@ class RuntimeConfig:
     progress_bar: bool = True
     deterministic: bool = False
     fused_optimizer: bool | None = None
+
+    def validate(self) -> None:
+        """Raise :class:`care.config.ConfigError` naming the first invalid field (every trainer's check)."""
+        _check(self.mixed_precision in MIXED_PRECISION, "runtime.mixed_precision",
+               f"must be one of {', '.join(MIXED_PRECISION)}")
+        _check(self.log_with in (None, "tensorboard"), "runtime.log_with", "must be 'tensorboard' or null")
+        _check(self.log_every_steps > 0, "runtime.log_every_steps", "must be > 0")
 
 
 @dataclass
@@ -329,12 +336,9 @@ class TrainConfig(Config):
             _check(bool(lo.matryoshka_dims) and all(x > 0 for x in lo.matryoshka_dims), "loss.matryoshka_dims",
                    "must be a non-empty list of positive ints or null")
         c.validate()
+        r.validate()
         _check(not (r.deepspeed_config and o.grad_cache_chunk_size), "optim.grad_cache_chunk_size",
                "GradCache is not supported with DeepSpeed; use DDP (no runtime.deepspeed_config) or drop the chunk size")
-        _check(r.mixed_precision in MIXED_PRECISION, "runtime.mixed_precision",
-               f"must be one of {', '.join(MIXED_PRECISION)}")
-        _check(r.log_with in (None, "tensorboard"), "runtime.log_with", "must be 'tensorboard' or null")
-        _check(r.log_every_steps > 0, "runtime.log_every_steps", "must be > 0")
 
 
 def _check(ok: bool, name: str, problem: str) -> None:
