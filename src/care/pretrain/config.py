@@ -7,7 +7,9 @@ field). ``method`` picks the objective:
 - ``retromae``: masked auto-encoding (Xiao et al., 2022) — section ``retromae``;
 - ``contrastive``: InfoNCE on text pairs with in-batch negatives — section ``contrastive``.
 
-The section of the other method is ignored. Shipped examples: ``configs/pretrain/*.yaml``.
+The section of the other method is ignored. ``checkpoint`` and ``runtime`` are the engine's own sections
+(:class:`~care.train.engine.config.CheckpointConfig`, :class:`~care.train.engine.config.RuntimeConfig`): pretraining
+runs through the engine's loop. Shipped examples: ``configs/pretrain/*.yaml``.
 """
 
 from __future__ import annotations
