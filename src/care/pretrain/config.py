@@ -121,13 +121,6 @@ class PretrainOptimConfig:
     max_grad_norm: float | None = 1.0
 
 
-def pretrain_runtime() -> RuntimeConfig:
-    """The runtime section's defaults for pretraining: the engine's :class:`RuntimeConfig`, with DDP's search for
-    unused parameters off as pretraining has always run (accelerate's default); set
-    ``runtime.find_unused_parameters: true`` for an encoder with parameters outside the loss (BERT's pooler)."""
-    return RuntimeConfig(find_unused_parameters=False)
-
-
 @dataclass
 class PretrainConfig(Config):
     """One pretraining run; ``output_dir`` receives checkpoints, logs, metrics and ``model/``."""
@@ -141,7 +134,7 @@ class PretrainConfig(Config):
     contrastive: ContrastiveConfig = field(default_factory=ContrastiveConfig)
     optim: PretrainOptimConfig = field(default_factory=PretrainOptimConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
-    runtime: RuntimeConfig = field(default_factory=pretrain_runtime)
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` naming the first bad field."""
