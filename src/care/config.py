@@ -199,7 +199,9 @@ def build(cls: type[T], data: Any, *, source: str | None = None, strings: bool =
               for key, value in data.items()}
     try:
         return cls(**values)
-    except ConfigError:
+    except ConfigError as exc:
+        if exc.field is not None and prefix:  # the dataclass's own check of one of its fields: name it in full
+            raise _field_error(f"{prefix}{exc.field}", exc.problem or str(exc), source, noun) from None
         raise
     except CareError as exc:
         raise ConfigError(f"{_where(source)}{exc}") from None

@@ -14,7 +14,7 @@ _EXPORTS: dict[str, str] = {
     "build_document_encoder": "care.models.document",
     "save_document_encoder": "care.models.document",
     "ensure_eos_appended": "care.models.document",
-    "LoraSettings": "care.models.lora",
+    "LoraSettings": "care.models.lora_settings",
     "build_care_model": "care.models.asymmetric",
     "save_care_model": "care.models.asymmetric",
     "load_care_model": "care.models.asymmetric",

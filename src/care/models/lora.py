@@ -15,51 +15,23 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from torch import nn
 
-from care.config import Config
 from care.errors import CareError
+from care.models.lora_settings import DEFAULT_TARGET_MODULES, LoraSettings
 
 logger = logging.getLogger(__name__)
 
-#: Qwen3 / Llama-style projection names: all attention and MLP linear layers (the paper's choice).
-DEFAULT_TARGET_MODULES: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+__all__ = ["DEFAULT_TARGET_MODULES", "LoraSettings", "add_lora", "has_lora", "lora_merged", "lora_settings_of",
+           "mark_only_lora_trainable"]
+
 #: Substring peft uses in adapter parameter names.
 LORA_PARAM_MARKER = "lora_"
 ADAPTER_NAME = "default"
 #: Key prefix of a peft-format state dict.
 PEFT_PREFIX = "base_model.model."
-
-
-@dataclass(frozen=True)
-class LoraSettings(Config):
-    """LoRA hyper-parameters (paper: r=32, alpha=64, dropout 0.05, all projections)."""
-
-    r: int = 32
-    alpha: int = 64
-    dropout: float = 0.05
-    target_modules: tuple[str, ...] = field(default=DEFAULT_TARGET_MODULES)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "target_modules", tuple(self.target_modules))
-        if self.r <= 0 or self.alpha <= 0:
-            raise CareError(f"LoRA r and alpha must be positive, got r={self.r}, alpha={self.alpha}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise CareError(f"LoRA dropout must be in [0, 1), got {self.dropout}")
-        if not self.target_modules:
-            raise CareError("LoRA target_modules is empty; name the linear layers to adapt, e.g. q_proj,v_proj")
-
-
-    def to_peft_config(self):  # -> peft.LoraConfig
-        from peft import LoraConfig
-
-        return LoraConfig(
-            r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout,
-            target_modules=list(self.target_modules), bias="none",
-        )
 
 
 def has_lora(model: nn.Module) -> bool:

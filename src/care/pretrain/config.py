@@ -7,7 +7,9 @@ field). ``method`` picks the objective:
 - ``retromae``: masked auto-encoding (Xiao et al., 2022) — section ``retromae``;
 - ``contrastive``: InfoNCE on text pairs with in-batch negatives — section ``contrastive``.
 
-The section of the other method is ignored. Shipped examples: ``configs/pretrain/*.yaml``.
+The section of the other method is ignored. ``checkpoint`` and ``runtime`` are the engine's own sections
+(:class:`~care.train.engine.config.CheckpointConfig`, :class:`~care.train.engine.config.RuntimeConfig`): pretraining
+runs through the engine's loop. Shipped examples: ``configs/pretrain/*.yaml``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from care.config import Config, ConfigError, apply_overrides, read_config_file
-from care.train.engine.config import MIXED_PRECISION, CheckpointConfig, _check
+from care.train.engine.config import CheckpointConfig, RuntimeConfig, _check
 
 METHODS: tuple[str, ...] = ("retromae", "contrastive")
 POOLING_MODES: tuple[str, ...] = ("cls", "mean")
@@ -120,19 +122,6 @@ class PretrainOptimConfig:
 
 
 @dataclass
-class PretrainRuntimeConfig:
-    """Where and how the loop runs (same meaning as ``care.train``'s runtime section)."""
-
-    mixed_precision: str = "no"
-    cpu: bool = False
-    log_with: str | None = "tensorboard"
-    log_every_steps: int = 10
-    progress_bar: bool = True
-    deterministic: bool = False
-    fused_optimizer: bool | None = None
-
-
-@dataclass
 class PretrainConfig(Config):
     """One pretraining run; ``output_dir`` receives checkpoints, logs, metrics and ``model/``."""
 
@@ -145,7 +134,7 @@ class PretrainConfig(Config):
     contrastive: ContrastiveConfig = field(default_factory=ContrastiveConfig)
     optim: PretrainOptimConfig = field(default_factory=PretrainOptimConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
-    runtime: PretrainRuntimeConfig = field(default_factory=PretrainRuntimeConfig)
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` naming the first bad field."""
@@ -186,10 +175,10 @@ class PretrainConfig(Config):
                "contrastive pretraining needs >= 2 pairs per batch (in-batch negatives)")
         _check(o.max_grad_norm is None or o.max_grad_norm > 0, "optim.max_grad_norm", "must be > 0 or null")
         k.validate()
-        _check(rt.mixed_precision in MIXED_PRECISION, "runtime.mixed_precision",
-               f"must be one of {', '.join(MIXED_PRECISION)}")
-        _check(rt.log_with in (None, "tensorboard"), "runtime.log_with", "must be 'tensorboard' or null")
-        _check(rt.log_every_steps > 0, "runtime.log_every_steps", "must be > 0")
+        rt.validate()
+        _check(rt.deepspeed_config is None, "runtime.deepspeed_config",
+               "pretraining runs on DDP (a side module such as a learnable temperature stays out of DeepSpeed's "
+               "engine): remove it")
 
 
 def load_pretrain_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (),

@@ -40,6 +40,24 @@ def test_paper_defaults():
     assert (c.model.lora.r, c.model.lora.alpha) == (32, 64)
 
 
+def test_model_lora_is_the_models_layer_lora_settings():
+    """One LoRA settings class: the config section is the dataclass ``care.models.lora`` builds adapters from,
+    typed on load (a YAML list becomes the tuple), and its own checks name the field by its full path."""
+    from care.models.lora import LoraSettings
+
+    lora = _config().model.lora
+    assert type(lora) is LoraSettings and (lora.r, lora.alpha, lora.dropout) == (8, 16, 0.05)
+    data = apply_overrides(_config().to_dict(), ["model.lora.target_modules=[q_proj, v_proj]"])
+    assert TrainConfig.from_dict(data).model.lora.target_modules == ("q_proj", "v_proj")
+    for override, field in [("model.lora.dropout=1.5", "model.lora.dropout"),
+                            ("model.lora.target_modules=[]", "model.lora.target_modules")]:
+        with pytest.raises(ConfigError, match=f"'{field}'"):
+            TrainConfig.from_dict(apply_overrides(_config().to_dict(), [override]), source="stage2.yaml")
+    import care.train.engine.config as engine_config
+
+    assert not hasattr(engine_config, "LoraConfig")
+
+
 @pytest.mark.parametrize("override, field", [
     ("optim.lr=-1", "optim.lr"),
     ("stage=stage3", "stage"),

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from care.config import Config, ConfigError, apply_overrides, read_config_file
+from care.models.lora_settings import LoraSettings
 from care.train.engine.stage_catalog import STAGES, stage_declaration
 
 MIXED_PRECISION: tuple[str, ...] = ("no", "bf16", "fp16")
@@ -25,18 +26,6 @@ __all__ = ["ConfigError", "TrainConfig", "apply_overrides", "load_config", "read
 DOCUMENT_POOLING: tuple[str, ...] = ("lasttoken", "mean", "cls")
 #: Stages whose query tower can distill a frozen teacher's layers (:mod:`care.train.engine.layer_distill`).
 LAYER_DISTILL_STAGES: tuple[str, ...] = ("stage1", "stage1_sft")
-
-
-@dataclass
-class LoraConfig:
-    """LoRA adapter settings for the document encoder (paper: r=32, α=64)."""
-
-    r: int = 32
-    alpha: int = 64
-    dropout: float = 0.05
-    target_modules: list[str] = field(
-        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-    )
 
 
 @dataclass
@@ -74,6 +63,8 @@ class ModelConfig:
     output_dim: Matryoshka cut of the document embedding. ``None``: the query encoder's width when
     ``truncate_to_query_width`` and a query model is given, else the document model's native width
     (e.g. ``init_document`` with MRL over native dims, cut later in Stage I/II).
+    lora: the document tower's LoRA adapter (:class:`care.models.lora_settings.LoraSettings`, the class the
+    models layer builds adapters from); ``null``: a full fine-tune.
     trust_remote_code: needed by checkpoints with their own modelling code (gte-multilingual-base).
     query_prompt: prepended to queries (e.g. the paper's ``"Instruct: ...\\nQuery: "``).
     document_prompt: prepended to document texts encoded by a trained tower or a ``document`` teacher
@@ -98,7 +89,7 @@ class ModelConfig:
     document_max_seq_length: int = 512
     output_dim: int | None = None
     truncate_to_query_width: bool = True
-    lora: LoraConfig | None = field(default_factory=LoraConfig)
+    lora: LoraSettings | None = field(default_factory=LoraSettings)
     query_prompt: str | None = None
     document_prompt: str | None = None
     document_pooling: str = "lasttoken"
@@ -224,7 +215,7 @@ class CheckpointConfig:
 
 @dataclass
 class RuntimeConfig:
-    """Where and how the loop runs.
+    """Where and how the loop runs (every task of the loop: a stage's ``runtime`` and pretraining's).
 
     mixed_precision: ``"no"``, ``"bf16"`` or ``"fp16"``. cpu: force CPU even when a GPU exists.
     deepspeed_config: path to a DeepSpeed JSON (e.g. ``configs/deepspeed/zero2.json``) or ``None``.
@@ -245,6 +236,13 @@ class RuntimeConfig:
     progress_bar: bool = True
     deterministic: bool = False
     fused_optimizer: bool | None = None
+
+    def validate(self) -> None:
+        """Raise :class:`care.config.ConfigError` naming the first invalid field (every trainer's check)."""
+        _check(self.mixed_precision in MIXED_PRECISION, "runtime.mixed_precision",
+               f"must be one of {', '.join(MIXED_PRECISION)}")
+        _check(self.log_with in (None, "tensorboard"), "runtime.log_with", "must be 'tensorboard' or null")
+        _check(self.log_every_steps > 0, "runtime.log_every_steps", "must be > 0")
 
 
 @dataclass
@@ -286,11 +284,6 @@ class TrainConfig(Config):
         _check(m.output_dim is None or m.output_dim > 0, "model.output_dim", "must be > 0 or null")
         _check(m.document_pooling in DOCUMENT_POOLING, "model.document_pooling",
                f"must be one of {', '.join(DOCUMENT_POOLING)}, got {m.document_pooling!r}")
-        if m.lora is not None:
-            _check(m.lora.r > 0, "model.lora.r", "must be > 0")
-            _check(m.lora.alpha > 0, "model.lora.alpha", "must be > 0")
-            _check(0 <= m.lora.dropout < 1, "model.lora.dropout", "must be in [0, 1)")
-            _check(bool(m.lora.target_modules), "model.lora.target_modules", "must name at least one module")
         _check(m.teacher.kind in TEACHER_KINDS, "model.teacher.kind", f"must be one of {', '.join(TEACHER_KINDS)}")
         _check(m.teacher.kind != "encoder" or bool(m.teacher.spec), "model.teacher.spec",
                "required when teacher.kind is 'encoder' (e.g. e5)")
@@ -343,10 +336,9 @@ class TrainConfig(Config):
             _check(bool(lo.matryoshka_dims) and all(x > 0 for x in lo.matryoshka_dims), "loss.matryoshka_dims",
                    "must be a non-empty list of positive ints or null")
         c.validate()
-        _check(r.mixed_precision in MIXED_PRECISION, "runtime.mixed_precision",
-               f"must be one of {', '.join(MIXED_PRECISION)}")
-        _check(r.log_with in (None, "tensorboard"), "runtime.log_with", "must be 'tensorboard' or null")
-        _check(r.log_every_steps > 0, "runtime.log_every_steps", "must be > 0")
+        r.validate()
+        _check(not (r.deepspeed_config and o.grad_cache_chunk_size), "optim.grad_cache_chunk_size",
+               "GradCache is not supported with DeepSpeed; use DDP (no runtime.deepspeed_config) or drop the chunk size")
 
 
 def _check(ok: bool, name: str, problem: str) -> None:

@@ -13,7 +13,7 @@ of the 250k-row embedding matrix; with the fused kernel the step is 1.5x faster,
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
@@ -21,6 +21,34 @@ import torch
 from care.errors import CareError
 
 logger = logging.getLogger(__name__)
+
+
+#: Parameter-name fragments exempt from weight decay (HF convention); 0-d parameters (a learnable temperature)
+#: are exempt too.
+NO_DECAY: tuple[str, ...] = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
+
+
+def decay_groups(named_parameters: Iterable[tuple[str, torch.nn.Parameter]], *, lr: float, weight_decay: float,
+                 own_lr: Callable[[str], float | None] | None = None) -> list[dict[str, Any]]:
+    """AdamW param groups of the trainable parameters: ``weight_decay`` except biases, norms and scalars.
+
+    Args:
+        named_parameters: ``(name, parameter)`` pairs (``module.named_parameters()``, several chained).
+        own_lr: ``name -> lr`` for parameters at a learning rate of their own (``None``: ``lr``); they get groups
+            of their own, after the ``lr`` groups.
+    Returns:
+        the non-empty groups in the order (lr, decay), (lr, no decay), (own lr, decay), (own lr, no decay),
+        each ``{"params", "weight_decay", "lr"}``; ``[]`` when nothing trains.
+    """
+    groups: dict[tuple[float | None, bool], list[torch.nn.Parameter]] = {}
+    for name, param in named_parameters:
+        if not param.requires_grad:
+            continue
+        decay = not (any(k in name for k in NO_DECAY) or param.ndim == 0)
+        groups.setdefault((own_lr(name) if own_lr else None, decay), []).append(param)
+    order = sorted(groups, key=lambda key: (key[0] is not None, not key[1]))
+    return [{"params": groups[key], "weight_decay": weight_decay if key[1] else 0.0,
+             "lr": lr if key[0] is None else key[0]} for key in order]
 
 
 #: Device types whose floating-point parameters AdamW's fused kernel takes (PyTorch lists more; these two are the

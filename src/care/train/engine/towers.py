@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from care.errors import CareError
-from care.train.engine.config import LoraConfig, ModelConfig, RuntimeConfig
+from care.train.engine.config import ModelConfig, RuntimeConfig
 
 logger = logging.getLogger(__name__)
 
@@ -41,14 +41,6 @@ class Towers(nn.Module):
 
     def forward(self, tower: str, features: dict[str, Any]) -> torch.Tensor:
         return self.towers[tower](features)["sentence_embedding"]
-
-
-def _lora_settings(lora: LoraConfig | None):
-    if lora is None:
-        return None
-    from care.models.lora import LoraSettings
-
-    return LoraSettings(r=lora.r, alpha=lora.alpha, dropout=lora.dropout, target_modules=tuple(lora.target_modules))
 
 
 def load_query_tower(cfg: ModelConfig, path: str | None = None):
@@ -151,7 +143,7 @@ def load_document_tower(cfg: ModelConfig, *, trainable: bool, path: str | None =
             if has_lora(hf_model):
                 mark_only_lora_trainable(hf_model)
             elif cfg.lora is not None:
-                add_lora(hf_model, _lora_settings(cfg.lora))
+                add_lora(hf_model, cfg.lora)
         if output_dim is not None:
             model = cut_document_tower(model, output_dim)
     elif cfg.document_pooling != "lasttoken":  # a BERT-style document tower (e5: mean pooling)
@@ -160,11 +152,11 @@ def load_document_tower(cfg: ModelConfig, *, trainable: bool, path: str | None =
         model = build_query_encoder(path, pooling=cfg.document_pooling, max_seq_length=cfg.document_max_seq_length,
                                     trust_remote_code=cfg.trust_remote_code)
         if trainable and cfg.lora is not None:
-            add_lora(model[0].auto_model, _lora_settings(cfg.lora))
+            add_lora(model[0].auto_model, cfg.lora)
         if output_dim is not None:
             model = cut_document_tower(model, output_dim)
     else:
-        model = build_document_encoder(path, lora=_lora_settings(cfg.lora) if trainable else None,
+        model = build_document_encoder(path, lora=cfg.lora if trainable else None,
                                        output_dim=output_dim, max_seq_length=cfg.document_max_seq_length,
                                        trust_remote_code=cfg.trust_remote_code)
     for module in model.children():
