@@ -118,7 +118,6 @@ def _in_engine(ctx: RunContext, label: str, engine: str) -> tuple[Any, str]:
     """``(query-side encoder, engine it runs in)`` for ``label``: brought to ``engine`` where it can be, else as
     evaluated (its own engine, :func:`care.bench.latency.engine_of`)."""
     from care.bench.latency import engine_of
-
     from care.encoders.static import LOOKUP_ENGINE, is_static_tower
 
     spec = _source_spec(ctx, label)
