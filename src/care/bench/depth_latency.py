@@ -138,27 +138,31 @@ def model_depth(folder: str | Path) -> int:
     raise CareError(f"{folder}: its config has none of {', '.join(LAYER_COUNT_KEYS)}; cannot cut it by depth")
 
 
-def curve_fingerprint(folder: str | Path, options: str = "", *, static: bool = False) -> str:
+def curve_fingerprint(folder: str | Path, options: str = "", *, static: bool = False,
+                      depths: Sequence[int] | None = None) -> str:
     """The fingerprint of ``folder`` (:func:`care.encoders.fingerprint.folder_fingerprint`) with what else shapes
-    its curve: the load options, the threads, which layers a cut keeps, whether depth 0 (the static tower) is on it."""
+    its curve: the load options, the threads, which layers a cut keeps, whether depth 0 (the static tower) is on it, which
+    depths were cut (when not all)."""
     from care.encoders.fingerprint import folder_fingerprint
 
-    extra = {"static": True} if static else {}  # a curve without depth 0 keeps the key it always had
+    extra: dict[str, Any] = {"static": True} if static else {}  # a curve without depth 0 keeps the key it always had
+    if depths is not None:
+        extra["depths"] = sorted(set(depths))
     return folder_fingerprint(folder, options=options, threads=THREADS, keep=KEEP, **extra)
 
 
 def cache_path(cache_dir: str | Path, folder: str | Path, engine: str, options: str = "",
-               timing: str = TIMINGS[0], *, static: bool = False) -> Path:
+               timing: str = TIMINGS[0], *, static: bool = False, depths: Sequence[int] | None = None) -> Path:
     """Where the curve of ``folder`` in ``engine`` is kept: ``<cache_dir>/<fingerprint>-<engine>.json``
     (``...-<engine>-back_to_back.json`` for that timing)."""
     suffix = "" if timing == TIMINGS[0] else f"-{timing}"
-    return Path(cache_dir) / f"{curve_fingerprint(folder, options, static=static)}-{engine}{suffix}.json"
+    return Path(cache_dir) / f"{curve_fingerprint(folder, options, static=static, depths=depths)}-{engine}{suffix}.json"
 
 
 def measure_depth_latency(folder: str | Path, queries: Sequence[str], cache_dir: str | Path, *,
                           engine: str | None = None, options: str = "", settings: LatencySettings = SETTINGS,
                           clock: Clock = time.perf_counter, timing: str = TIMINGS[0],
-                          static: bool = False) -> DepthLatency:
+                          static: bool = False, depths: Sequence[int] | None = None) -> DepthLatency:
     """The query latency of ``folder`` cut to each of its depths, side by side (cached; see the module docstring).
 
     Args:
@@ -172,6 +176,7 @@ def measure_depth_latency(folder: str | Path, queries: Sequence[str], cache_dir:
         static: also time depth 0, the static tower built from ``folder``'s embeddings
             (:func:`care.models.static_tower.build_static_tower`), as the lookup it is served as
             (:class:`care.encoders.static.StaticQueryEncoder`, numpy, tokenisation included) beside the cuts.
+        depths: the cuts to time (1..L-1; the full depth is always timed); None: every depth.
     Returns:
         The :class:`DepthLatency`; an untrusted one (its self-check failed :data:`MEASURE_ATTEMPTS` times) is
         returned but not cached.
@@ -187,23 +192,25 @@ def measure_depth_latency(folder: str | Path, queries: Sequence[str], cache_dir:
         raise CareError("timing the depth cuts needs at least one query")
     if timing == "back_to_back":
         settings = dataclasses.replace(settings, block_calls=max(1, len(queries) // 2))
-    target = cache_path(cache_dir, folder, engine, options, timing, static=static)
+    target = cache_path(cache_dir, folder, engine, options, timing, static=static, depths=depths)
     if target.is_file():
         cached = json.loads(target.read_text(encoding="utf-8"))
         if cached.get("version") == CACHE_VERSION:
             logger.info("query latency per depth of %s (%s): reusing %s", folder, engine, target)
             return DepthLatency.from_dict(cached)
     layers = model_depth(folder)
+    if depths is not None and any(not 1 <= d <= layers for d in depths):
+        raise CareError(f"depths {sorted(depths)}: a cut of {folder} keeps 1 to {layers} layers (depth 0 is static=True)")
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".cuts-", dir=target.parent))
     try:
-        models, control = _load_cuts(Path(folder), layers, engine, options, scratch)
+        models, control = _load_cuts(Path(folder), layers, engine, options, scratch, depths)
         if static:
             models[STATIC_DEPTH] = _static_tower(Path(folder), options, scratch / "L0")
         curve = None
         for attempt in range(1, MEASURE_ATTEMPTS + 1):
             curve = _measure(models, control, queries, engine, layers,
-                             curve_fingerprint(folder, options, static=static), settings, clock)
+                             curve_fingerprint(folder, options, static=static, depths=depths), settings, clock)
             curve.timing = timing
             if curve.trusted:
                 break
@@ -215,13 +222,14 @@ def measure_depth_latency(folder: str | Path, queries: Sequence[str], cache_dir:
     return curve
 
 
-def _load_cuts(folder: Path, layers: int, engine: str, options: str, scratch: Path):
+def _load_cuts(folder: Path, layers: int, engine: str, options: str, scratch: Path,
+               depths: Sequence[int] | None = None):
     """``({depth: encoder}, second copy of the full-depth encoder)``: every cut made in ``scratch`` and loaded
     (in PyTorch every cut stays in memory: about L copies of the embeddings)."""
     from care.models.prune import prune_layers
 
     models = {}
-    for depth in range(layers, 0, -1):
+    for depth in sorted({layers, *(depths if depths is not None else range(1, layers))}, reverse=True):
         cut = folder if depth == layers else prune_layers(folder, depth, scratch / f"L{depth}", keep=KEEP)
         models[depth] = _load(cut, engine, options, scratch / f"L{depth}-onnx")
         if cut != folder and engine == ONNX_INT8:  # exported: the PyTorch cut is no longer needed
