@@ -36,7 +36,6 @@ EXCEPTIONS: dict[str, str] = {
         "vocab_pruning", "bench_stage1_probe", "bench_speed", "bench_curate", "bench_gpu_shapes", "tables",
         "search_1m", "service_load_clients", "bench_transfer", "table_common", "bench_service_hostile", "bench_pii",
         "bench_real_weights", "frontier")},
-    "src/care/train/recipes/recipe.py": MOVING,
 }
 
 

