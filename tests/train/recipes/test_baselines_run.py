@@ -12,14 +12,13 @@ from transformers import AutoConfig
 
 from care.errors import CareError
 from care.train.engine.config import ConfigError, load_config
-from care.train.overrides import format_settings, parse_settings
 from care.train.recipes.baselines import BASELINES, BaselinePaths, run_baseline
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "baselines"
-FAST = parse_settings(["optim.batch_size=8", "optim.max_steps=2", "runtime.log_with=null", "runtime.progress_bar=false",
+FAST = ["optim.batch_size=8", "optim.max_steps=2", "runtime.log_with=null", "runtime.progress_bar=false",
         "model.query_max_seq_length=32", "model.document_max_seq_length=32", "data.n_negatives=1",
         "optim.warmup_ratio=0", "checkpoint.every_steps=1",
-        "runtime.log_every_steps=1"])
+        "runtime.log_every_steps=1"]
 
 
 @pytest.fixture(scope="module")
@@ -72,12 +71,12 @@ def test_kale_runs_prunes_aligns_and_resumes(tiny_dir, kale, monkeypatch):
     with pytest.raises(CareError, match="other settings"):
         run_baseline("wang_lyu", paths, FAST, config_dir=CONFIGS / "wang_lyu")
     with pytest.raises(CareError, match=r"other settings \(overrides"):  # --set changes are refused too
-        run_baseline("kale", paths, [*FAST, *parse_settings(["prune:layers=2"])], config_dir=CONFIGS / "kale")
+        run_baseline("kale", paths, [*FAST, "prune:layers=2"], config_dir=CONFIGS / "kale")
     from care.train.recipes.baselines import SETTINGS_FILE
 
     (out / SETTINGS_FILE).unlink()  # without the run record, the pruned folder's own record still guards it
     with pytest.raises(CareError, match="was pruned with"):
-        run_baseline("kale", paths, [*FAST, *parse_settings(["prune:layers=2"])], config_dir=CONFIGS / "kale")
+        run_baseline("kale", paths, [*FAST, "prune:layers=2"], config_dir=CONFIGS / "kale")
 
 
 def test_interrupted_step_resumes_from_its_checkpoint(tiny_dir, kale, tmp_path):
@@ -85,7 +84,7 @@ def test_interrupted_step_resumes_from_its_checkpoint(tiny_dir, kale, tmp_path):
     from care.train.engine.checkpoint import list_checkpoints
 
     paths = _shared(tiny_dir, kale, tmp_path / "wl")
-    overrides = [*FAST, *parse_settings(["optim.max_steps=3"])]
+    overrides = [*FAST, "optim.max_steps=3"]
 
     class Crash(Exception):
         pass
@@ -165,13 +164,13 @@ def test_cli_baseline_command(tmp_path, monkeypatch):
                                       "--set", "finetune:optim.lr=1e-4"])
     assert result.exit_code == 0, result.output
     assert captured["paths"] == BaselinePaths("d", "t.jsonl", str(tmp_path), "q", True)
-    assert format_settings(captured["overrides"]) == ["finetune:optim.lr=1e-4"] and "evaluate OUT/model" in result.output
+    assert captured["overrides"] == ["finetune:optim.lr=1e-4"] and "evaluate OUT/model" in result.output
 
 
 def test_a_step_stage_override_swaps_the_objective(tiny_dir, kale, tmp_path):
     """docs/baselines.md: ScalingNote with the embedding MSE instead of the KL (`distill:stage=embed_distill`)."""
     torch.set_num_threads(1)
     paths = _shared(tiny_dir, kale, tmp_path / "sn_mse", query_model=str(tiny_dir / "tiny-bert"))
-    result = run_baseline("scalingnote", paths, [*FAST, *parse_settings(["optim.max_steps=1", "distill:stage=embed_distill"])],
+    result = run_baseline("scalingnote", paths, [*FAST, "optim.max_steps=1", "distill:stage=embed_distill"],
                           config_dir=CONFIGS / "scalingnote")
     assert result.steps["distill"].stage == "embed_distill" and result.steps["finetune"].stage == "stage1_sft"
