@@ -261,40 +261,21 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     return key.strip().split("."), value
 
 
-def set_dotted(data: dict[str, Any], key: str, value: Any, *, what: str | None = None) -> None:
-    """Set ``data[a][b][c] = value`` for ``key`` ``"a.b.c"`` in place (missing sections are created).
-
-    Raises:
-        ConfigError: a part of the key names a value that is not a section (``what`` names the setting).
-    """
-    parts = key.strip().split(".")
-    node = data
-    for part in parts[:-1]:
-        child = node.get(part)
-        if child is None:
-            child = {}
-            node[part] = child
-        if not isinstance(child, dict):
-            raise ConfigError(f"{what or f'setting {key!r}'}: '{part}' is not a section")
-        node = child
-    node[parts[-1]] = value
-
-
-def apply_values(data: dict[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``data`` with each ``{"a.b.c": value}`` set (typed values: nothing is parsed)."""
-    data = copy.deepcopy(data)
-    for key, value in values.items():
-        set_dotted(data, key, copy.deepcopy(value))
-    return data
-
-
 def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
-    """A copy of ``data`` with each ``"a.b.c=value"`` applied (missing sections are created): the user's
-    ``KEY=VALUE`` syntax, parsed here, at the edge (:func:`parse_override`)."""
+    """A copy of ``data`` with each ``"a.b.c=value"`` applied (missing sections are created)."""
     data = copy.deepcopy(data)
     for item in overrides:
         parts, value = parse_override(item)
-        set_dotted(data, ".".join(parts), value, what=f"override {item!r}")
+        node = data
+        for part in parts[:-1]:
+            child = node.get(part)
+            if child is None:
+                child = {}
+                node[part] = child
+            if not isinstance(child, dict):
+                raise ConfigError(f"override {item!r}: '{part}' is not a section")
+            node = child
+        node[parts[-1]] = value
     return data
 
 

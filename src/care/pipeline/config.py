@@ -34,8 +34,7 @@ from typing import Any
 
 from care.config import Config, ConfigError, apply_overrides, parse_override, read_config_file
 from care.errors import CareError
-from care.train.overrides import StageSetting, parse_settings
-from care.train.recipes.plan import RecipeConfig
+from care.train.recipes.recipe import RecipeConfig
 from care.train.recipes.student import StudentConfig
 from care.train.recipes.validation import ValidationConfig
 
@@ -240,13 +239,6 @@ class CareRecipeConfig(Config):
         "init_query": "symmetric small", "init_document": "symmetric large", "stage1": "CARE w/o Stage II",
         "stage2": "CARE"})
 
-    def validate(self) -> None:
-        _check_overrides(self.overrides, "recipes.care.overrides")
-
-    def settings(self) -> list[StageSetting]:
-        """``overrides`` as typed stage settings (the user's ``key=value``, read here, at the YAML edge)."""
-        return parse_settings(self.overrides)
-
 
 @dataclass
 class StudentRecipeConfig(Config):
@@ -284,21 +276,6 @@ class BaselineRecipeConfig(Config):
     label: str | None = None
     config_dir: str | None = None
     overrides: list[str] = field(default_factory=list)
-
-    def validate(self) -> None:
-        _check_overrides(self.overrides, "overrides")
-
-    def settings(self) -> list[StageSetting]:
-        """``overrides`` as typed settings (the user's ``key=value``, read here, at the YAML edge)."""
-        return parse_settings(self.overrides)
-
-
-def _check_overrides(overrides: list[str], name: str) -> None:
-    """Each of ``overrides`` is ``[STAGE:]KEY=VALUE`` with a YAML value (the error names the field)."""
-    try:
-        parse_settings(overrides)
-    except ConfigError as exc:
-        raise ConfigError(f"config field '{name}': {exc}") from None
 
 
 @dataclass
@@ -368,13 +345,6 @@ class RunConfig(Config):
     cache_dir: str | None = None
 
     def validate(self) -> None:
-        self.recipes.care.validate()
-        for name, baseline in self.recipes.baselines.items():
-            try:
-                baseline.validate()
-            except ConfigError as exc:
-                raise ConfigError(str(exc).replace("config field '", f"config field 'recipes.baselines.{name}.", 1)) \
-                    from None
         if self.threads < 0:
             raise ConfigError(f"config field 'threads': must be >= 0 (torch threads; 0: the library default), "
                               f"got {self.threads}")
@@ -394,7 +364,7 @@ class RunConfig(Config):
             raise ConfigError("config field 'evaluate.latency_engine': must be one of "
                               f"{', '.join(LATENCY_ENGINE_NAMES)} (or null), got {self.evaluate.latency_engine!r}")
         if self.recipes.care.mine_negatives is not None:
-            from care.train.recipes.plan import RecipeConfig
+            from care.train.recipes.recipe import RecipeConfig
 
             field_name = "config field 'recipes.care.mine_negatives'"
             try:

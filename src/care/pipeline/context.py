@@ -46,10 +46,6 @@ class RunContext:
     config: RunConfig
     root: Path
     manifest: RunManifest | None = None
-    #: typed stage settings a step adds to CARE's recipe before the user's ``recipes.care.overrides``
-    #: (:class:`care.train.overrides.StageSetting`; the query budget's richer Stage I,
-    #: :func:`care.pipeline.query_budget.apply_query_budget`)
-    recipe_settings: list[Any] = field(default_factory=list)
     _encoders: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def dir(self, *parts: str) -> Path:

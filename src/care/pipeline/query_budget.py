@@ -6,9 +6,8 @@ on a few of the run's training queries (cached in ``<cache>/query_latency/``, ke
 and the engine: :func:`care.bench.depth_latency.measure_depth_latency`), picks the deepest cut at least
 ``query_speedup`` times faster than the document model's query side
 (:func:`care.train.recipes.budget_tower.choose_query_tower`) and hands the step the run's context with ``models.query``
-set to that cut — and, where it is one layer, the frontier's richer Stage I (:func:`richer_stage1`: its data in
-``recipes.care``, its training settings as typed stage settings of the recipe) for every setting the user left
-unset. The choice is logged in one line and recorded in the step's
+set to that cut — and, where it is one layer, the frontier's richer Stage I (:func:`rich_stage1`) in
+``recipes.care`` for every field the user left unset. The choice is logged in one line and recorded in the step's
 outputs (``query_budget``: the budget, the speed-ups per depth, the engine, the pick and the settings applied)
 and in the run's report (:func:`report_lines`). A budget no cut meets stops the step before any training,
 listing the measured speed-ups. Without a budget the steps run as they are.
@@ -36,20 +35,14 @@ QUERY_LATENCY_CACHE = "query_latency"
 OUTPUT_KEY = "query_budget"
 
 
-def richer_stage1(ctx: RunContext) -> tuple[CareRecipeConfig, list[Any], dict[str, Any], list[str]]:
-    """The frontier's richer Stage I for the run, in every setting the user left unset: its data as ``recipes.care``
-    fields (:data:`care.train.recipes.budget_tower.RICH_DATA_FIELDS`: every corpus sentence of 6-150 characters of
-    the documents' text, query-side rows only) and its training settings by the budget's one rule
-    (:func:`care.train.recipes.budget_tower.richer_stage1_settings` over the run's typed settings,
-    :func:`care.pipeline.train.care_settings`: both towers at 128 tokens, Stage I 6 epochs at learning rate 2.4e-3,
-    its ranking part 3). Returns ``(recipe with the data fields, settings to add, {field: value applied}, [fields
-    left as the user set them])``; the added settings are recorded as ``recipes.care.overrides`` in the user's
-    syntax."""
-    from care.pipeline.train import care_settings
-    from care.train.overrides import format_settings
-    from care.train.recipes.budget_tower import RICH_DATA_FIELDS, richer_stage1_settings
+def rich_stage1(recipe: CareRecipeConfig) -> tuple[CareRecipeConfig, dict[str, Any], list[str]]:
+    """``recipe`` with the frontier's richer Stage I (:data:`care.train.recipes.budget_tower.RICH_DATA_FIELDS`: every corpus
+    sentence of 6-150 characters of the documents' text, query-side rows only; and
+    :func:`care.train.recipes.budget_tower.rich_stage1_overrides`: both towers at 128 tokens, Stage I 6 epochs at learning
+    rate 2.4e-3, its ranking part 3) in every field the user left unset:
+    ``(recipe, {field: value applied}, [fields left as the user set them])``."""
+    from care.train.recipes.budget_tower import RICH_DATA_FIELDS, rich_stage1_overrides
 
-    recipe = ctx.config.recipes.care
     applied: dict[str, Any] = {}
     kept: list[str] = []
     changes: dict[str, Any] = {}
@@ -58,11 +51,16 @@ def richer_stage1(ctx: RunContext) -> tuple[CareRecipeConfig, list[Any], dict[st
             changes[name] = applied[f"recipes.care.{name}"] = value
         else:
             kept.append(f"recipes.care.{name}")
-    added, kept_settings = richer_stage1_settings(care_settings(ctx))
+    typed = (("optim.epochs", recipe.epochs), ("optim.lr", recipe.lr),
+             ("model.query_max_seq_length", recipe.query_max_length),
+             ("model.document_max_seq_length", recipe.document_max_length))
+    overrides, kept_settings = rich_stage1_overrides(recipe.overrides,
+                                                     user_set=[key for key, value in typed if value is not None])
     kept += kept_settings
-    if added:
-        applied["recipes.care.overrides"] = format_settings(added)
-    return replace(recipe, **changes), added, applied, kept
+    if overrides:
+        changes["overrides"] = [*overrides, *recipe.overrides]
+        applied["recipes.care.overrides"] = overrides
+    return replace(recipe, **changes), applied, kept
 
 
 def apply_query_budget(ctx: RunContext,
@@ -89,14 +87,14 @@ def apply_query_budget(ctx: RunContext,
     queries = training_queries(ctx.require(ctx.train_file, "label"))
     choice = choose_query_tower(config.models.query, document, budget, queries, ctx.cache_dir(QUERY_LATENCY_CACHE),
                                 timing=config.recipes.care.query_speedup_timing)
-    recipe, added, applied, kept = (richer_stage1(ctx) if choice.rich_stage1 else (config.recipes.care, [], {}, []))
+    recipe, applied, kept = (rich_stage1(config.recipes.care) if choice.rich_stage1
+                             else (config.recipes.care, {}, []))
     choice.settings = {"models.query": choice.query_spec, **applied}
     choice.kept = kept
     logger.info("%s", choice.describe())
     budgeted = copy.copy(ctx)
     budgeted.config = replace(config, models=replace(config.models, query=choice.query_spec),
                               recipes=replace(config.recipes, care=recipe))
-    budgeted.recipe_settings = [*ctx.recipe_settings, *added]
     return budgeted, choice.to_dict()
 
 

@@ -19,6 +19,7 @@ an interrupted one continues from its last checkpoint).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable
 from dataclasses import replace
@@ -30,8 +31,6 @@ from care.errors import CareError
 from care.pipeline.config import TINY
 from care.pipeline.context import EMBEDDINGS_CACHE, RunContext
 from care.pipeline.sources import VALIDATION_TASK, corpus_file, evaluated_tasks
-from care.train.overrides import StageSetting
-from care.train.recipes.plan import RecipeConfig, RecipePaths, RecipePlan, plan_recipe
 
 logger = logging.getLogger(__name__)
 
@@ -39,8 +38,6 @@ CARE_FOLDER, STUDENT_FOLDER, BASELINES_FOLDER, ABLATIONS_FOLDER = "care", "stude
 TINY_FOLDER = "base"
 #: The run cache's folder of towers exported from a spec (``e5``, ``e5?layers=6``).
 TOWERS_CACHE = "towers"
-#: The initialisations (``recipes.care.init_negatives`` sets their hard negatives).
-INIT_STAGES: tuple[str, ...] = ("init_query", "init_document")
 #: Recipe stages that train on the training file's pairs (``recipes.care.max_train_examples`` caps them).
 PAIR_STAGES: tuple[str, ...] = ("init_query", "init_document", "stage2")
 #: Recipe stages that train on Stage I's alignment data (``recipes.care.max_alignment_rows`` caps them).
@@ -76,51 +73,32 @@ def base_towers(ctx: RunContext) -> tuple[str, str]:
             str(base / TINY_DOCUMENT_DIRNAME) if document == TINY else document)
 
 
-def care_settings(ctx: RunContext) -> list[StageSetting]:
-    """The recipe's typed stage settings from the run's config: the typed ``recipes.care`` fields first, then
-    what a step added (``ctx.recipe_settings``: the query budget's richer Stage I), then ``recipes.care.overrides``
-    (the user's ``key=value``, read once where the config is). Nothing passes through text."""
+def care_overrides(ctx: RunContext) -> list[str]:
+    """The recipe's settings as ``key=value`` / ``stage:key=value`` (typed fields first, ``overrides`` last)."""
     recipe, config = ctx.config.recipes.care, ctx.config
     typed = {"optim.epochs": recipe.epochs, "optim.batch_size": recipe.batch_size, "optim.lr": recipe.lr,
              "model.query_max_seq_length": recipe.query_max_length,
-             "model.document_max_seq_length": recipe.document_max_length}
-    per_stage = [*((stage, "data.max_examples", recipe.max_train_examples) for stage in PAIR_STAGES),
-                 *((stage, "data.max_examples", recipe.max_alignment_rows) for stage in ALIGNMENT_STAGES),
-                 ("stage1_rank", "loss.bank_size", recipe.rank_bank_size)]
-    cadence = {"checkpoint.every_steps": recipe.checkpoint_every, "checkpoint.every_minutes": recipe.checkpoint_minutes}
-    out = [StageSetting("seed", config.seed), StageSetting("runtime.log_with", None),
-           StageSetting("runtime.progress_bar", bool(config.show_progress)),
-           StageSetting("optim.grad_cache_chunk_size", None),
-           *(StageSetting(key, value) for key, value in typed.items() if value is not None),
-           *(StageSetting(key, value, stage) for stage, key, value in per_stage if value is not None),
-           *(StageSetting(key, value) for key, value in cadence.items() if value is not None)]
+             "model.document_max_seq_length": recipe.document_max_length,
+             **{f"{stage}:data.max_examples": recipe.max_train_examples for stage in PAIR_STAGES},
+             **{f"{stage}:data.max_examples": recipe.max_alignment_rows for stage in ALIGNMENT_STAGES},
+             "stage1_rank:loss.bank_size": recipe.rank_bank_size, "checkpoint.every_steps": recipe.checkpoint_every,
+             "checkpoint.every_minutes": recipe.checkpoint_minutes}
+    out = [f"seed={config.seed}", "runtime.log_with=null", f"runtime.progress_bar={str(config.show_progress).lower()}",
+           "optim.grad_cache_chunk_size=null", *(f"{k}={v}" for k, v in typed.items() if v is not None)]
     if recipe.query_prompt is not None:
-        out.append(StageSetting("model.query_prompt", recipe.query_prompt))
+        out.append(f"model.query_prompt={json.dumps(recipe.query_prompt, ensure_ascii=False)}")
     if recipe.init_negatives is not None:
-        out += [StageSetting("data.n_negatives", recipe.init_negatives, stage) for stage in INIT_STAGES]
+        out += [f"init_query:data.n_negatives={recipe.init_negatives}",
+                f"init_document:data.n_negatives={recipe.init_negatives}"]
     if recipe.stage2_negatives is not None:
-        out.append(StageSetting("data.n_negatives", recipe.stage2_negatives, "stage2"))
+        out.append(f"stage2:data.n_negatives={recipe.stage2_negatives}")
     if config.models.document == TINY and recipe.tiny_document_dims:  # MRL-trained at its own small widths
-        out += [StageSetting("model.truncate_to_query_width", False, "init_document"),
-                StageSetting("loss.matryoshka_dims", list(recipe.tiny_document_dims), "init_document")]
+        out += ["init_document:model.truncate_to_query_width=false",
+                f"init_document:loss.matryoshka_dims={list(recipe.tiny_document_dims)}"]
     full = recipe.full_fine_tune_document
     if full or (full is None and config.models.document == TINY):
-        out += [StageSetting("model.lora", None, "init_document"), StageSetting("model.lora", None, "stage2")]
-    return [*out, *ctx.recipe_settings, *recipe.settings()]
-
-
-def care_plan(ctx: RunContext, paths: RecipePaths, switches: RecipeConfig | None = None) -> RecipePlan:
-    """CARE's recipe plan for the run (:func:`care.train.recipes.plan.plan_recipe`): the run's settings
-    (:func:`care_settings`), ``recipes.care.config_dir``, the ablation ``switches`` (mining as
-    ``recipes.care.mine_negatives`` unless they set their own), and validation on the label step's split when
-    ``paths`` name one (nothing more is carved)."""
-    recipe = ctx.config.recipes.care
-    switches = switches or RecipeConfig()
-    if switches.mine_negatives is None:  # an ablation differs only in its switches: it mines as the recipe does
-        switches = replace(switches, mine_negatives=recipe.mine_negatives)
-    no_carving = replace(ctx.config.validation, enabled=paths.validation_task is not None)
-    return plan_recipe(paths, config_dir=recipe.config_dir, settings=care_settings(ctx), recipe=switches,
-                       validation=no_carving)
+        out += ["init_document:model.lora=null", "stage2:model.lora=null"]
+    return [*out, *recipe.overrides]
 
 
 def _share_initialisations(source: Path, target: Path) -> None:
@@ -180,20 +158,24 @@ def evaluation_spec(model: str, stage_dir: str | Path) -> str:
 def step_train_care(ctx: RunContext) -> dict[str, Any]:
     """CARE's recipe (and its ablations); returns the row label -> model spec of each stage's model
     (:func:`evaluation_spec`)."""
-    from care.train.recipes.recipe import final_care_model, run_recipe
+    from care.train.recipes.recipe import RecipeConfig, RecipePaths, final_care_model, run_recipe
 
     recipe = ctx.config.recipes.care
     train_file = str(ctx.require(ctx.train_file, "label"))
     query, document = base_towers(ctx)
     out = ctx.model_dir(CARE_FOLDER)
+    overrides = care_overrides(ctx)
     alignment = care_alignment_file(ctx, train_file, out)
     corpus = _mining_corpus(ctx)
     validation = ctx.validation_task  # carved by the label step: the recipe scores its stages on it
     checked = {"validation_task": str(validation) if validation else None,
                "cache_dir": str(ctx.cache_dir(EMBEDDINGS_CACHE)),  # shared with the evaluate step
                "validation_instruction": evaluated_tasks(ctx)[VALIDATION_TASK].instruction if validation else None}
-    results = run_recipe(care_plan(ctx, RecipePaths(query, document, train_file, str(out), alignment_file=alignment,
-                                                    corpus_file=corpus, **checked)))
+    no_carving = replace(ctx.config.validation, enabled=validation is not None)  # the label step held out the rows
+    results = run_recipe(RecipePaths(query, document, train_file, str(out), alignment_file=alignment, corpus_file=corpus,
+                                     **checked),
+                         config_dir=recipe.config_dir, overrides=overrides,
+                         recipe=RecipeConfig(mine_negatives=recipe.mine_negatives), validation=no_carving)
     # Stage I ends with its ranking part where the stage configs ship one (the e5 preset)
     stage1 = results.get("stage1_rank") or results["stage1"]
     folders = {"init_query": (results["init_query"].query_model, results["init_query"]),
@@ -207,9 +189,11 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
         if shares:
             target.mkdir(parents=True, exist_ok=True)
             _share_initialisations(out, target)
-        ablated = run_recipe(care_plan(ctx, RecipePaths(query, document, train_file, str(target),
-                                                        alignment_file=alignment, corpus_file=corpus, **checked),
-                                       switches))
+        if switches.mine_negatives is None:  # an ablation differs only in its switches: it mines as the recipe does
+            switches = replace(switches, mine_negatives=recipe.mine_negatives)
+        ablated = run_recipe(RecipePaths(query, document, train_file, str(target), alignment_file=alignment,
+                                         corpus_file=corpus, **checked),
+                             config_dir=recipe.config_dir, overrides=overrides, recipe=switches, validation=no_carving)
         last = ablated[list(ablated)[-1]]
         models[label] = evaluation_spec(final_care_model(ablated) or last.query_model, last.output_dir)
     checks = _validation_summary(out, recipe.labels)
@@ -255,9 +239,8 @@ def _validation_summary(out: Path, labels: dict[str, str]) -> dict[str, Any]:
 def student_config(ctx: RunContext):
     """The run's student recipe: ``recipes.student.settings`` with the run's teacher, seed and progress bars."""
     settings = ctx.config.recipes.student.settings
-    return type(settings).from_dict({**settings.to_dict(), "teacher": ctx.config.models.teacher,
-                                     "seed": ctx.config.seed, "progress_bar": bool(ctx.config.show_progress)},
-                                    source="overrides")
+    return settings.with_overrides([f"teacher={ctx.config.models.teacher}", f"seed={ctx.config.seed}",
+                                    f"progress_bar={str(ctx.config.show_progress).lower()}"])
 
 
 def step_train_student(ctx: RunContext) -> dict[str, Any]:
@@ -305,7 +288,7 @@ def step_train_baselines(ctx: RunContext) -> dict[str, Any]:
     for name, baseline in ctx.config.recipes.baselines.items():
         paths = BaselinePaths(trained.get(init_document, document), train_file,
                               str(ctx.model_dir(BASELINES_FOLDER, name)), query, document_trained)
-        result = run_baseline(name, paths, baseline.settings(), config_dir=baseline.config_dir)
+        result = run_baseline(name, paths, baseline.overrides, config_dir=baseline.config_dir)
         models[baseline.label or name] = result.model
         steps[name] = {step: {"steps": r.global_step, "final_loss": r.final_loss} for step, r in result.steps.items()}
     return {"models": models, "baselines": steps}

@@ -118,30 +118,21 @@ def recipe_command(
     finished stages on rerun, each stage scored on a held-out validation split (see docs: Ablations, the
     safety net)."""
     from care.models.tower_spec import resolve_tower_spec
-    from care.train.overrides import parse_settings
     from care.train.recipes.recipe import (
         VALIDATION_FOLDER,
         VALIDATION_REPORT,
         RecipeConfig,
         RecipePaths,
         load_recipe_config,
-        plan_recipe,
         run_recipe,
     )
     from care.train.recipes.validation import ValidationConfig
 
     base = load_recipe_config(ablation) if ablation is not None else RecipeConfig()
     towers = Path(output) / TOWERS_FOLDER
-    settings = parse_settings(set_)  # the user's KEY=VALUE, read once
-    if query_speedup is not None:  # the budget's pick and, at one layer, the richer Stage I (one rule: budget_tower)
-        from care.data.io import write_json
-        from care.train.recipes.budget_tower import budget_recipe
-
-        budgeted = budget_recipe(query_speedup, query_model, document_model, train_file, output, settings, alignment,
-                                 corpus, towers_dir=towers, timing=query_speedup_timing)
-        typer.echo(budgeted.choice.describe())
-        write_json(Path(output) / "query_budget.json", budgeted.choice.to_dict())
-        query_model, settings, alignment = budgeted.query_model, budgeted.settings, budgeted.alignment_file
+    if query_speedup is not None:
+        query_model, set_, alignment = _query_budget(query_speedup, query_model, document_model, train_file, output,
+                                                     list(set_), alignment, corpus, query_speedup_timing)
     pretrained_query_model = pretrained_query_model or base.pretrained_query_model
     recipe = RecipeConfig(skip_query_init=base.skip_query_init or skip_query_init,
                           skip_document_init=base.skip_document_init or skip_document_init,
@@ -152,15 +143,59 @@ def recipe_command(
                                                                                                towers),
                           overrides=list(base.overrides),
                           mine_negatives=_mining(mine_negatives, mine_margin, mine_depth, base.mine_negatives))
-    paths = RecipePaths(resolve_tower_spec(query_model, towers), resolve_tower_spec(document_model, towers),
-                        train_file, output, alignment, corpus)
-    results = run_recipe(plan_recipe(paths, config_dir=config_dir, settings=settings, recipe=recipe,
-                                     validation=ValidationConfig(enabled=not no_validation, share=validation_share)))
+    results = run_recipe(RecipePaths(resolve_tower_spec(query_model, towers), resolve_tower_spec(document_model, towers),
+                                     train_file, output, alignment, corpus),
+                         config_dir=config_dir, overrides=set_, recipe=recipe,
+                         validation=ValidationConfig(enabled=not no_validation, share=validation_share))
     for result in results.values():
         _print_result(result)
     report = Path(output) / VALIDATION_FOLDER / VALIDATION_REPORT
     if report.is_file():
         typer.echo(report.read_text(encoding="utf-8"))
+
+
+def _query_budget(budget: float, query_model: str, document_model: str, train_file: str, output: str,
+                  overrides: list[str], alignment: str | None, corpus: str | None,
+                  timing: str = "interleaved") -> tuple[str, list[str], str | None]:
+    """``--query-speedup``: the query tower it picks (:func:`care.train.recipes.budget_tower.choose_query_tower`), the
+    overrides and Stage I data of the richer Stage I at one layer (where the flags leave them unset); the choice is
+    printed in one line and kept in ``OUTPUT/query_budget.json``. Returns ``(query model, overrides, alignment)``."""
+    from care.data.io import write_json
+    from care.errors import CareError
+    from care.models.tower_spec import resolve_tower_spec
+    from care.train.recipes.budget_tower import (
+        budget_error,
+        budget_towers_error,
+        choose_query_tower,
+        rich_alignment_file,
+        rich_stage1_overrides,
+        training_queries,
+    )
+
+    if budget_error(budget):
+        raise CareError(f"--query-speedup {budget_error(budget)}")
+    problem = budget_towers_error(query_model, document_model)
+    if problem:
+        raise CareError(f"--query-speedup: {problem}")
+    towers = Path(output) / TOWERS_FOLDER
+    choice = choose_query_tower(query_model, resolve_tower_spec(document_model, towers), budget,
+                                training_queries(train_file), towers / "query_latency", timing=timing)
+    choice.settings = {"--query-model": choice.query_spec}
+    if choice.rich_stage1:
+        added, choice.kept = rich_stage1_overrides(overrides)
+        if added:
+            overrides = [*added, *overrides]
+            choice.settings["--set"] = added
+        if alignment is not None:
+            choice.kept.append("--alignment")
+        elif corpus is None:
+            choice.kept.append("Stage I data (no --corpus to take sentences from)")
+        else:
+            alignment = str(rich_alignment_file(train_file, corpus, output))
+            choice.settings["--alignment"] = alignment
+    typer.echo(choice.describe())
+    write_json(Path(output) / "query_budget.json", choice.to_dict())
+    return choice.query_spec, overrides, alignment
 
 
 def _mining(n_negatives: int | None, margin: float | None, depth: int | None,
@@ -252,13 +287,12 @@ def baseline_command(
 ) -> None:
     """Run one of the paper's efficient-retrieval baselines step by step (see docs/baselines.md)."""
     from care.models.tower_spec import resolve_tower_spec
-    from care.train.overrides import parse_settings
     from care.train.recipes.baselines import BaselinePaths, run_baseline
 
     towers = Path(output) / TOWERS_FOLDER
     paths = BaselinePaths(resolve_tower_spec(document_model, towers), train_file, output,
                           resolve_tower_spec(query_model, towers) if query_model else None, document_trained)
-    result = run_baseline(name, paths, parse_settings(set_), config_dir=config_dir)
+    result = run_baseline(name, paths, set_, config_dir=config_dir)
     for step in result.steps.values():
         _print_result(step)
     if result.pruned_model:

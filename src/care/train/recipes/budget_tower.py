@@ -8,14 +8,14 @@ trained, with the measured speed-ups (:class:`QueryBudgetError`). Where the pick
 richer Stage I applies, exactly as the frontier's 1-layer point trained it: the ``RICH_*`` table below, the one place
 both paths read (``benchmarks/results/real_weights/test_cpu_rich_lr2.4e-3_L1_seed*.json``: ``bench_real_weights.py
 --layers 1 --max-length 128 --variant rich-lr2.4e-3=...``, its Stage I data built by ``benchmarks/frontier_kit.py``,
-which calls :func:`write_rich_alignment`). :func:`richer_stage1_settings` gives its training settings (typed),
+which calls :func:`write_rich_alignment`). :func:`rich_stage1_overrides` gives its training settings,
 :data:`RICH_DATA_FIELDS` its data as ``care run``'s recipe fields, :func:`rich_alignment_file` the same data as a
 file. The pick is a selection by measured speed, not by a score: :meth:`QueryTowerChoice.selection` records it in the
 selection protocol (:mod:`care.bench.selection`, ``selected_on: speed``). The settings themselves were chosen on the
 first dev set's test split (seed 0): ``docs/results.md``, "How the settings were chosen".
 
 Used by ``care run`` (``recipes.care.query_speedup``, :mod:`care.pipeline.query_budget`) and
-``care train recipe --query-speedup`` (:func:`budget_recipe`); both check the budget with :func:`budget_error`.
+``care train recipe --query-speedup``; both check the budget with :func:`budget_error`.
 
 Example::
 
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from care.errors import CareError
-from care.train.overrides import StageSetting, format_settings, sets_anywhere, sets_key
+from care.train.overrides import sets_key
 
 logger = logging.getLogger(__name__)
 
@@ -198,86 +198,39 @@ class QueryTowerChoice:
                 f"{self.speedups[self.depth]:.2f}×); settings applied: {settings}{kept}")
 
 
-#: The words :func:`richer_stage1_settings` lists a setting left as the user set it by.
+#: The words :func:`rich_stage1_overrides` lists a setting left as the user set it by.
 SETTING_WORDS = {"optim.epochs": "epochs", "optim.lr": "learning rate", "model.query_max_seq_length":
                  "query token limit", "model.document_max_seq_length": "document token limit"}
 
 
-def richer_stage1_settings(settings: Sequence[StageSetting]) -> tuple[list[StageSetting], list[str]]:
-    """The richer Stage I's training settings (:data:`RICH_STAGE_SETTINGS`: both towers' token limit in every stage,
-    Stage I's epochs and learning rate, its ranking part's epochs) where ``settings`` leave them unset — the
-    budget's one rule, for ``care run`` and ``care train recipe`` alike: ``(settings to add, ["<stage> <setting>"
-    left as the user set them])``.
+def _sets_anywhere(overrides: Sequence[str], key: str) -> bool:
+    """Whether any of ``overrides`` sets ``key``, for every stage or for one."""
+    from care.train.overrides import override_key
+
+    return any(override_key(o) == key for o in overrides)
+
+
+def rich_stage1_overrides(overrides: Sequence[str], *, user_set: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """The richer Stage I's settings (:data:`RICH_STAGE_SETTINGS`: both towers' token limit in every stage, Stage I's
+    epochs and learning rate, its ranking part's epochs) where the user left them unset:
+    ``(overrides to add, ["<stage> <setting>" left as the user set them])``.
 
     Args:
-        settings: the run's stage settings (``care run``'s ``recipes.care.epochs`` etc. are every-stage settings
-            among them); a token limit set for any stage counts as set: the rule does not mix limits across stages.
+        overrides: the user's ``key=value`` / ``stage:key=value`` settings (a token limit set for any stage counts
+            as set: the rule does not mix limits across stages).
+        user_set: keys the user set for every stage some other way (``optim.epochs`` for ``recipes.care.epochs``,
+            ``optim.lr`` for ``recipes.care.lr``, the token limits for ``recipes.care.*_max_length``).
     """
     added, kept = [], []
-    for stage, values in RICH_STAGE_SETTINGS.items():
-        for key, value in values.items():
+    for stage, settings in RICH_STAGE_SETTINGS.items():
+        for key, value in settings.items():
             words = f"{stage or 'every stage'} {SETTING_WORDS.get(key, key)}"
-            if sets_key(settings, stage, key) if stage else sets_anywhere(settings, key):
+            taken = sets_key(overrides, stage, key) if stage else _sets_anywhere(overrides, key)
+            if key in user_set or taken:
                 kept.append(words)
             else:
-                added.append(StageSetting(key, value, stage))
+                added.append(f"{stage}:{key}={value}" if stage else f"{key}={value}")
     return added, kept
-
-
-@dataclass
-class BudgetedRecipe:
-    """``care train recipe --query-speedup``'s pick applied to its arguments.
-
-    Attributes:
-        query_model: the picked tower spec (``e5?layers=N``).
-        settings: the run's settings with the richer Stage I's added first (where the pick is one layer).
-        alignment_file: Stage I's data (the richer Stage I's corpus sentences where it applies and ``--corpus``
-            is given without ``--alignment``).
-        choice: the pick, with the settings applied (``--query-model``, ``--set``, ``--alignment``) and those kept.
-    """
-
-    query_model: str
-    settings: list[StageSetting]
-    alignment_file: str | None
-    choice: QueryTowerChoice
-
-
-def budget_recipe(budget: float, query_model: str, document_model: str, train_file: str, output: str | Path,
-                  settings: Sequence[StageSetting], alignment: str | None, corpus: str | None, *,
-                  towers_dir: str | Path, timing: str = "interleaved") -> BudgetedRecipe:
-    """``care train recipe --query-speedup``: the query tower the budget picks (:func:`choose_query_tower`, the
-    curve cached in ``<towers_dir>/query_latency``) and, at one layer, the richer Stage I's settings
-    (:func:`richer_stage1_settings`) and data (:func:`rich_alignment_file`) where the flags leave them unset.
-
-    Raises:
-        CareError: a budget below 1, or towers the budget cannot cut (naming the flags).
-        QueryBudgetError: no cut meets the budget, or the measurement is untrusted.
-    """
-    from care.models.tower_spec import resolve_tower_spec
-
-    if budget_error(budget):
-        raise CareError(f"--query-speedup {budget_error(budget)}")
-    problem = budget_towers_error(query_model, document_model)
-    if problem:
-        raise CareError(f"--query-speedup: {problem}")
-    towers = Path(towers_dir)
-    choice = choose_query_tower(query_model, resolve_tower_spec(document_model, towers), budget,
-                                training_queries(train_file), towers / "query_latency", timing=timing)
-    choice.settings = {"--query-model": choice.query_spec}
-    settings = list(settings)
-    if choice.rich_stage1:
-        added, choice.kept = richer_stage1_settings(settings)
-        if added:
-            settings = [*added, *settings]
-            choice.settings["--set"] = format_settings(added)
-        if alignment is not None:
-            choice.kept.append("--alignment")
-        elif corpus is None:
-            choice.kept.append("Stage I data (no --corpus to take sentences from)")
-        else:
-            alignment = str(rich_alignment_file(train_file, corpus, output))
-            choice.settings["--alignment"] = alignment
-    return BudgetedRecipe(choice.query_spec, settings, alignment, choice)
 
 
 def cut_spec(query_spec: str, depth: int) -> str:
