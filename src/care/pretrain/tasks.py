@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -39,7 +40,7 @@ STREAM_STATE = "stream"
 RECORDS_SEEN = "records_seen"
 
 
-class PretrainTask:
+class PretrainTask(ABC):
     """What both objectives share (see the module docstring); subclasses set ``parser`` and implement
     :meth:`build_modules`, :meth:`forward_backward`, :meth:`save_encoder` and :meth:`summary`."""
 
@@ -56,17 +57,17 @@ class PretrainTask:
         self.stream: TextStream | None = None
 
     # ------------------------------------------------------------------ the objective's part
+    @abstractmethod
     def build_modules(self) -> tuple[nn.Module, nn.Module | None]:
         """``(model, extra)``: the module trained under DDP and an optional small one kept out of it."""
-        raise NotImplementedError
 
+    @abstractmethod
     def forward_backward(self, model: nn.Module, micro: MicroBatch, accelerator) -> LossOutput:
         """Forward + backward of one batch of records (gradients accumulate in ``.grad``)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def save_encoder(self, model: nn.Module, path: Path) -> None:
         """Write the pretrained encoder as a plain ``AutoModel`` folder with its tokenizer."""
-        raise NotImplementedError
 
     def summary(self) -> dict[str, Any]:
         """Extra figures for the result file."""
