@@ -102,7 +102,7 @@ def test_records_of_a_later_frontier_run_join_by_their_tag():
 def test_a_group_named_by_its_tag_joins_last_paired_with_its_own_symmetric_large(tmp_path):
     """``--group cpu_x``: a CPU run's records add their variant behind every other group; its ratio is against the
     CPU seeds' own symmetric large, and the table names the machine of seeds that are not the references'."""
-    from benchmarks.tables_frontier import frontier_table
+    from care.bench.reports.frontier import frontier_table
 
     records = _records()
     for seed, (care, large) in enumerate([(0.285, 0.29), (0.275, 0.30)]):
@@ -133,7 +133,7 @@ def test_a_group_named_by_its_tag_joins_last_paired_with_its_own_symmetric_large
 def test_a_narrowed_run_gets_its_own_rows_timings_and_table_line(tmp_path):
     """A record whose query tower was narrowed (config ``ffn_width``) gives ``CARE [FFN W]`` rows with the narrowed
     timings; its extra depths and the 12-layer points stay plain."""
-    from benchmarks.tables_frontier import frontier_table
+    from care.bench.reports.frontier import frontier_table
 
     records = _records()
     records["test_frontier_L4_ffn8_seed0"] = BenchmarkRecord(
@@ -211,7 +211,7 @@ def test_bm25_is_a_point_scored_by_the_harness_and_timed_beside_the_12_layer_gra
     table = markdown(record)
     assert "| BM25 | – | 0.1800 ± 0.0000 | – (deterministic) | 61.0% | 2.00× |" in table
     assert "`real_weights/test_cpu_x.json`" in table and "2.50 ms" in table
-    from benchmarks.tables_frontier import frontier_table
+    from care.bench.reports.frontier import frontier_table
 
     write_record(record, tmp_path)
     row = "| BM25 (no query tower: a whole search) | 2.00× | 3.00× | – | 0.180 ± 0.000 (61.0%) | – | deterministic |"
