@@ -36,7 +36,7 @@ EXCEPTIONS: dict[str, str] = {
         "bench_baselines_e5", "real_weights_summary", "quantization", "bench_student", "service_load",
         "vocab_pruning", "bench_stage1_probe", "bench_speed", "bench_curate", "bench_gpu_shapes",
         "search_1m", "service_load_clients", "bench_transfer", "table_common", "bench_service_hostile", "bench_pii",
-        "bench_real_weights", "frontier")},
+        "bench_real_weights")},
 }
 
 

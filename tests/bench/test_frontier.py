@@ -1,13 +1,15 @@
-"""``benchmarks/frontier.py``: the frontier record built from small fake real-weights records."""
+"""The frontier (``care.bench.reports.frontier_*``, driven by ``benchmarks/frontier.py``): the record built from small fake real-weights records."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from benchmarks.frontier import build, figure, markdown, named_groups, query_params, tower_of
 
 from care.bench.record import BenchmarkRecord, write_record
+from care.bench.reports.frontier_build import build
+from care.bench.reports.frontier_report import figure, markdown
+from care.bench.reports.frontier_towers import named_groups, query_params, tower_of
 
 SHAPES = {"vocab_size": 50, "hidden_size": 8, "intermediate_size": 16, "max_position_embeddings": 32,
           "type_vocab_size": 2}
@@ -189,7 +191,7 @@ def _baselines(bm25: float) -> BenchmarkRecord:
 
 
 def test_bm25_is_a_point_scored_by_the_harness_and_timed_beside_the_12_layer_graph(tmp_path):
-    from benchmarks.frontier import BM25_LATENCY
+    from care.bench.reports.frontier_towers import BM25_LATENCY
 
     records = _records()
     for name in ("test_frontier_seed0", "test_frontier_seed1", "test_frontier_seed2"):
@@ -223,10 +225,17 @@ def test_bm25_is_a_point_scored_by_the_harness_and_timed_beside_the_12_layer_gra
 
 
 def test_a_bm25_row_of_the_records_gets_the_timing_instead_of_a_second_point():
-    from benchmarks.frontier import BM25_LATENCY
+    from care.bench.reports.frontier_towers import BM25_LATENCY
 
     records = _records()
     records["test_frontier"].latencies[BM25_LATENCY] = {"p50_ms": 3.0, "large_over_this": 2.0}
     entries = [e for e in build(records, SHAPES, baselines=_baselines(0.18)).extra["frontier"] if e["row"] == "BM25"]
     assert len(entries) == 1 and entries[0]["seeds"] == [0, 1, 2] and entries[0]["ndcg_at_10_mean"] == 0.2
     assert entries[0]["speedup_int8"] == 2.0 and entries[0]["latency_record"] == "test_frontier"
+
+
+def test_the_frontier_checks_a_group_tag_as_a_run_checks_its_tag():
+    from care.bench.reports.frontier_towers import TAG_PATTERN
+    from care.train.recipes.variants import NAME_PATTERN
+
+    assert TAG_PATTERN.pattern == NAME_PATTERN.pattern

@@ -48,8 +48,35 @@ def report(
         raise typer.Exit(status)
 
 
+def frontier(
+    record: Path = typer.Option(None, "--record", help="The frontier record (default: ROOT/benchmarks/results/frontier/test.json)."),
+    no_figure: bool = typer.Option(False, "--no-figure", help="Write the .md only (no frontier.png; needs matplotlib)."),
+) -> None:
+    """Rewrite the frontier's test.md (and frontier.png) beside its JSON record, from the record alone."""
+    import json
+
+    from care.bench.record import BenchmarkRecord
+    from care.bench.reports.frontier_report import FIGURE_NAME, figure, markdown
+    from care.bench.reports.frontier_towers import EXPERIMENT
+    from care.bench.reports.paths import RESULTS
+    from care.data.io import atomic_write
+
+    record = RESULTS / EXPERIMENT / "test.json" if record is None else record
+    if not record.is_file():
+        from care.errors import CareError
+
+        raise CareError(f"--record {record}: no such file (python -m benchmarks.frontier writes it)")
+    rec = BenchmarkRecord.from_dict(json.loads(record.read_text(encoding="utf-8")), str(record))
+    with atomic_write(record.with_suffix(".md")) as fh:
+        fh.write(markdown(rec))
+    typer.echo(f"rewritten: {record.with_suffix('.md')}")
+    if not no_figure:
+        typer.echo(f"rewritten: {figure(rec, record.parent / FIGURE_NAME)}")
+
+
 def register(bench_app: typer.Typer) -> None:
     """Add ``report`` (a group: its subcommands regenerate one experiment's report) to ``care bench``."""
     report_app = typer.Typer(help="Regenerate the experiments' tables and reports from their records.")
     report_app.callback(invoke_without_command=True)(report)
+    report_app.command("frontier")(frontier)
     bench_app.add_typer(report_app, name="report")
