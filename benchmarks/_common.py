@@ -23,11 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from care.bench.record import ALLOW_DIRTY_FLAG, pin_commit, portable_path
+from care.bench.reports.paths import RESULTS, ROOT  # the repository and its records (one definition)
 
-#: The repository (this file is ``<ROOT>/benchmarks/_common.py``).
-ROOT = Path(__file__).resolve().parents[1]
-#: Every script's records: ``benchmarks/results/<experiment>/<name>.json`` (and ``.md`` beside it).
-RESULTS = ROOT / "benchmarks" / "results"
 #: Where the scripts keep their training runs, caches and exports (ignored by git).
 RUNS = ROOT / "runs"
 #: The environment variable naming the dev set's folder (``corpus.jsonl``, ``train.jsonl``, ``test_*.jsonl``);

@@ -1,37 +1,9 @@
-"""How every benchmark script saves its result: one record in the shared schema plus a Markdown table beside it,
-and how the table generators read one back.
-
-:func:`save` writes ``benchmarks/results/<experiment>/<name>.json`` through :func:`care.bench.record.write_record`
-(command, commit, date, machine and load filled in) and, when given, ``<name>.md`` for people. The README and
-docs tables are generated from these records (``python -m benchmarks.tables``), each read by :func:`record`.
-"""
+"""How every benchmark script saves its result (:func:`save`) and reads one back (:func:`record`): re-exported
+from :mod:`care.bench.reports.records`, where they live, so the drivers' ``from benchmarks.bench_results import
+save`` keeps working."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from care.bench.reports.records import record, save
 
-from benchmarks._common import RESULTS
-from care.bench.record import BenchmarkRecord, read_records, write_record
-from care.data.io import atomic_write
-
-
-def save(experiment: str, name: str, *, config: dict[str, Any], scores: dict[str, Any], seeds: list[int] | None = None,
-         latencies: dict[str, Any] | None = None, extra: dict[str, Any] | None = None,
-         markdown: str | None = None, results: Path = RESULTS) -> Path:
-    """Write the record (and ``markdown`` as ``<name>.md``); returns the JSON's path."""
-    record = BenchmarkRecord(experiment, name, config=config, seeds=list(seeds or []), scores=scores,
-                             latencies=latencies or {}, extra=extra or {})
-    path = write_record(record, results)
-    if markdown is not None:
-        with atomic_write(path.with_suffix(".md")) as fh:
-            fh.write(markdown if markdown.endswith("\n") else markdown + "\n")
-    return path
-
-
-def record(experiment: str, name: str, results: Path = RESULTS) -> BenchmarkRecord:
-    """The record ``<results>/<experiment>/<name>.json``; stops the script naming it when it is missing."""
-    records = read_records(results, experiment)
-    if name not in records:
-        raise SystemExit(f"no record {experiment}/{name}.json under {results}")
-    return records[name]
+__all__ = ["record", "save"]

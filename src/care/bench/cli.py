@@ -39,6 +39,7 @@ def _default_task_folders() -> list[Path]:
 
 
 def bench(
+    ctx: typer.Context,
     model: list[str] | None = typer.Option(None, "--model", "-m", help="Model spec (bm25, e5, a model folder, ...); repeatable. Default: bm25 and e5."),
     task: list[str] | None = typer.Option(None, "--task", "-t", help="Registered task name or task folder; repeatable. Default: the embedded demo benchmark."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Folder for <model>__<task>.json results and results.md."),
@@ -60,6 +61,8 @@ def bench(
                                  "first model, overhead-dominated models flagged); printed and written to OUTPUT/latency.json."),
 ) -> None:
     """Evaluate encoders on CMedTEB / custom tasks; writes one JSON per (model, task) and results.md."""
+    if ctx.invoked_subcommand is not None:  # care bench report ...
+        return
     from dataclasses import replace
 
     from care.bench.options import RunOptions
@@ -147,4 +150,9 @@ def register(app: typer.Typer, *, default_tasks: Callable[[], list[Path]] | None
     """Add ``care bench`` to the top-level app; ``default_tasks`` gives the task folders run without ``--task``."""
     if default_tasks is not None:
         _DEFAULT_TASKS.append(default_tasks)
-    app.command("bench")(bench)
+    from care.bench.reports.cli import register as register_report
+
+    bench_app = typer.Typer(help="Evaluate encoders on tasks (care bench --model ... --task ...); regenerate the result tables (care bench report).")
+    bench_app.callback(invoke_without_command=True)(bench)
+    register_report(bench_app)
+    app.add_typer(bench_app, name="bench")

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks._common import RESULTS
 from care.bench.record import BenchmarkRecord, read_records
+from care.bench.reports.paths import RESULTS
 from care.bench.selection import TEST, TEST_MARK, read_selections, with_test_mark
 from care.bench.tables import markdown_table, per_seed_ratios, ratio_cell
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks._common import RESULTS
-from benchmarks.bench_results import record
 from care.bench.record import BenchmarkRecord
+from care.bench.reports.paths import RESULTS
+from care.bench.reports.records import record
 from care.bench.tables import markdown_table
 
 #: The anonymiser's table (bench_pii.py): rows (label, key in the default tagger's pooled scores) in two column pairs;

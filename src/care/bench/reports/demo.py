@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks._common import RESULTS
 from care.bench.record import read_records
+from care.bench.reports.paths import RESULTS
 from care.bench.tables import markdown_table
 
 #: The record ``python -m benchmarks.bench_demo`` writes.
