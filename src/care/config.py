@@ -261,21 +261,27 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     return key.strip().split("."), value
 
 
+def set_dotted(data: dict[str, Any], parts: Sequence[str], value: Any, item: str) -> None:
+    """Set ``data[parts[0]]...[parts[-1]] = value`` in place, creating missing sections; ``item`` names the setting
+    in the error when a part above the last is not a section."""
+    node = data
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is None:
+            child = {}
+            node[part] = child
+        if not isinstance(child, dict):
+            raise ConfigError(f"override {item!r}: '{part}' is not a section")
+        node = child
+    node[parts[-1]] = value
+
+
 def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
     """A copy of ``data`` with each ``"a.b.c=value"`` applied (missing sections are created)."""
     data = copy.deepcopy(data)
     for item in overrides:
         parts, value = parse_override(item)
-        node = data
-        for part in parts[:-1]:
-            child = node.get(part)
-            if child is None:
-                child = {}
-                node[part] = child
-            if not isinstance(child, dict):
-                raise ConfigError(f"override {item!r}: '{part}' is not a section")
-            node = child
-        node[parts[-1]] = value
+        set_dotted(data, parts, value, item)
     return data
 
 
