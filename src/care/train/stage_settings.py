@@ -62,7 +62,10 @@ def parse_setting(item: str, *, source: str = "setting") -> StageSetting:
     if not key.strip() or stage == "":
         raise ConfigError(f"{source} {item!r}: the key (and a stage before ':') must not be empty, "
                           "e.g. stage1:optim.lr=2e-4")
-    parts, value = parse_override(f"{key.strip()}={raw}")
+    try:
+        parts, value = parse_override(f"{key.strip()}={raw}")
+    except ConfigError as exc:
+        raise ConfigError(f"{source} {item!r}: {str(exc).split(': ', 1)[-1]}") from None
     return StageSetting(".".join(parts), value, stage)
 
 
