@@ -19,3 +19,10 @@ def plan_of(paths: RecipePaths, *, config_dir=None, overrides: Sequence[str] = (
 def run_plan(paths: RecipePaths, **kwargs):
     """:func:`run_recipe` of :func:`plan_of` (the old keyword form)."""
     return run_recipe(plan_of(paths, **kwargs))
+
+
+def run_baseline_items(name: str, paths, overrides: Sequence[str] = (), **kwargs):
+    """:func:`care.train.recipes.baselines.run_baseline` with ``key=value`` items (parsed here)."""
+    from care.train.recipes.baselines import run_baseline
+
+    return run_baseline(name, paths, parse_settings(overrides, source="test setting"), **kwargs)
