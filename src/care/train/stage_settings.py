@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from care.config import ConfigError, parse_override, set_dotted
+from care.config import ConfigError, parse_value, set_dotted
 
 #: A setting that applies to every stage (no ``stage:`` prefix).
 EVERY_STAGE = None
@@ -62,11 +62,7 @@ def parse_setting(item: str, *, source: str = "setting") -> StageSetting:
     if not key.strip() or stage == "":
         raise ConfigError(f"{source} {item!r}: the key (and a stage before ':') must not be empty, "
                           "e.g. stage1:optim.lr=2e-4")
-    try:
-        parts, value = parse_override(f"{key.strip()}={raw}")
-    except ConfigError as exc:
-        raise ConfigError(f"{source} {item!r}: {str(exc).split(': ', 1)[-1]}") from None
-    return StageSetting(".".join(parts), value, stage)
+    return StageSetting(key.strip(), parse_value(raw, f"{source} {item!r}"), stage)
 
 
 def parse_settings(items: Iterable[str], *, source: str = "setting") -> tuple[StageSetting, ...]:

@@ -80,15 +80,15 @@ BASELINES: dict[str, tuple[Step, ...]] = {
 #: Built-in settings per baseline and step when no config folder is given (paper τ = 0.02, 1 + 7
 #: negatives; a pruned decoder is pooled at its last token; the score-distillation teacher keeps its
 #: native width).
-_DEFAULTS: dict[str, dict[str, list[str]]] = {
-    "kale": {"align": ["loss.temperature=0.02", "data.n_negatives=7", "model.query_pooling=lasttoken"]},
-    "wang_lyu": {"distill": ["model.query_pooling=lasttoken", "data.n_negatives=0"]},
-    "scalingnote": {"distill": ["loss.temperature=0.02", "data.n_negatives=7"],
-                    "finetune": ["loss.temperature=0.02", "data.n_negatives=7"]},
-    "score_distill": {"distill": ["loss.temperature=0.02", "data.n_negatives=7", "loss.lambda_distill=1",
-                                  "loss.lambda_contrastive=1", "model.truncate_to_query_width=false"]},
+_PAPER = {"loss.temperature": 0.02, "data.n_negatives": 7}
+_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
+    "kale": {"align": {**_PAPER, "model.query_pooling": "lasttoken"}},
+    "wang_lyu": {"distill": {"model.query_pooling": "lasttoken", "data.n_negatives": 0}},
+    "scalingnote": {"distill": dict(_PAPER), "finetune": dict(_PAPER)},
+    "score_distill": {"distill": {**_PAPER, "loss.lambda_distill": 1, "loss.lambda_contrastive": 1,
+                                  "model.truncate_to_query_width": False}},
 }
-_INIT_DOCUMENT_DEFAULTS = ["loss.temperature=0.02", "data.n_negatives=7", "model.truncate_to_query_width=false"]
+_INIT_DOCUMENT_DEFAULTS: dict[str, Any] = {**_PAPER, "model.truncate_to_query_width": False}
 #: The sentence-transformers trainer baseline (care.train.recipes.st_mnrl) and its one step (config file ``train.yaml``).
 ST_MNRL = "st-mnrl"
 ST_MNRL_STEP = Step("train", "st_mnrl")
@@ -169,7 +169,7 @@ def _step_data(name: str, step: Step, config_dir: str | Path | None) -> dict[str
         return data
     if step.stage == PRUNE_STEP:
         return PruneSettings().to_dict()
-    defaults = _INIT_DOCUMENT_DEFAULTS if step.stage == "init_document" else _DEFAULTS[name].get(step.name, [])
+    defaults = _INIT_DOCUMENT_DEFAULTS if step.stage == "init_document" else _DEFAULTS[name].get(step.name, {})
     return TrainConfig.for_stage(step.stage, defaults).to_dict()
 
 
