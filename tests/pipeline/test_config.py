@@ -233,3 +233,15 @@ def test_a_negative_thread_count_in_the_file_names_the_field_and_the_file(tmp_pa
     assert str(error.value) == (f"{path}: config field 'threads': must be >= 0 (torch threads; 0: the library "
                                 "default), got -2")  # from the file: no override named
     assert load_run_config(path, ["threads=4"]).threads == 4
+
+
+def test_a_bad_recipe_override_is_refused_when_the_config_loads_and_flags_arrive_typed():
+    """``recipes.care.overrides`` items are read as stage settings at load, naming the item and the form; a
+    command's typed ``(key, value)`` override keeps its type and is named by key when it is refused."""
+    with pytest.raises(ConfigError, match=r"recipes.care.overrides': item 'oops': expected KEY=VALUE or STAGE:KEY=VALUE"):
+        load_run_config(demo_config_path(tiny=True), ["recipes.care.overrides=[oops]"])
+    config = load_run_config(demo_config_path(tiny=True), [("seed", 4), ("recipes.care.epochs", 2),
+                                                           ("models.references", {"BM25": "bm25"})])
+    assert (config.seed, config.recipes.care.epochs, config.models.references) == (4, 2, {"BM25": "bm25"})
+    with pytest.raises(ConfigError, match=r"got -1 \(set by the override threads \(set to -1\)\)"):
+        load_run_config(demo_config_path(tiny=True), [("threads", -1)])

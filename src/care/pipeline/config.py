@@ -353,7 +353,17 @@ class RunConfig(Config):
     show_progress: bool = True
     cache_dir: str | None = None
 
+    def _check_overrides(self) -> None:
+        """Every ``overrides`` item reads as a stage setting (``[stage:]key=value``), checked when the run config
+        loads rather than when its training step starts."""
+        from care.train.stage_settings import parse_settings
+
+        parse_settings(self.recipes.care.overrides, source="config field 'recipes.care.overrides': item")
+        for name, baseline in self.recipes.baselines.items():
+            parse_settings(baseline.overrides, source=f"config field 'recipes.baselines.{name}.overrides': item")
+
     def validate(self) -> None:
+        self._check_overrides()
         if self.threads < 0:
             raise ConfigError(f"config field 'threads': must be >= 0 (torch threads; 0: the library default), "
                               f"got {self.threads}")
