@@ -66,9 +66,12 @@ from benchmarks.real_weights_setup import (
 from care.bench.record import BenchmarkRecord, read_records, write_record
 from care.bench.selection import VALIDATION, Selection, add_selections
 from care.train.engine.trainer import read_result
-from care.train.recipes.recipe import MINED_FILE, RecipeConfig, RecipePaths
-from care.train.recipes.sweep import RecipeRun, pick_best, share_mined_file, train_variant
+from care.train.recipes.plan import RecipePlan
+from care.train.recipes.recipe import MINED_FILE, RecipeConfig, RecipePaths, run_recipe
+from care.train.recipes.sweep import pick_best, share_mined_file, stage_folder, train_variant
+from care.train.recipes.validation import ValidationConfig
 from care.train.recipes.variants import NAME_PATTERN, Variant, parse_items, parse_variant
+from care.train.stage_settings import parse_settings
 
 logger = logging.getLogger("bench_real_weights")
 
@@ -84,15 +87,16 @@ WITHOUT_STAGE1 = parse_items("without_stage1", ["recipe:skip_stage1=true"])
 
 
 def care_run(prep: Prepared, query: Path, document: Path, out: Path, seed: int, care: Variant,
-             document_trained: bool = False, teacher_caches: dict[str, Path] | None = None) -> RecipeRun:
+             document_trained: bool = False, teacher_caches: dict[str, Path] | None = None) -> RecipePlan:
     """The CARE recipe (the e5 preset) with the CARE rows' settings ``care``; ``document_trained``: ``document`` is an
     already fine-tuned tower (symmetric large, shared by the trade-off rows, with the main run's teacher caches)."""
     overrides = [f"seed={seed}", "runtime.progress_bar=false", *LENGTH_OVERRIDES,
-                 *(f"{stage}:model.teacher.cache_dir={folder}" for stage, folder in (teacher_caches or {}).items()),
-                 *care.overrides]
+                 *(f"{stage}:model.teacher.cache_dir={folder}" for stage, folder in (teacher_caches or {}).items())]
     paths = RecipePaths(str(query), str(document), str(prep.train_file), str(out), str(prep.alignment_file),
                         str(prep.corpus_file))
-    return RecipeRun(paths, CONFIGS, overrides, care.recipe(RecipeConfig(skip_document_init=document_trained)))
+    return RecipePlan(paths, str(CONFIGS), (*parse_settings(overrides), *care.settings),
+                      recipe=care.recipe(RecipeConfig(skip_document_init=document_trained)),
+                      validation=ValidationConfig(enabled=False))
 
 
 def stage_train_seconds(work: Path) -> dict[str, float | None]:
@@ -140,18 +144,18 @@ def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, 
     care = args.care_variant
     specs, base = {"e5 zero-shot": e5_spec(e5, "float32")}, care_run(prep, cut, e5, work / "care" / "recipe", seed, care)
     if "care" in args.skip_rows:  # a screen of --variant rows: the CARE row's Stage I and II are not trained
-        if missing := [s for s in INIT_STAGES if not finished(base.stage_folder(s))]:
+        if missing := [s for s in INIT_STAGES if not finished(stage_folder(base, s))]:
             logger.info("--skip-rows care: training the seed's %s first (the CARE recipe's initialisations, in %s)",
                         ", ".join(missing), base.paths.output_dir)
             with timer.step("care"):
-                base.run(stages=INIT_STAGES)
-        inits = {stage: read_result(base.stage_folder(stage)) for stage in INIT_STAGES}
+                run_recipe(replace(base, stages=INIT_STAGES))
+        inits = {stage: read_result(stage_folder(base, stage)) for stage in INIT_STAGES}
         trained = {"symmetric small": inits["init_query"].query_model,
                    "symmetric large": inits["init_document"].document_model}
         specs.update({row: model_spec(path) for row, path in trained.items()})
     else:
         with timer.step("care"):
-            results = base.run()
+            results = run_recipe(base)
             trained = {"symmetric small": results["init_query"].query_model,
                        "symmetric large": results["init_document"].document_model,
                        "CARE w/o Stage II": (results.get("stage1_rank") or results["stage1"]).care_model,
@@ -179,9 +183,9 @@ def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, 
         if variant.name in args.symmetric_variant:  # the same Stage II from symmetric large on both sides
             with timer.step(f"symmetric_variant_{variant.name}"):
                 out, large = work / "variants" / f"symmetric_{variant.name}", trained["symmetric large"]
-                symmetric = RecipeRun(replace(base.paths, query_model=large, document_model=large), CONFIGS,
-                                      base.overrides, replace(base.recipe, skip_query_init=True,
-                                                              skip_document_init=True, skip_stage1=True))
+                symmetric = replace(base.with_paths(query_model=large, document_model=large),
+                                    recipe=replace(base.recipe, skip_query_init=True, skip_document_init=True,
+                                                   skip_stage1=True))
                 share_mined_file(base.paths.output_dir, out)  # mined by the same tower
                 specs[f"symmetric large [{variant.name}]"] = model_spec(train_variant(symmetric, variant, out)[
                     "stage2"].care_model)
@@ -194,7 +198,7 @@ def run_seed(args, seed: int, prep: Prepared, e5: Path, cut: Path) -> dict[str, 
                            teacher_caches={s: Path(base.paths.output_dir) / s / "teacher_cache"
                                            for s in ("stage1", "stage1_rank")})
             share_mined_file(base.paths.output_dir, run.paths.output_dir)
-            extra = run.run()
+            extra = run_recipe(run)
             specs[f"symmetric small ({layers} layers)"] = model_spec(extra["init_query"].query_model)
             specs[f"CARE ({layers} layers)"] = model_spec(extra["stage2"].care_model)
     if not args.no_student:

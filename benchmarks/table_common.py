@@ -160,8 +160,10 @@ class SeedWork:
         return out
 
     def _recipe(self, run: Run, out: Path) -> None:
-        from care.train.recipes.recipe import RecipeConfig, RecipePaths, run_recipe
+        from care.train.recipes.plan import RecipeConfig, RecipePaths, RecipePlan
+        from care.train.recipes.recipe import run_recipe
         from care.train.recipes.validation import ValidationConfig
+        from care.train.stage_settings import parse_settings
 
         for stage, source in run.share.items():
             src = self.train(source) / stage
@@ -181,12 +183,13 @@ class SeedWork:
                      "init_document:model.truncate_to_query_width=false",
                      f"init_document:loss.matryoshka_dims={list(dims)}",
                      *(f"init_document:{o}" for o in full_ft), *(f"stage2:{o}" for o in full_ft)]
-        run_recipe(RecipePaths(str(query), str(document), str(self.ds.train_file), str(out)),
-                   overrides=overrides, recipe=RecipeConfig.from_dict(recipe),
-                   validation=ValidationConfig(enabled=False))  # the table holds out its own validation data
+        run_recipe(RecipePlan(RecipePaths(str(query), str(document), str(self.ds.train_file), str(out)),
+                              settings=parse_settings(overrides), recipe=RecipeConfig.from_dict(recipe),
+                              validation=ValidationConfig(enabled=False)))  # the table holds its own validation data
 
     def _baseline(self, run: Run, out: Path) -> None:
         from care.train.recipes.baselines import BaselinePaths, run_baseline
+        from care.train.stage_settings import parse_settings
 
         document = self.train("care") / "init_document" / "document"
         query, _ = self.base("small")
@@ -196,7 +199,8 @@ class SeedWork:
         if run.baseline in ("scalingnote", "score_distill"):
             overrides.append(f"distill:data.n_negatives={n}")
         result = run_baseline(run.baseline, BaselinePaths(str(document), str(self.ds.train_file), str(out),
-                                                          query_model=str(query), document_trained=True), overrides)
+                                                          query_model=str(query), document_trained=True),
+                              parse_settings(overrides))
         link = out / "eval_model"
         if not link.exists():
             os.symlink(os.path.relpath(result.model, out), link)

@@ -254,28 +254,58 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     if "=" not in item:
         raise ConfigError(f"override {item!r}: expected KEY=VALUE, e.g. optim.lr=2e-5")
     key, raw = item.split("=", 1)
+    return key.strip().split("."), parse_value(raw, f"override {item!r}")
+
+
+def parse_value(raw: str, what: str) -> Any:
+    """A ``KEY=VALUE`` item's value read as YAML (``2e-5``, ``null``, ``[1,2]``; empty -> ``""``); ``what`` names the
+    item in the error."""
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        return yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError as exc:
-        raise ConfigError(f"override {item!r}: the value is not valid YAML ({exc})") from None
-    return key.strip().split("."), value
+        raise ConfigError(f"{what}: the value is not valid YAML ({exc})") from None
 
 
-def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
-    """A copy of ``data`` with each ``"a.b.c=value"`` applied (missing sections are created)."""
+def set_dotted(data: dict[str, Any], parts: Sequence[str], value: Any, item: str) -> None:
+    """Set ``data[parts[0]]...[parts[-1]] = value`` in place, creating missing sections; ``item`` names the setting
+    in the error when a part above the last is not a section."""
+    node = data
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is None:
+            child = {}
+            node[part] = child
+        if not isinstance(child, dict):
+            raise ConfigError(f"override {item!r}: '{part}' is not a section")
+        node = child
+    node[parts[-1]] = value
+
+
+#: One change to a config dict: a user's ``"a.b.c=value"`` text, or a typed ``("a.b.c", value)`` pair (what a
+#: command's typed flag sets: no string round trip).
+Override = str | tuple[str, Any]
+
+
+def override_parts(item: Override) -> tuple[list[str], Any]:
+    """``(dotted key split, value)`` of an :data:`Override`: text is parsed (:func:`parse_override`), a pair is typed."""
+    if isinstance(item, tuple):
+        key, value = item
+        return key.split("."), value
+    return parse_override(item)
+
+
+def describe_override(item: Override) -> str:
+    """How an override is named in a message: the user's text as given, a typed pair by its key and value."""
+    return item if isinstance(item, str) else f"{item[0]} (set to {item[1]!r})"
+
+
+def apply_overrides(data: dict[str, Any], overrides: Sequence[Override]) -> dict[str, Any]:
+    """A copy of ``data`` with each override applied in order (``"a.b.c=value"`` text or ``("a.b.c", value)``
+    pairs; missing sections are created)."""
     data = copy.deepcopy(data)
     for item in overrides:
-        parts, value = parse_override(item)
-        node = data
-        for part in parts[:-1]:
-            child = node.get(part)
-            if child is None:
-                child = {}
-                node[part] = child
-            if not isinstance(child, dict):
-                raise ConfigError(f"override {item!r}: '{part}' is not a section")
-            node = child
-        node[parts[-1]] = value
+        parts, value = override_parts(item)
+        set_dotted(data, parts, value, describe_override(item))
     return data
 
 

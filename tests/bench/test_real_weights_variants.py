@@ -11,6 +11,7 @@ from benchmarks.real_weights_setup import Prepared
 from benchmarks.real_weights_summary import summarise
 
 from care.train.recipes.variants import Variant, parse_variant
+from care.train.stage_settings import StageSetting
 
 
 def test_the_care_rows_run_the_e5_preset_with_their_own_settings(tmp_path):
@@ -20,9 +21,11 @@ def test_the_care_rows_run_the_e5_preset_with_their_own_settings(tmp_path):
     run = bench.care_run(prep, tmp_path / "cut", tmp_path / "e5", tmp_path / "recipe", 3,
                          parse_variant("care=stage2:mine=0;stage2:optim.lr=4e-5"),
                          teacher_caches={"stage1": tmp_path / "cache"})
-    assert run.config_dir == preset_dir("e5") and run.paths.corpus_file == str(tmp_path / "corpus.jsonl")
-    assert list(run.overrides) == ["seed=3", "runtime.progress_bar=false", f"stage1:model.teacher.cache_dir={tmp_path / 'cache'}",
-                                   "stage2:optim.lr=4e-5"]
+    assert Path(run.config_dir) == preset_dir("e5") and run.paths.corpus_file == str(tmp_path / "corpus.jsonl")
+    assert run.settings == (StageSetting("seed", 3), StageSetting("runtime.progress_bar", False),
+                            StageSetting("model.teacher.cache_dir", str(tmp_path / "cache"), "stage1"),
+                            StageSetting("optim.lr", "4e-5", "stage2"))
+    assert run.seed == 3 and not run.validation.enabled  # the bench scores its rows itself
     assert run.recipe.mine_negatives == {"n_negatives": 0} and not run.recipe.skip_document_init
     plain = bench.care_run(prep, tmp_path / "cut", tmp_path / "e5", tmp_path / "r", 0, Variant(""), document_trained=True)
     assert plain.recipe.mine_negatives is None and plain.recipe.skip_document_init  # the preset's recipe.yaml mines
@@ -33,7 +36,7 @@ def test_care_settings_give_the_care_rows_their_own_settings():
     args = parser.parse_args(["--care-settings", "stage2:mine=0;stage2:optim.lr=4e-5"])
     care = bench.care_variant(args, parser)
     assert (care.name, care.items) == ("", ("stage2:mine=0", "stage2:optim.lr=4e-5"))
-    assert care.overrides == ("stage2:optim.lr=4e-5",) and care.mining == {"n_negatives": 0}
+    assert care.settings == (StageSetting("optim.lr", "4e-5", "stage2"),) and care.mining == {"n_negatives": 0}
     assert bench.care_variant(parser.parse_args([]), parser) == Variant("")  # the preset as shipped
     with pytest.raises(SystemExit):  # two ways of choosing at once
         bench.care_variant(parser.parse_args(["--care-settings", "stage2:mine=0", "--care-from-validation"]), parser)

@@ -62,19 +62,21 @@ def test_care_recipe_fields_left_out_keep_the_stage_files_settings(tmp_path):
     from types import SimpleNamespace
 
     from care.models.instructions import RETRIEVAL_INSTRUCTION, prompt_prefix
-    from care.pipeline.train import care_overrides
+    from care.pipeline.train import care_settings
 
-    demo = care_overrides(SimpleNamespace(config=load_run_config(demo_config_path(tiny=True))))
-    for setting in ("optim.epochs=5", "optim.lr=0.001", "optim.batch_size=32", "model.query_max_seq_length=64",
-                    "init_query:data.n_negatives=1", "stage2:data.n_negatives=3"):
-        assert setting in demo
-    assert any(s.startswith("model.query_prompt=") and prompt_prefix(RETRIEVAL_INSTRUCTION) in json.loads(s.split("=", 1)[1])
-               for s in demo)
+    demo = {(s.stage, s.key): s.value for s in care_settings(
+        SimpleNamespace(config=load_run_config(demo_config_path(tiny=True)), recipe_settings=()))}
+    expected = {(None, "optim.epochs"): 5, (None, "optim.lr"): 0.001, (None, "optim.batch_size"): 32,
+                (None, "model.query_max_seq_length"): 64, ("init_query", "data.n_negatives"): 1,
+                ("stage2", "data.n_negatives"): 3}
+    assert {key: demo.get(key) for key in expected} == expected  # typed: ints stay ints
+    assert type(demo[None, "optim.epochs"]) is int and type(demo[None, "optim.lr"]) is float
+    assert prompt_prefix(RETRIEVAL_INSTRUCTION) in demo[None, "model.query_prompt"]
     (tmp_path / "train.jsonl").write_text('{"query": "q", "pos": ["p"]}\n', encoding="utf-8")
     (tmp_path / "run.yaml").write_text("inputs: {train_file: train.jsonl, tasks: [CMedTEB-Retrieval]}\n"
                                        "models: {query: /m/e5-L6, document: /m/e5-L12}\n", encoding="utf-8")
-    own = care_overrides(SimpleNamespace(config=load_run_config(tmp_path / "run.yaml")))
-    assert not [s for s in own if s.split("=", 1)[0].split(":")[-1] in
+    own = care_settings(SimpleNamespace(config=load_run_config(tmp_path / "run.yaml"), recipe_settings=()))
+    assert not [s for s in own if s.key in
                 ("optim.epochs", "optim.lr", "optim.batch_size", "model.query_max_seq_length",
                  "model.document_max_seq_length", "checkpoint.every_steps", "model.query_prompt", "data.n_negatives")]
 
@@ -83,14 +85,15 @@ def test_checkpoint_cadence_reaches_every_stage(tmp_path):
     """recipes.care.checkpoint_every / checkpoint_minutes become every stage's checkpoint settings."""
     from types import SimpleNamespace
 
-    from care.pipeline.train import care_overrides
+    from care.pipeline.train import care_settings
 
     (tmp_path / "run.yaml").write_text(
         "inputs: {train_file: train.jsonl, tasks: [CMedTEB-Retrieval]}\n"
         "models: {query: /m/e5-L6, document: /m/e5-L12}\n"
         "recipes: {care: {checkpoint_every: 40, checkpoint_minutes: 2.5}}\n", encoding="utf-8")
-    own = care_overrides(SimpleNamespace(config=load_run_config(tmp_path / "run.yaml")))
-    assert "checkpoint.every_steps=40" in own and "checkpoint.every_minutes=2.5" in own
+    own = care_settings(SimpleNamespace(config=load_run_config(tmp_path / "run.yaml"), recipe_settings=()))
+    assert {(s.key, s.value) for s in own if s.stage is None} >= {("checkpoint.every_steps", 40),
+                                                                   ("checkpoint.every_minutes", 2.5)}
 
 
 def test_alignment_sentences_join_stage1s_query_side(tmp_path):
@@ -179,7 +182,7 @@ def test_care_recipe_mines_stage2_negatives_from_the_runs_corpus(tmp_path, monke
 
     calls = []
     monkeypatch.setattr("care.train.recipes.recipe.run_recipe",
-                        lambda paths, *, config_dir=None, overrides=(), recipe=None, validation=None: calls.append((paths, recipe))
+                        lambda plan: calls.append((plan.paths, plan.recipe))
                         or {s: SimpleNamespace(query_model="q", document_model="d", care_model="m", global_step=1,
                                                final_loss=0.0, output_dir=str(tmp_path / s))
                             for s in ("init_query", "init_document", "stage1", "stage2")})
@@ -192,7 +195,7 @@ def test_care_recipe_mines_stage2_negatives_from_the_runs_corpus(tmp_path, monke
                                   "recipes": {"care": {"mine_negatives": mining, "ablations": {
                                       "CARE w/o Stage I": {"skip_stage1": True},
                                       "CARE, 3 negatives": {"mine_negatives": {"n_negatives": 3}}}}}})
-    ctx = SimpleNamespace(config=config, train_file=tmp_path / "train.jsonl", require=lambda value, step: value,
+    ctx = SimpleNamespace(config=config, recipe_settings=(), train_file=tmp_path / "train.jsonl", require=lambda value, step: value,
                           model_dir=lambda *parts: tmp_path.joinpath("models", *parts), validation_task=None,
                           cache_dir=lambda *parts: tmp_path.joinpath("cache", *parts))
     pipeline_train.step_train_care(ctx)
@@ -230,3 +233,15 @@ def test_a_negative_thread_count_in_the_file_names_the_field_and_the_file(tmp_pa
     assert str(error.value) == (f"{path}: config field 'threads': must be >= 0 (torch threads; 0: the library "
                                 "default), got -2")  # from the file: no override named
     assert load_run_config(path, ["threads=4"]).threads == 4
+
+
+def test_a_bad_recipe_override_is_refused_when_the_config_loads_and_flags_arrive_typed():
+    """``recipes.care.overrides`` items are read as stage settings at load, naming the item and the form; a
+    command's typed ``(key, value)`` override keeps its type and is named by key when it is refused."""
+    with pytest.raises(ConfigError, match=r"recipes.care.overrides': item 'oops': expected KEY=VALUE or STAGE:KEY=VALUE"):
+        load_run_config(demo_config_path(tiny=True), ["recipes.care.overrides=[oops]"])
+    config = load_run_config(demo_config_path(tiny=True), [("seed", 4), ("recipes.care.epochs", 2),
+                                                           ("models.references", {"BM25": "bm25"})])
+    assert (config.seed, config.recipes.care.epochs, config.models.references) == (4, 2, {"BM25": "bm25"})
+    with pytest.raises(ConfigError, match=r"got -1 \(set by the override threads \(set to -1\)\)"):
+        load_run_config(demo_config_path(tiny=True), [("threads", -1)])

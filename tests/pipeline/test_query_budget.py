@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -48,29 +49,41 @@ def test_a_budget_below_one_is_refused_and_a_good_one_loads() -> None:
 LENGTHS = ["model.query_max_seq_length=128", "model.document_max_seq_length=128"]
 
 
-def test_the_richer_stage_one_fills_only_what_the_user_left_unset() -> None:
-    recipe, applied, kept = rich_stage1(CareRecipeConfig(overrides=["stage2:optim.epochs=1"]))
+def _rich(tmp_path: Path, recipe: CareRecipeConfig):
+    """:func:`rich_stage1` on a run whose ``recipes.care`` is ``recipe``: ``(its recipe, the settings it adds as
+    items, applied, kept)``."""
+    config = load_run_config(demo_config_path(tiny=True))
+    ctx = RunContext(replace(config, recipes=replace(config.recipes, care=recipe)), tmp_path / "run")
+    budgeted, applied, kept = rich_stage1(ctx)
+    assert ctx.recipe_settings == () and ctx.config.recipes.care is recipe  # the run's own context is untouched
+    added = [f"{s.stage}:{s.key}={s.value}" if s.stage else f"{s.key}={s.value}" for s in budgeted.recipe_settings]
+    assert budgeted.config.recipes.care.overrides == recipe.overrides  # the user's text is left as written
+    return budgeted.config.recipes.care, added, applied, kept
+
+
+def test_the_richer_stage_one_fills_only_what_the_user_left_unset(tmp_path) -> None:
+    recipe, added, applied, kept = _rich(tmp_path, CareRecipeConfig(overrides=["stage2:optim.epochs=1"]))
     rich = [*LENGTHS, "stage1:optim.epochs=6", "stage1:optim.lr=0.0024", "stage1_rank:optim.epochs=3"]
     assert applied == {"recipes.care.alignment_sentences": 100_000, "recipes.care.alignment_sentence_max_chars": 150,
                        "recipes.care.alignment_sentence_titles": False, "recipes.care.alignment_documents": False,
-                       "recipes.care.overrides": rich}
-    assert kept == [] and recipe.overrides == [*rich, "stage2:optim.epochs=1"]
-    recipe, applied, kept = rich_stage1(CareRecipeConfig(alignment_sentences=10_000, alignment_documents=True,
-                                                         overrides=["stage1:optim.epochs=2", "optim.lr=1e-4"]))
+                       "model.query_max_seq_length": 128, "model.document_max_seq_length": 128,
+                       "stage1:optim.epochs": 6, "stage1:optim.lr": 2.4e-3, "stage1_rank:optim.epochs": 3}
+    assert kept == [] and added == rich
+    recipe, added, applied, kept = _rich(tmp_path, CareRecipeConfig(
+        alignment_sentences=10_000, alignment_documents=True, overrides=["stage1:optim.epochs=2", "optim.lr=1e-4"]))
     assert (recipe.alignment_sentences, recipe.alignment_sentence_max_chars) == (10_000, 150)
     assert recipe.alignment_documents is True and recipe.alignment_sentence_titles is False
-    assert recipe.overrides == [*LENGTHS, "stage1_rank:optim.epochs=3", "stage1:optim.epochs=2", "optim.lr=1e-4"]
+    assert added == [*LENGTHS, "stage1_rank:optim.epochs=3"]
     assert kept == ["recipes.care.alignment_sentences", "recipes.care.alignment_documents", "stage1 epochs",
                     "stage1 learning rate"]
-    recipe, applied, kept = rich_stage1(CareRecipeConfig(epochs=1, alignment_sentence_max_chars=80,
-                                                         query_max_length=64))
-    assert recipe.overrides == ["model.document_max_seq_length=128", "stage1:optim.lr=0.0024"]
+    recipe, added, applied, kept = _rich(tmp_path, CareRecipeConfig(epochs=1, alignment_sentence_max_chars=80,
+                                                                    query_max_length=64))
+    assert added == ["model.document_max_seq_length=128", "stage1:optim.lr=0.0024"]
     assert kept == ["recipes.care.alignment_sentence_max_chars", "every stage query token limit", "stage1 epochs",
                     "stage1_rank epochs"]
     more = ["stage1_rank:optim.lr=1e-3", "stage2:model.document_max_seq_length=96"]
-    recipe, applied, kept = rich_stage1(CareRecipeConfig(lr=5e-5, overrides=more))
-    assert recipe.overrides == ["model.query_max_seq_length=128", "stage1:optim.epochs=6", "stage1_rank:optim.epochs=3",
-                                "stage1_rank:optim.lr=1e-3", "stage2:model.document_max_seq_length=96"]
+    recipe, added, applied, kept = _rich(tmp_path, CareRecipeConfig(lr=5e-5, overrides=more))
+    assert added == ["model.query_max_seq_length=128", "stage1:optim.epochs=6", "stage1_rank:optim.epochs=3"]
     assert kept == ["every stage document token limit", "stage1 learning rate"]  # recipes.care.lr: every stage's
 
 
@@ -90,8 +103,9 @@ def curve(monkeypatch, tmp_path_factory):
 def recipe_calls(monkeypatch, tmp_path):
     calls = []
 
-    def run_recipe(paths, *, config_dir=None, overrides=(), recipe=None, validation=None):
-        calls.append((paths, list(overrides)))
+    def run_recipe(plan):
+        calls.append((plan.paths, [f"{s.stage}:{s.key}={s.value}" if s.stage else f"{s.key}={s.value}"
+                                   for s in plan.all_settings]))
         return {s: SimpleNamespace(query_model="q", document_model="d", care_model="m", global_step=1, final_loss=0.0,
                                    output_dir=str(tmp_path / s))
                 for s in ("init_query", "init_document", "stage1", "stage2")}
@@ -165,15 +179,14 @@ def test_a_budget_no_cut_meets_stops_before_training(tmp_path, curve, recipe_cal
 def test_care_runs_budget_builds_stage_one_data_as_the_measured_kit_did(tmp_path) -> None:
     """The richer Stage I's data through ``care run`` is the measured runs' rule (``benchmarks/frontier_kit.py`` before
     it called the package: every sentence of 6-150 characters of the documents' *text*, query-side rows only)."""
-    from dataclasses import replace
 
     from care.data.retrieval import load_corpus
     from care.pipeline.train import care_alignment_file, corpus_file
     from care.train.recipes.alignment_data import alignment_from_training_file, document_sentences
 
     ctx = _context(tmp_path, 5)
-    recipe, _, _ = rich_stage1(ctx.config.recipes.care)
-    ctx.config = replace(ctx.config, recipes=replace(ctx.config.recipes, care=recipe))
+    ctx, _, _ = rich_stage1(ctx)
+    recipe = ctx.config.recipes.care
     built = Path(care_alignment_file(ctx, str(ctx.train_file), tmp_path / "built"))
     texts = [d.text for d in load_corpus(corpus_file(ctx)).values()]  # the kit's: text, no title
     sentences = document_sentences(texts, limit=None, seed=ctx.config.seed, max_chars=150)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
+    from care.config import Override
     from care.pipeline.run import StepFailed
 
 logger = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ def failure_line(failure: StepFailed, log_file: Path, resume: str) -> str:
     return f"error: {message} (run folder {failure.folder}, traceback in {log_file}); resume with: {resume}"
 
 
-def _run(ctx: typer.Context, config_path: Path, output: Path, overrides: list[str], *, fresh: bool,
+def _run(ctx: typer.Context, config_path: Path, output: Path, overrides: list[Override], *, fresh: bool,
          redo: list[str], verbose: bool, check: bool = False, allow_dirty: bool = True) -> None:
     """Run (or resume) the pipeline and print its summary; a failed step prints one line (the traceback goes to
     ``run.log``, and to the terminal too with ``--verbose``) and exits with :data:`STEP_FAILED_EXIT`. ``check``:
@@ -144,8 +145,8 @@ def run(
                                                                   "changes (the manifest keeps the diff's SHA-256)."),
 ) -> None:
     """Curate, label, train the configured recipes, evaluate, time, index the best model, report."""
-    overrides = [*set_, *(["steps=[" + ",".join(step) + "]"] if step else []), *threads_override(threads),
-                 *(["show_progress=false"] if no_progress else [])]
+    overrides: list[Override] = [*set_, *([("steps", list(step))] if step else []), *threads_override(threads),
+                                 *([("show_progress", False)] if no_progress else [])]
     _run(ctx, config, output or Path("runs") / config.stem, overrides, fresh=fresh, redo=redo or [], verbose=verbose,
          check=check, allow_dirty=allow_dirty)
 
@@ -181,43 +182,42 @@ def demo(
 ) -> None:
     """care run on the shipped demo config: curate, label, train real-weight CARE (or --tiny towers), evaluate,
     time, index, report."""
-    overrides = demo_overrides(config_file)
+    overrides: list[Override] = demo_overrides(config_file)
     if skip_e5:
-        overrides += ["curate.encoder=hashing", "recipes.student.enabled=false", "models.references={BM25: bm25}"]
+        overrides += [("curate.encoder", "hashing"), ("recipes.student.enabled", False),
+                      ("models.references", {"BM25": "bm25"})]
     if seed is not None:
-        overrides.append(f"seed={seed}")
+        overrides.append(("seed", seed))
     if judges is not None:
-        overrides.append(f"curate.judges={judges.resolve()}")
+        overrides.append(("curate.judges", str(judges.resolve())))
     if epochs is not None:
-        overrides.append(f"recipes.care.epochs={epochs}")
+        overrides.append(("recipes.care.epochs", epochs))
     if step:
-        overrides.append("steps=[" + ",".join(step) + "]")
-    overrides += [*set_, *threads_override(threads), *(["show_progress=false"] if no_progress else [])]
+        overrides.append(("steps", list(step)))
+    overrides += [*set_, *threads_override(threads), *([("show_progress", False)] if no_progress else [])]
     _run(ctx, demo_config_path(tiny or skip_e5), output, overrides, fresh=fresh, redo=redo or [], verbose=verbose, check=check)
 
 
-def threads_override(threads: int | None) -> list[str]:
+def threads_override(threads: int | None) -> list[Override]:
     """``--threads N`` as an override, applied after the config's ``threads`` and ``--set threads=N`` so it wins;
     none when the option was not given (the config's value stands)."""
-    return [] if threads is None else [f"threads={threads}"]
+    return [] if threads is None else [("threads", threads)]
 
 
-def demo_overrides(config_file: Path | None) -> list[str]:
-    """``--config FILE``'s fields as overrides of the shipped demo config (nested sections flattened)."""
+def demo_overrides(config_file: Path | None) -> list[Override]:
+    """``--config FILE``'s fields as typed overrides of the shipped demo config (nested sections flattened)."""
     if config_file is None:
         return []
-    import json
-
     from care.config import read_config_file
 
-    def flatten(data: dict, prefix: str = "") -> list[str]:
+    def flatten(data: dict, prefix: str = "") -> list[Override]:
         out = []
         for key, value in data.items():
             if isinstance(value, dict) and value and key not in ("references", "judge_thresholds", "ablations",
                                                                   "baselines", "labels"):
                 out += flatten(value, f"{prefix}{key}.")
             else:
-                out.append(f"{prefix}{key}={json.dumps(value, ensure_ascii=False)}")
+                out.append((f"{prefix}{key}", value))
         return out
 
     return flatten(read_config_file(config_file, "demo config"))

@@ -28,11 +28,20 @@ Sections:
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from care.config import Config, ConfigError, apply_overrides, parse_override, read_config_file
+from care.config import (
+    Config,
+    ConfigError,
+    Override,
+    apply_overrides,
+    describe_override,
+    override_parts,
+    read_config_file,
+)
 from care.errors import CareError
 from care.train.recipes.recipe import RecipeConfig
 from care.train.recipes.student import StudentConfig
@@ -344,7 +353,17 @@ class RunConfig(Config):
     show_progress: bool = True
     cache_dir: str | None = None
 
+    def _check_overrides(self) -> None:
+        """Every ``overrides`` item reads as a stage setting (``[stage:]key=value``), checked when the run config
+        loads rather than when its training step starts."""
+        from care.train.stage_settings import parse_settings
+
+        parse_settings(self.recipes.care.overrides, source="config field 'recipes.care.overrides': item")
+        for name, baseline in self.recipes.baselines.items():
+            parse_settings(baseline.overrides, source=f"config field 'recipes.baselines.{name}.overrides': item")
+
     def validate(self) -> None:
+        self._check_overrides()
         if self.threads < 0:
             raise ConfigError(f"config field 'threads': must be >= 0 (torch threads; 0: the library default), "
                               f"got {self.threads}")
@@ -485,8 +504,9 @@ def _student_file(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
-    """A :class:`RunConfig` from a YAML / JSON file: ``KEY=VALUE`` overrides, paths resolved, validated.
+def load_run_config(path: str | Path, overrides: Sequence[Override] = ()) -> RunConfig:
+    """A :class:`RunConfig` from a YAML / JSON file: overrides (``KEY=VALUE`` text from ``--set``, or typed
+    ``(KEY, value)`` pairs from a command's flags) applied in order, paths resolved, validated.
 
     Raises:
         ConfigError: a missing file, bad YAML, an unknown or badly typed field (named, with the file).
@@ -500,14 +520,14 @@ def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (
         raise ConfigError(_naming_overrides(str(exc), overrides)) from None
 
 
-def _naming_overrides(message: str, overrides: list[str] | tuple[str, ...]) -> str:
+def _naming_overrides(message: str, overrides: Sequence[Override]) -> str:
     """``message`` of a refused field, with the overrides that set that field (or a section above it) named
     (``... got -1 (set by the override threads=-1)``): the value came from the command line, not the file."""
     culprits = []
     for item in overrides:
-        parts, _ = parse_override(item)
+        parts, _ = override_parts(item)
         dotted = ".".join(parts)
         if f"field '{dotted}'" in message or f"field '{dotted}." in message or f"field '{dotted}[" in message:
-            culprits.append(item)
+            culprits.append(describe_override(item))
     return f"{message} (set by the override{'s' if len(culprits) > 1 else ''} {', '.join(culprits)})" if culprits \
         else message

@@ -46,6 +46,9 @@ class RunContext:
     config: RunConfig
     root: Path
     manifest: RunManifest | None = None
+    #: stage settings a step's wrapper adds to CARE's recipe (the query budget's richer Stage I), typed
+    #: (:class:`care.train.stage_settings.StageSetting`); before ``recipes.care.overrides``
+    recipe_settings: tuple[Any, ...] = ()
     _encoders: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def dir(self, *parts: str) -> Path:

@@ -23,7 +23,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from care.pipeline.config import CareRecipeConfig
 from care.pipeline.context import RunContext
 from care.pipeline.train import TOWERS_CACHE
 
@@ -35,14 +34,18 @@ QUERY_LATENCY_CACHE = "query_latency"
 OUTPUT_KEY = "query_budget"
 
 
-def rich_stage1(recipe: CareRecipeConfig) -> tuple[CareRecipeConfig, dict[str, Any], list[str]]:
-    """``recipe`` with the frontier's richer Stage I (:data:`care.train.recipes.budget_tower.RICH_DATA_FIELDS`: every corpus
-    sentence of 6-150 characters of the documents' text, query-side rows only; and
-    :func:`care.train.recipes.budget_tower.rich_stage1_overrides`: both towers at 128 tokens, Stage I 6 epochs at learning
-    rate 2.4e-3, its ranking part 3) in every field the user left unset:
-    ``(recipe, {field: value applied}, [fields left as the user set them])``."""
-    from care.train.recipes.budget_tower import RICH_DATA_FIELDS, rich_stage1_overrides
+def rich_stage1(ctx: RunContext) -> tuple[RunContext, dict[str, Any], list[str]]:
+    """``ctx`` with the frontier's richer Stage I in every setting the user left unset — its data as ``recipes.care``
+    fields (:data:`care.train.recipes.budget_tower.RICH_DATA_FIELDS`: every corpus sentence of 6-150 characters of
+    the documents' text, query-side rows only) and its training settings from the budget's one rule
+    (:func:`care.train.recipes.budget_tower.rich_stage1`: both towers at 128 tokens, Stage I 6 epochs at learning
+    rate 2.4e-3, its ranking part 3) as typed :attr:`RunContext.recipe_settings`:
+    ``(ctx copy, {setting: value applied}, [settings left as the user set them])``."""
+    from care.train.recipes.budget_tower import RICH_DATA_FIELDS, setting_label
+    from care.train.recipes.budget_tower import rich_stage1 as rich_rule
+    from care.train.stage_settings import parse_settings
 
+    recipe = ctx.config.recipes.care
     applied: dict[str, Any] = {}
     kept: list[str] = []
     changes: dict[str, Any] = {}
@@ -54,13 +57,14 @@ def rich_stage1(recipe: CareRecipeConfig) -> tuple[CareRecipeConfig, dict[str, A
     typed = (("optim.epochs", recipe.epochs), ("optim.lr", recipe.lr),
              ("model.query_max_seq_length", recipe.query_max_length),
              ("model.document_max_seq_length", recipe.document_max_length))
-    overrides, kept_settings = rich_stage1_overrides(recipe.overrides,
-                                                     user_set=[key for key, value in typed if value is not None])
+    added, kept_settings = rich_rule(parse_settings(recipe.overrides, source="recipes.care.overrides: item"),
+                                     user_set=[key for key, value in typed if value is not None])
     kept += kept_settings
-    if overrides:
-        changes["overrides"] = [*overrides, *recipe.overrides]
-        applied["recipes.care.overrides"] = overrides
-    return replace(recipe, **changes), applied, kept
+    applied.update({setting_label(s): s.value for s in added})
+    budgeted = copy.copy(ctx)
+    budgeted.config = replace(ctx.config, recipes=replace(ctx.config.recipes, care=replace(recipe, **changes)))
+    budgeted.recipe_settings = (*ctx.recipe_settings, *added)
+    return budgeted, applied, kept
 
 
 def apply_query_budget(ctx: RunContext,
@@ -87,14 +91,11 @@ def apply_query_budget(ctx: RunContext,
     queries = training_queries(ctx.require(ctx.train_file, "label"))
     choice = choose_query_tower(config.models.query, document, budget, queries, ctx.cache_dir(QUERY_LATENCY_CACHE),
                                 timing=config.recipes.care.query_speedup_timing)
-    recipe, applied, kept = (rich_stage1(config.recipes.care) if choice.rich_stage1
-                             else (config.recipes.care, {}, []))
+    budgeted, applied, kept = rich_stage1(ctx) if choice.rich_stage1 else (copy.copy(ctx), {}, [])
     choice.settings = {"models.query": choice.query_spec, **applied}
     choice.kept = kept
     logger.info("%s", choice.describe())
-    budgeted = copy.copy(ctx)
-    budgeted.config = replace(config, models=replace(config.models, query=choice.query_spec),
-                              recipes=replace(config.recipes, care=recipe))
+    budgeted.config = replace(budgeted.config, models=replace(config.models, query=choice.query_spec))
     return budgeted, choice.to_dict()
 
 

@@ -19,7 +19,6 @@ an interrupted one continues from its last checkpoint).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable
 from dataclasses import replace
@@ -31,6 +30,7 @@ from care.errors import CareError
 from care.pipeline.config import TINY
 from care.pipeline.context import EMBEDDINGS_CACHE, RunContext
 from care.pipeline.sources import VALIDATION_TASK, corpus_file, evaluated_tasks
+from care.train.stage_settings import StageSetting, parse_settings
 
 logger = logging.getLogger(__name__)
 
@@ -73,32 +73,38 @@ def base_towers(ctx: RunContext) -> tuple[str, str]:
             str(base / TINY_DOCUMENT_DIRNAME) if document == TINY else document)
 
 
-def care_overrides(ctx: RunContext) -> list[str]:
-    """The recipe's settings as ``key=value`` / ``stage:key=value`` (typed fields first, ``overrides`` last)."""
+def care_settings(ctx: RunContext) -> tuple[StageSetting, ...]:
+    """The recipe's stage settings, typed: the run's seed and reporting, ``recipes.care``'s typed fields, the
+    query budget's (:attr:`RunContext.recipe_settings`), then ``recipes.care.overrides`` (user text, parsed here)."""
     recipe, config = ctx.config.recipes.care, ctx.config
     typed = {"optim.epochs": recipe.epochs, "optim.batch_size": recipe.batch_size, "optim.lr": recipe.lr,
              "model.query_max_seq_length": recipe.query_max_length,
-             "model.document_max_seq_length": recipe.document_max_length,
-             **{f"{stage}:data.max_examples": recipe.max_train_examples for stage in PAIR_STAGES},
-             **{f"{stage}:data.max_examples": recipe.max_alignment_rows for stage in ALIGNMENT_STAGES},
-             "stage1_rank:loss.bank_size": recipe.rank_bank_size, "checkpoint.every_steps": recipe.checkpoint_every,
-             "checkpoint.every_minutes": recipe.checkpoint_minutes}
-    out = [f"seed={config.seed}", "runtime.log_with=null", f"runtime.progress_bar={str(config.show_progress).lower()}",
-           "optim.grad_cache_chunk_size=null", *(f"{k}={v}" for k, v in typed.items() if v is not None)]
+             "model.document_max_seq_length": recipe.document_max_length}
+    out = [StageSetting("seed", config.seed), StageSetting("runtime.log_with", None),
+           StageSetting("runtime.progress_bar", bool(config.show_progress)),
+           StageSetting("optim.grad_cache_chunk_size", None),
+           *(StageSetting(key, value) for key, value in typed.items() if value is not None),
+           *(StageSetting("data.max_examples", recipe.max_train_examples, stage) for stage in PAIR_STAGES
+             if recipe.max_train_examples is not None),
+           *(StageSetting("data.max_examples", recipe.max_alignment_rows, stage) for stage in ALIGNMENT_STAGES
+             if recipe.max_alignment_rows is not None)]
+    every = {"checkpoint.every_steps": recipe.checkpoint_every, "checkpoint.every_minutes": recipe.checkpoint_minutes}
+    if recipe.rank_bank_size is not None:
+        out.append(StageSetting("loss.bank_size", recipe.rank_bank_size, "stage1_rank"))
+    out += [StageSetting(key, value) for key, value in every.items() if value is not None]
     if recipe.query_prompt is not None:
-        out.append(f"model.query_prompt={json.dumps(recipe.query_prompt, ensure_ascii=False)}")
+        out.append(StageSetting("model.query_prompt", recipe.query_prompt))
     if recipe.init_negatives is not None:
-        out += [f"init_query:data.n_negatives={recipe.init_negatives}",
-                f"init_document:data.n_negatives={recipe.init_negatives}"]
+        out += [StageSetting("data.n_negatives", recipe.init_negatives, stage) for stage in SHARED_INIT_STAGES]
     if recipe.stage2_negatives is not None:
-        out.append(f"stage2:data.n_negatives={recipe.stage2_negatives}")
+        out.append(StageSetting("data.n_negatives", recipe.stage2_negatives, "stage2"))
     if config.models.document == TINY and recipe.tiny_document_dims:  # MRL-trained at its own small widths
-        out += ["init_document:model.truncate_to_query_width=false",
-                f"init_document:loss.matryoshka_dims={list(recipe.tiny_document_dims)}"]
+        out += [StageSetting("model.truncate_to_query_width", False, "init_document"),
+                StageSetting("loss.matryoshka_dims", list(recipe.tiny_document_dims), "init_document")]
     full = recipe.full_fine_tune_document
     if full or (full is None and config.models.document == TINY):
-        out += ["init_document:model.lora=null", "stage2:model.lora=null"]
-    return [*out, *recipe.overrides]
+        out += [StageSetting("model.lora", None, "init_document"), StageSetting("model.lora", None, "stage2")]
+    return (*out, *ctx.recipe_settings, *parse_settings(recipe.overrides, source="recipes.care.overrides: item"))
 
 
 def _share_initialisations(source: Path, target: Path) -> None:
@@ -158,13 +164,14 @@ def evaluation_spec(model: str, stage_dir: str | Path) -> str:
 def step_train_care(ctx: RunContext) -> dict[str, Any]:
     """CARE's recipe (and its ablations); returns the row label -> model spec of each stage's model
     (:func:`evaluation_spec`)."""
-    from care.train.recipes.recipe import RecipeConfig, RecipePaths, final_care_model, run_recipe
+    from care.train.recipes.plan import RecipeConfig, RecipePaths, RecipePlan
+    from care.train.recipes.recipe import final_care_model, run_recipe
 
     recipe = ctx.config.recipes.care
     train_file = str(ctx.require(ctx.train_file, "label"))
     query, document = base_towers(ctx)
     out = ctx.model_dir(CARE_FOLDER)
-    overrides = care_overrides(ctx)
+    settings = care_settings(ctx)
     alignment = care_alignment_file(ctx, train_file, out)
     corpus = _mining_corpus(ctx)
     validation = ctx.validation_task  # carved by the label step: the recipe scores its stages on it
@@ -172,10 +179,10 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
                "cache_dir": str(ctx.cache_dir(EMBEDDINGS_CACHE)),  # shared with the evaluate step
                "validation_instruction": evaluated_tasks(ctx)[VALIDATION_TASK].instruction if validation else None}
     no_carving = replace(ctx.config.validation, enabled=validation is not None)  # the label step held out the rows
-    results = run_recipe(RecipePaths(query, document, train_file, str(out), alignment_file=alignment, corpus_file=corpus,
-                                     **checked),
-                         config_dir=recipe.config_dir, overrides=overrides,
-                         recipe=RecipeConfig(mine_negatives=recipe.mine_negatives), validation=no_carving)
+    plan = RecipePlan(RecipePaths(query, document, train_file, str(out), alignment_file=alignment, corpus_file=corpus,
+                                  **checked), recipe.config_dir, settings,
+                      recipe=RecipeConfig(mine_negatives=recipe.mine_negatives), validation=no_carving)
+    results = run_recipe(plan)
     # Stage I ends with its ranking part where the stage configs ship one (the e5 preset)
     stage1 = results.get("stage1_rank") or results["stage1"]
     folders = {"init_query": (results["init_query"].query_model, results["init_query"]),
@@ -191,9 +198,7 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
             _share_initialisations(out, target)
         if switches.mine_negatives is None:  # an ablation differs only in its switches: it mines as the recipe does
             switches = replace(switches, mine_negatives=recipe.mine_negatives)
-        ablated = run_recipe(RecipePaths(query, document, train_file, str(target), alignment_file=alignment,
-                                         corpus_file=corpus, **checked),
-                             config_dir=recipe.config_dir, overrides=overrides, recipe=switches, validation=no_carving)
+        ablated = run_recipe(replace(plan.with_paths(output_dir=str(target)), recipe=switches))
         last = ablated[list(ablated)[-1]]
         models[label] = evaluation_spec(final_care_model(ablated) or last.query_model, last.output_dir)
     checks = _validation_summary(out, recipe.labels)
@@ -239,8 +244,9 @@ def _validation_summary(out: Path, labels: dict[str, str]) -> dict[str, Any]:
 def student_config(ctx: RunContext):
     """The run's student recipe: ``recipes.student.settings`` with the run's teacher, seed and progress bars."""
     settings = ctx.config.recipes.student.settings
-    return settings.with_overrides([f"teacher={ctx.config.models.teacher}", f"seed={ctx.config.seed}",
-                                    f"progress_bar={str(ctx.config.show_progress).lower()}"])
+    return type(settings).from_dict({**settings.to_dict(), "teacher": ctx.config.models.teacher,
+                                     "seed": ctx.config.seed, "progress_bar": bool(ctx.config.show_progress)},
+                                    source="recipes.student.settings")
 
 
 def step_train_student(ctx: RunContext) -> dict[str, Any]:
@@ -288,7 +294,8 @@ def step_train_baselines(ctx: RunContext) -> dict[str, Any]:
     for name, baseline in ctx.config.recipes.baselines.items():
         paths = BaselinePaths(trained.get(init_document, document), train_file,
                               str(ctx.model_dir(BASELINES_FOLDER, name)), query, document_trained)
-        result = run_baseline(name, paths, baseline.overrides, config_dir=baseline.config_dir)
+        result = run_baseline(name, paths, parse_settings(baseline.overrides, source=f"recipes.baselines.{name}.overrides: item"),
+                              config_dir=baseline.config_dir)
         models[baseline.label or name] = result.model
         steps[name] = {step: {"steps": r.global_step, "final_loss": r.final_loss} for step, r in result.steps.items()}
     return {"models": models, "baselines": steps}

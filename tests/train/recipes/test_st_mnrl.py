@@ -13,8 +13,10 @@ from typer.testing import CliRunner
 
 from care.config import ConfigError
 from care.errors import CareError
-from care.train.recipes.baselines import BaselinePaths, run_baseline
+from care.train.recipes.baselines import BaselinePaths
 from care.train.recipes.st_mnrl import StMnrlConfig
+
+from .plans import run_baseline_items
 
 CONFIG = Path(__file__).resolve().parents[3] / "configs" / "baselines" / "st_mnrl"
 #: Fast settings: 8 rows, 2 batches of 4 per epoch, 2 epochs; Chinese prefixes so the test sees them applied.
@@ -33,7 +35,7 @@ def test_st_mnrl_trains_and_reloads_to_the_same_vectors(tiny_dir, tmp_path, monk
     from care.models.query import build_query_encoder
 
     torch.set_num_threads(1)
-    result = run_baseline("st-mnrl", _paths(tiny_dir, tmp_path / "out"), FAST, config_dir=CONFIG)
+    result = run_baseline_items("st-mnrl", _paths(tiny_dir, tmp_path / "out"), FAST, config_dir=CONFIG)
     assert result.model == str(tmp_path / "out" / "model")
     assert result.steps["train"].global_step == 4 and result.steps["train"].train_seconds > 0
     assert not (tmp_path / "out" / "checkpoints").exists()  # removed once the model is saved
@@ -51,10 +53,10 @@ def test_st_mnrl_trains_and_reloads_to_the_same_vectors(tiny_dir, tmp_path, monk
         raise AssertionError("a finished st-mnrl run was trained again")
 
     monkeypatch.setattr("care.train.recipes.st_mnrl._train", must_not_train)
-    again = run_baseline("st-mnrl", _paths(tiny_dir, tmp_path / "out"), FAST, config_dir=CONFIG)
+    again = run_baseline_items("st-mnrl", _paths(tiny_dir, tmp_path / "out"), FAST, config_dir=CONFIG)
     assert again.model == result.model
     with pytest.raises(CareError, match="other settings"):  # the folder holds another run's model
-        run_baseline("st-mnrl", _paths(tiny_dir, tmp_path / "out"), [*FAST, "lr=1e-2"], config_dir=CONFIG)
+        run_baseline_items("st-mnrl", _paths(tiny_dir, tmp_path / "out"), [*FAST, "lr=1e-2"], config_dir=CONFIG)
 
 
 def test_the_shipped_config_is_the_peer_rows_settings():
@@ -75,13 +77,13 @@ def test_an_e5_checkpoint_trains_with_e5_prefixes(tmp_path, tiny_dir):
 
 def test_bad_settings_name_the_field(tiny_dir, tmp_path):
     with pytest.raises(ConfigError, match="config field 'warmup_ratio': must be in \\[0, 1\\), got 1.5"):
-        run_baseline("st-mnrl", _paths(tiny_dir, tmp_path / "a"), ["warmup_ratio=1.5"])
+        run_baseline_items("st-mnrl", _paths(tiny_dir, tmp_path / "a"), ["warmup_ratio=1.5"])
     with pytest.raises(ConfigError, match="unknown field 'optim'"):
-        run_baseline("st-mnrl", _paths(tiny_dir, tmp_path / "b"), ["optim.lr=1"], config_dir=CONFIG)
+        run_baseline_items("st-mnrl", _paths(tiny_dir, tmp_path / "b"), ["optim.lr=1"], config_dir=CONFIG)
     paths = BaselinePaths(str(tiny_dir / "tiny-qwen3"), str(tiny_dir / "train.jsonl"), str(tmp_path / "c"),
                           query_model=str(tiny_dir / "tiny-bert"))
     with pytest.raises(ConfigError, match="trains one model on both sides"):
-        run_baseline("st-mnrl", paths)
+        run_baseline_items("st-mnrl", paths)
 
 
 def test_the_command_runs_the_baseline(tiny_dir, tmp_path, monkeypatch):

@@ -152,14 +152,16 @@ def test_the_command_runs_a_sweep_config(topics, tmp_path, monkeypatch):
 
 
 def test_a_reused_stage_must_be_finished(topics, tmp_path):
-    from care.train.recipes.recipe import RecipePaths, run_recipe
+    from care.train.recipes.recipe import RecipePaths
+
+    from .plans import run_plan
 
     paths = RecipePaths(str(topics / "tiny-bert"), str(topics / "tiny-bert"), str(topics / "train.jsonl"),
                         str(tmp_path / "run"), finished_stages={"init_query": str(tmp_path / "nothing")})
     with pytest.raises(CareError, match=f"{tmp_path / 'nothing'}: not a finished init_query"):
-        run_recipe(paths, overrides=FAST)
+        run_plan(paths, overrides=FAST)
     with pytest.raises(ConfigError, match="finished_stages: unknown recipe stage\\(s\\) \\['stage3'\\]"):
-        run_recipe(RecipePaths(paths.query_model, paths.document_model, paths.train_file, str(tmp_path / "r2"),
+        run_plan(RecipePaths(paths.query_model, paths.document_model, paths.train_file, str(tmp_path / "r2"),
                                finished_stages={"stage3": str(tmp_path)}), overrides=FAST)
 
 

@@ -7,6 +7,7 @@ import pytest
 from care.config import ConfigError
 from care.train.recipes.recipe import RecipeConfig
 from care.train.recipes.variants import Variant, parse_items, parse_variant
+from care.train.stage_settings import StageSetting
 
 
 def test_each_item_form_lands_where_it_belongs():
@@ -14,7 +15,7 @@ def test_each_item_form_lands_where_it_belongs():
                             "optim.batch_size=16;recipe:skip_stage1=true")
     assert variant == Variant("mined2", ("stage2:optim.lr=4e-5", "stage2:mine=2", "stage2:mine.relative_margin=0.02",
                                          "optim.batch_size=16", "recipe:skip_stage1=true"),
-                              overrides=("stage2:optim.lr=4e-5", "optim.batch_size=16"),
+                              settings=(StageSetting("optim.lr", "4e-5", "stage2"), StageSetting("optim.batch_size", 16)),
                               switches={"skip_stage1": True}, mining={"n_negatives": 2, "relative_margin": 0.02})
     recipe = variant.recipe(RecipeConfig(skip_stage2=False, overrides=["stage1:loss.lambda_mse=0"]))
     assert recipe.skip_stage1 and recipe.mine_negatives == {"n_negatives": 2, "relative_margin": 0.02}

@@ -11,9 +11,10 @@ The stages (``TrainConfig.stage``), their towers, losses and defaults are declar
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from care.config import Config, ConfigError, apply_overrides, read_config_file
 from care.models.lora_settings import LoraSettings
@@ -260,13 +261,13 @@ class TrainConfig(Config):
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
 
     @classmethod
-    def for_stage(cls, stage: str, overrides: Sequence[str] = ()) -> TrainConfig:
-        """The built-in defaults of ``stage`` (its declared hyperparameters), then ``overrides``; not yet
-        validated (model paths and data files are the caller's to fill in)."""
+    def for_stage(cls, stage: str, settings: Mapping[str, Any] | None = None) -> TrainConfig:
+        """The built-in defaults of ``stage`` (its declared hyperparameters), then ``settings`` (``{dotted key:
+        typed value}``); not yet validated (model paths and data files are the caller's to fill in)."""
         if stage not in STAGES:
             raise ConfigError(f"config field 'stage': must be one of {', '.join(STAGES)}, got {stage!r}")
-        declared = [f"{k}={v}" for k, v in stage_declaration(stage).defaults.items()]
-        return build_unvalidated(apply_overrides(cls(stage=stage).to_dict(), [*declared, *overrides]))
+        changes = [*stage_declaration(stage).defaults.items(), *(settings or {}).items()]
+        return build_unvalidated(apply_overrides(cls(stage=stage).to_dict(), changes))
 
     # ---------------------------------------------------------------- validation
     def validate(self) -> None:

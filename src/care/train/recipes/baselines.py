@@ -16,7 +16,7 @@ st-mnrl         one model fine-tuned on both sides by sentence-transformers' own
 ==============  =============================================================================
 
 Each training step reads ``<config_dir>/<step>.yaml`` (``configs/baselines/<name>/``) or built-in
-defaults, gets its models / data / output folder wired here, then ``overrides`` (``key=value`` for
+defaults, gets its models / data / output folder wired here, then its settings (``key=value`` for
 training step, ``<step>:key=value`` for one; the prune step takes only ``prune:layers=N``). A finished step
 (``train_result.json``, or the pruned folder) is skipped on rerun and an interrupted one resumes from
 its last checkpoint, as in :func:`care.train.recipes.recipe.run_recipe`. ``st-mnrl`` has one step, ``train``
@@ -33,10 +33,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from care.config import Config, ConfigError, apply_overrides, read_config_file
+from care.config import Config, ConfigError, read_config_file
 from care.errors import CareError
 from care.train.engine.config import TrainConfig
 from care.train.engine.trainer import TrainResult, read_result, train
+from care.train.stage_settings import StageSetting, apply_settings
 
 logger = logging.getLogger(__name__)
 
@@ -79,15 +80,15 @@ BASELINES: dict[str, tuple[Step, ...]] = {
 #: Built-in settings per baseline and step when no config folder is given (paper τ = 0.02, 1 + 7
 #: negatives; a pruned decoder is pooled at its last token; the score-distillation teacher keeps its
 #: native width).
-_DEFAULTS: dict[str, dict[str, list[str]]] = {
-    "kale": {"align": ["loss.temperature=0.02", "data.n_negatives=7", "model.query_pooling=lasttoken"]},
-    "wang_lyu": {"distill": ["model.query_pooling=lasttoken", "data.n_negatives=0"]},
-    "scalingnote": {"distill": ["loss.temperature=0.02", "data.n_negatives=7"],
-                    "finetune": ["loss.temperature=0.02", "data.n_negatives=7"]},
-    "score_distill": {"distill": ["loss.temperature=0.02", "data.n_negatives=7", "loss.lambda_distill=1",
-                                  "loss.lambda_contrastive=1", "model.truncate_to_query_width=false"]},
+_PAPER = {"loss.temperature": 0.02, "data.n_negatives": 7}
+_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
+    "kale": {"align": {**_PAPER, "model.query_pooling": "lasttoken"}},
+    "wang_lyu": {"distill": {"model.query_pooling": "lasttoken", "data.n_negatives": 0}},
+    "scalingnote": {"distill": dict(_PAPER), "finetune": dict(_PAPER)},
+    "score_distill": {"distill": {**_PAPER, "loss.lambda_distill": 1, "loss.lambda_contrastive": 1,
+                                  "model.truncate_to_query_width": False}},
 }
-_INIT_DOCUMENT_DEFAULTS = ["loss.temperature=0.02", "data.n_negatives=7", "model.truncate_to_query_width=false"]
+_INIT_DOCUMENT_DEFAULTS: dict[str, Any] = {**_PAPER, "model.truncate_to_query_width": False}
 #: The sentence-transformers trainer baseline (care.train.recipes.st_mnrl) and its one step (config file ``train.yaml``).
 ST_MNRL = "st-mnrl"
 ST_MNRL_STEP = Step("train", "st_mnrl")
@@ -152,12 +153,10 @@ def baseline_steps(name: str) -> tuple[Step, ...]:
         raise ConfigError(f"unknown baseline {name!r}; choose from {', '.join([*BASELINES, ST_MNRL])}") from None
 
 
-def _split_overrides(step: Step, overrides: Sequence[str]) -> list[str]:
-    """Overrides for ``step``: the unprefixed ones (training steps only), then ``<step>:key=value`` ones."""
-    from care.train.overrides import override_stage
-
-    common = [o for o in overrides if override_stage(o) is None] if step.stage != PRUNE_STEP else []
-    return common + [o.split(":", 1)[1] for o in overrides if override_stage(o) == step.name]
+def _step_settings(step: Step, settings: Sequence[StageSetting]) -> list[StageSetting]:
+    """Settings of ``step``: the every-step ones (training steps only), then ``<step>:key=value`` ones."""
+    common = [s for s in settings if s.stage is None] if step.stage != PRUNE_STEP else []
+    return common + [s for s in settings if s.stage == step.name]
 
 
 def _step_data(name: str, step: Step, config_dir: str | Path | None) -> dict[str, Any]:
@@ -170,19 +169,19 @@ def _step_data(name: str, step: Step, config_dir: str | Path | None) -> dict[str
         return data
     if step.stage == PRUNE_STEP:
         return PruneSettings().to_dict()
-    defaults = _INIT_DOCUMENT_DEFAULTS if step.stage == "init_document" else _DEFAULTS[name].get(step.name, [])
+    defaults = _INIT_DOCUMENT_DEFAULTS if step.stage == "init_document" else _DEFAULTS[name].get(step.name, {})
     return TrainConfig.for_stage(step.stage, defaults).to_dict()
 
 
-def _record_settings(out: Path, name: str, paths: BaselinePaths, overrides: Sequence[str]) -> None:
-    from care.train.recipes.recipe import record_run_settings, result_overrides
+def _record_settings(out: Path, name: str, paths: BaselinePaths, settings: Sequence[StageSetting]) -> None:
+    from care.train.recipes.recipe import record_run_settings, recorded_settings
 
-    settings = {"baseline": name, **asdict(paths), "overrides": result_overrides(overrides)}
-    settings.pop("output_dir")
-    record_run_settings(out / SETTINGS_FILE, settings, "baseline", "give each baseline its own output folder")
+    record = {"baseline": name, **asdict(paths), "settings": recorded_settings(settings)}
+    record.pop("output_dir")
+    record_run_settings(out / SETTINGS_FILE, record, "baseline", "give each baseline its own output folder")
 
 
-def run_baseline(name: str, paths: BaselinePaths, overrides: Sequence[str] = (), *,
+def run_baseline(name: str, paths: BaselinePaths, settings: Sequence[StageSetting] = (), *,
                  config_dir: str | Path | None = None) -> BaselineResult:
     """Run (or finish) baseline ``name``; finished steps are skipped, an interrupted one resumes.
 
@@ -190,8 +189,8 @@ def run_baseline(name: str, paths: BaselinePaths, overrides: Sequence[str] = (),
         name: one of :data:`BASELINES` (``kale``, ``wang_lyu``, ``scalingnote``, ``score_distill``) or
             :data:`ST_MNRL` (``st-mnrl``: sentence-transformers' trainer, ``paths.document_model`` on both sides).
         paths: models, training file, output folder (:class:`BaselinePaths`).
-        overrides: ``key=value`` for every training step, ``<step>:key=value`` for one
-            (``align:optim.lr=1e-4``, ``prune:layers=4``).
+        settings: typed settings for every training step or, with a stage, for one step (what
+            :func:`care.train.stage_settings.parse_settings` makes of ``align:optim.lr=1e-4``, ``prune:layers=4``).
         config_dir: folder with ``<step>.yaml`` files (e.g. ``configs/baselines/kale``); ``None``:
             built-in defaults. Model paths, data files and output folders in them are replaced.
     Returns:
@@ -199,20 +198,20 @@ def run_baseline(name: str, paths: BaselinePaths, overrides: Sequence[str] = (),
     """
     steps = baseline_steps(name)
     if name == ST_MNRL:
-        return _run_st_mnrl(paths, overrides, config_dir)
+        return _run_st_mnrl(paths, settings, config_dir)
     if any(s.query == "small" for s in steps) and not paths.query_model:
         raise ConfigError(f"baseline {name} trains a small query encoder: give BaselinePaths.query_model "
                           "(e.g. a BERT-style checkpoint such as runs/tiny/tiny-bert)")
     out = Path(paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _record_settings(out, name, paths, overrides)
+    _record_settings(out, name, paths, settings)
     teacher = paths.document_model if paths.document_trained else str(out / "init_document" / "document")
     result = BaselineResult(name, str(out), None, teacher)
     previous_query: str | None = None
     for step in steps:
         if step.stage == "init_document" and paths.document_trained:
             continue
-        data = apply_overrides(_step_data(name, step, config_dir), _split_overrides(step, overrides))
+        data = apply_settings(_step_data(name, step, config_dir), _step_settings(step, settings))
         if step.stage == PRUNE_STEP:
             result.pruned_model = _prune_step(out / step.name, teacher, data)
             continue
@@ -229,7 +228,7 @@ def run_baseline(name: str, paths: BaselinePaths, overrides: Sequence[str] = (),
                       "model.document_model": paths.document_model if step.stage == "init_document" else teacher}
             if step.stage != "init_document":
                 wiring["model.teacher.kind"] = "document"
-            data = apply_overrides(data, [f"{k}={_yaml_value(v)}" for k, v in wiring.items()])
+            data = apply_settings(data, wiring)
             logger.info("baseline %s: running %s (%s) -> %s", name, step.name, step.stage, out / step.name)
             trained = train(TrainConfig.from_dict(data), resume=True)
         result.steps[step.name] = trained
@@ -239,7 +238,8 @@ def run_baseline(name: str, paths: BaselinePaths, overrides: Sequence[str] = (),
     return result
 
 
-def _run_st_mnrl(paths: BaselinePaths, overrides: Sequence[str], config_dir: str | Path | None) -> BaselineResult:
+def _run_st_mnrl(paths: BaselinePaths, settings: Sequence[StageSetting],
+                 config_dir: str | Path | None) -> BaselineResult:
     """``st-mnrl``: ``paths.document_model`` fine-tuned on both sides into ``paths.output_dir``."""
     from care.train.recipes.st_mnrl import StMnrlConfig, train_st_mnrl
 
@@ -249,11 +249,11 @@ def _run_st_mnrl(paths: BaselinePaths, overrides: Sequence[str], config_dir: str
     path = Path(config_dir) / f"{ST_MNRL_STEP.name}.yaml" if config_dir is not None else None
     source = str(path) if path is not None and path.is_file() else None
     data = read_config_file(path) if source else StMnrlConfig().to_dict()
-    config = StMnrlConfig.from_dict(apply_overrides(data, _split_overrides(ST_MNRL_STEP, overrides)),
+    config = StMnrlConfig.from_dict(apply_settings(data, _step_settings(ST_MNRL_STEP, settings)),
                                     source=source or "st-mnrl overrides")
     out = Path(paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _record_settings(out, ST_MNRL, paths, overrides)
+    _record_settings(out, ST_MNRL, paths, settings)
     trained = train_st_mnrl(paths.document_model, paths.train_file, out, config)
     return BaselineResult(ST_MNRL, str(out), trained.query_model, str(trained.document_model),
                           steps={ST_MNRL_STEP.name: trained})
@@ -280,6 +280,3 @@ def _prune_step(target: Path, source: str, data: dict[str, Any]) -> str:
     write_json(record, settings)
     return str(path)
 
-
-def _yaml_value(value: object) -> str:
-    return "null" if value is None else json.dumps(str(value), ensure_ascii=False)

@@ -8,7 +8,7 @@ trained, with the measured speed-ups (:class:`QueryBudgetError`). Where the pick
 richer Stage I applies, exactly as the frontier's 1-layer point trained it: the ``RICH_*`` table below, the one place
 both paths read (``benchmarks/results/real_weights/test_cpu_rich_lr2.4e-3_L1_seed*.json``: ``bench_real_weights.py
 --layers 1 --max-length 128 --variant rich-lr2.4e-3=...``, its Stage I data built by ``benchmarks/frontier_kit.py``,
-which calls :func:`write_rich_alignment`). :func:`rich_stage1_overrides` gives its training settings,
+which calls :func:`write_rich_alignment`). :func:`rich_stage1` gives its training settings,
 :data:`RICH_DATA_FIELDS` its data as ``care run``'s recipe fields, :func:`rich_alignment_file` the same data as a
 file. The pick is a selection by measured speed, not by a score: :meth:`QueryTowerChoice.selection` records it in the
 selection protocol (:mod:`care.bench.selection`, ``selected_on: speed``). The settings themselves were chosen on the
@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from care.errors import CareError
-from care.train.overrides import sets_key
+from care.train.recipes.plan import RecipePlan
+from care.train.stage_settings import StageSetting, sets
 
 logger = logging.getLogger(__name__)
 
@@ -191,45 +192,44 @@ class QueryTowerChoice:
 
     def describe(self) -> str:
         """One line: the budget, the measured speed-ups, the pick and the settings applied."""
-        settings = ", ".join(f"{k}={v}" for k, v in self.settings.items()) or "none"
+        settings = ", ".join(f"{k}: {v}" for k, v in self.settings.items()) or "none"
         kept = f" (left as set: {', '.join(self.kept)})" if self.kept else ""
         return (f"query-latency budget {self.budget:g}×: speed-ups over {self.layers} layers ({self.engine}): "
                 f"{format_speedups(self.speedups)} -> query tower {self.query_spec} ({self.depth} layer(s), "
                 f"{self.speedups[self.depth]:.2f}×); settings applied: {settings}{kept}")
 
 
-#: The words :func:`rich_stage1_overrides` lists a setting left as the user set it by.
+#: The words :func:`rich_stage1` lists a setting left as the user set it by.
 SETTING_WORDS = {"optim.epochs": "epochs", "optim.lr": "learning rate", "model.query_max_seq_length":
                  "query token limit", "model.document_max_seq_length": "document token limit"}
 
 
-def _sets_anywhere(overrides: Sequence[str], key: str) -> bool:
-    """Whether any of ``overrides`` sets ``key``, for every stage or for one."""
-    from care.train.overrides import override_key
-
-    return any(override_key(o) == key for o in overrides)
+def setting_label(setting: StageSetting) -> str:
+    """How a setting is named in a choice's ``settings`` and its log line: ``stage1:optim.lr`` / ``optim.lr``."""
+    return f"{setting.stage}:{setting.key}" if setting.stage else setting.key
 
 
-def rich_stage1_overrides(overrides: Sequence[str], *, user_set: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+def rich_stage1(settings: Sequence[StageSetting], *, user_set: Sequence[str] = ()) -> tuple[list[StageSetting], list[str]]:
     """The richer Stage I's settings (:data:`RICH_STAGE_SETTINGS`: both towers' token limit in every stage, Stage I's
-    epochs and learning rate, its ranking part's epochs) where the user left them unset:
-    ``(overrides to add, ["<stage> <setting>" left as the user set them])``.
+    epochs and learning rate, its ranking part's epochs) where the user left them unset — the budget's one rule,
+    for ``care run`` and ``care train recipe --query-speedup`` alike:
+    ``(settings to add, ["<stage> <setting>" left as the user set them])``.
 
     Args:
-        overrides: the user's ``key=value`` / ``stage:key=value`` settings (a token limit set for any stage counts
-            as set: the rule does not mix limits across stages).
+        settings: the user's stage settings (a token limit set for any stage counts as set: the rule does not mix
+            limits across stages).
         user_set: keys the user set for every stage some other way (``optim.epochs`` for ``recipes.care.epochs``,
             ``optim.lr`` for ``recipes.care.lr``, the token limits for ``recipes.care.*_max_length``).
     """
-    added, kept = [], []
-    for stage, settings in RICH_STAGE_SETTINGS.items():
-        for key, value in settings.items():
+    added: list[StageSetting] = []
+    kept: list[str] = []
+    for stage, values in RICH_STAGE_SETTINGS.items():
+        for key, value in values.items():
             words = f"{stage or 'every stage'} {SETTING_WORDS.get(key, key)}"
-            taken = sets_key(overrides, stage, key) if stage else _sets_anywhere(overrides, key)
-            if key in user_set or taken:
+            if key in user_set or sets(settings, key, stage):
                 kept.append(words)
             else:
-                added.append(f"{stage}:{key}={value}" if stage else f"{key}={value}")
+                added.append(StageSetting(key, value, stage))
     return added, kept
 
 
@@ -318,3 +318,27 @@ def training_queries(train_file: str | Path, limit: int = LATENCY_QUERIES) -> li
         if len(seen) >= limit:
             break
     return list(seen)
+
+
+def budget_plan(plan: RecipePlan, choice: QueryTowerChoice, query_model: str) -> RecipePlan:
+    """``plan`` trained as ``choice`` says (``care train recipe --query-speedup``): its query tower ``query_model``
+    (the picked cut, resolved to a folder) and, at :data:`RICH_STAGE1_DEPTH`, the richer Stage I — its settings
+    (:func:`rich_stage1`) before the plan's own, and its data (:func:`rich_alignment_file`, from the plan's corpus)
+    unless the plan names an alignment file. Fills ``choice.settings`` and ``choice.kept``."""
+    choice.settings = {"--query-model": choice.query_spec}
+    plan = plan.with_paths(query_model=query_model)
+    if not choice.rich_stage1:
+        return plan
+    added, choice.kept = rich_stage1(plan.all_settings)
+    choice.settings.update({setting_label(s): s.value for s in added})
+    plan = plan.with_settings(*added, first=True)
+    paths = plan.paths
+    if paths.alignment_file is not None:
+        choice.kept.append("--alignment")
+    elif paths.corpus_file is None:
+        choice.kept.append("Stage I data (no --corpus to take sentences from)")
+    else:
+        alignment = str(rich_alignment_file(paths.train_file, paths.corpus_file, paths.output_dir))
+        choice.settings["--alignment"] = alignment
+        plan = plan.with_paths(alignment_file=alignment)
+    return plan

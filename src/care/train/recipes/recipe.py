@@ -36,15 +36,23 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from care.config import Config, ConfigError, apply_overrides, read_config_file
+from care.config import ConfigError, read_config_file
 from care.errors import CareError
 from care.train.engine.config import TrainConfig
 from care.train.engine.trainer import TrainResult, read_result, train
-from care.train.overrides import override_key, override_stage, sets_key
+from care.train.recipes.plan import (  # noqa: F401 (RecipePaths, RecipeConfig, load_recipe_config: imported from here)
+    MINING_OFF,
+    RECIPE_STAGES,
+    STAGE1_DATA,
+    RecipeConfig,
+    RecipePaths,
+    RecipePlan,
+    load_recipe_config,
+)
 from care.train.recipes.validation import (
     SCORES_FILE,
     StageValidator,
@@ -52,10 +60,10 @@ from care.train.recipes.validation import (
     carve_validation,
     without_held_out,
 )
+from care.train.stage_settings import StageSetting, apply_settings, for_stage, sets
 
 logger = logging.getLogger(__name__)
 
-RECIPE_STAGES: tuple[str, ...] = ("init_query", "init_document", "stage1", "stage1_rank", "stage2")
 #: Recipe stages that run only when the config folder ships their ``<stage>.yaml`` (the paper's recipe
 #: has no such stage; a preset opts in).
 OPT_IN_STAGES: tuple[str, ...] = ("stage1_rank",)
@@ -70,136 +78,20 @@ RANK_QUERIES_FILE = "rank_queries.jsonl"
 #: Stage II's training file with negatives mined by the initialised document tower (RecipeConfig.mine_negatives).
 MINED_FILE = "stage2_train.jsonl"
 RECIPE_FILE = "recipe.json"
-#: ``mine_negatives: {n_negatives: 0}``: no mining, whatever the config folder's default.
-MINING_OFF = 0
-#: Stage I training data: alignment rows (paper) or the retrieval fine-tuning file (ablation).
-STAGE1_DATA: tuple[str, ...] = ("alignment", "finetune")
 
 
-@dataclass
-class RecipeConfig(Config):
-    """Ablation switches of the recipe (all off = the paper's full CARE recipe).
-
-    Attributes:
-        skip_query_init: no ``init_query``; Stage I starts from the (pretrained) query checkpoint.
-        skip_document_init: no ``init_document``; Stage I's teacher and Stage II start from the base LLM.
-        skip_stage1: no query alignment; Stage II starts from the initialised query encoder.
-        skip_stage2: no joint fine-tuning; the Stage I model is the result.
-        skip_stage1_rank: no ranking alignment after Stage I even where the config folder has one.
-        stage1_data: ``"alignment"`` (``(q,q,q⁻)``/``(d,d,d⁻)`` rows) or ``"finetune"`` (the training file's
-            ``(q, d⁺, d⁻)`` rows).
-        pretrained_query_model: checkpoint ``init_query`` starts from instead of ``RecipePaths.query_model``
-            — e.g. a RetroMAE or unsupervised-InfoNCE pretrained encoder ("pretraining on"); ``None``
-            keeps the base model ("off").
-        overrides: stage-config overrides that belong to the ablation, applied after the run's own
-            (``["stage1:loss.lambda_mse=0"]`` = Stage I without MSE).
-        mine_negatives: Stage II's hard negatives mined by the initialised document tower over
-            ``RecipePaths.corpus_file`` with likely false negatives filtered
-            (:class:`care.train.recipes.model_negatives.MiningConfig` as a dict); ``None`` = the config folder's default
-            (its ``recipe.yaml``: the e5 preset mines one negative per query), or none;
-            ``{"n_negatives": 0}`` = never mine (Stage II keeps the training file's negatives).
-
-    One YAML file per ablation (``configs/ablations/*.yaml``) loads with :func:`load_recipe_config`.
-    """
-
-    skip_query_init: bool = False
-    skip_document_init: bool = False
-    skip_stage1: bool = False
-    skip_stage2: bool = False
-    skip_stage1_rank: bool = False
-    stage1_data: str = "alignment"
-    pretrained_query_model: str | None = None
-    overrides: list[str] = field(default_factory=list)
-    mine_negatives: dict[str, Any] | None = None
-
-    def __post_init__(self) -> None:
-        self.validate()
-
-    def validate(self) -> None:
-        if self.mining is not None:
-            from care.config import build
-            from care.train.recipes.model_negatives import MiningConfig
-
-            build(MiningConfig, self.mining, source="recipe field 'mine_negatives'")
-        for name in ("skip_query_init", "skip_document_init", "skip_stage1", "skip_stage2", "skip_stage1_rank"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"config field '{name}': expected true/false, got {getattr(self, name)!r}")
-        if not isinstance(self.overrides, list) or not all(isinstance(o, str) and "=" in o for o in self.overrides):
-            raise ConfigError(f"config field 'overrides': expected a list of KEY=VALUE strings, got {self.overrides!r}")
-        if self.stage1_data not in STAGE1_DATA:
-            raise ConfigError(f"config field 'stage1_data': must be one of {', '.join(STAGE1_DATA)}, "
-                              f"got {self.stage1_data!r}")
-
-    @property
-    def mining(self) -> dict[str, Any] | None:
-        """The mining settings, or None for no mining (unset, or ``n_negatives`` 0)."""
-        if self.mine_negatives is None or self.mine_negatives.get("n_negatives") == MINING_OFF:
-            return None
-        return self.mine_negatives
-
-    def skipped(self) -> set[str]:
-        """Stages these switches remove."""
-        flags = {"init_query": self.skip_query_init, "init_document": self.skip_document_init,
-                 "stage1": self.skip_stage1, "stage1_rank": self.skip_stage1_rank or self.skip_stage1,
-                 "stage2": self.skip_stage2}
-        return {stage for stage, off in flags.items() if off}
-
-
-
-def load_recipe_config(path: str | Path) -> RecipeConfig:
-    """Read a :class:`RecipeConfig` from YAML/JSON (e.g. ``configs/ablations/no_stage1.yaml``)."""
-    return RecipeConfig.from_dict(read_config_file(path, "recipe config"), source=str(path))
-
-
-@dataclass
-class RecipePaths:
-    """Inputs of a recipe run."""
-
-    query_model: str
-    document_model: str
-    train_file: str
-    output_dir: str
-    alignment_file: str | None = None
-    corpus_file: str | None = None
-    #: a validation task already carved from ``train_file`` (``care run``'s label step does): every stage is
-    #: scored on it and nothing more is held out; ``None``: the recipe carves one itself (ValidationConfig)
-    validation_task: str | None = None
-    #: embedding cache of the validation scoring (``None``: ``<output>/validation/cache``)
-    cache_dir: str | None = None
-    #: the task instruction the validation queries are encoded with by models that take one (``care run``: its
-    #: main task's); ``None``: none
-    validation_instruction: str | None = None
-    #: stages already trained elsewhere with this run's settings (stage -> its folder, e.g. a sweep's base run's
-    #: ``init_document``): used as they are instead of being trained into ``output_dir`` (care.train.recipes.sweep)
-    finished_stages: dict[str, str] | None = None
-
-
-def _stage_config(stage: str, config_dir: str | Path | None, overrides: Sequence[str],
+def _stage_config(stage: str, config_dir: str | Path | None, settings: Sequence[StageSetting],
                   wiring: dict[str, object]) -> TrainConfig:
     """The stage's YAML from ``config_dir`` (``<stage>.yaml``) or the built-in defaults, then the
-    recipe's wiring (``wiring``: dotted key -> value), then the overrides; validated.
-
-    Overrides apply to every stage; prefix one with ``<stage>:`` to target a single stage
-    (``stage2:optim.lr=5e-5``).
+    recipe's wiring (``wiring``: dotted key -> value), then the plan's settings for the stage
+    (:func:`care.train.stage_settings.for_stage`: every-stage ones, then the stage's own); validated.
     """
-    mine = [o.split(":", 1)[1] for o in overrides if override_stage(o) == stage]
-    common = [o for o in overrides if override_stage(o) is None]
     path = Path(config_dir) / f"{stage}.yaml" if config_dir is not None else None
     source = str(path) if path is not None and path.is_file() else None
     # the stage's file, or its declared defaults (care.train.engine.stage_catalog)
     data = read_config_file(path) if source else TrainConfig.for_stage(stage).to_dict()
-    data = apply_overrides(data, [f"{k}={_yaml_value(v)}" for k, v in wiring.items()])
-    return TrainConfig.from_dict(apply_overrides(data, [*common, *mine]), source=source)
-
-
-def _yaml_value(value: object) -> str:
-    import json
-
-    if value is None:
-        return "null"
-    if isinstance(value, (bool, int, float)):
-        return json.dumps(value)  # a number or true/false, not a string
-    return json.dumps(str(value), ensure_ascii=False)  # paths and text, quoted
+    data = apply_settings(data, {k: str(v) if isinstance(v, Path) else v for k, v in wiring.items()})
+    return TrainConfig.from_dict(apply_settings(data, for_stage(settings, stage)), source=source)
 
 
 def record_run_settings(path: Path, settings: dict[str, Any], what: str, fix: str) -> None:
@@ -236,23 +128,19 @@ REPORTING_KEYS: tuple[str, ...] = ("runtime.progress_bar", "runtime.log_with", "
                                    "model.teacher.cache_dir")
 
 
-def result_overrides(overrides: Sequence[str]) -> list[str]:
-    """``overrides`` without the reporting-only ones (:data:`REPORTING_KEYS`), as recorded for a run."""
-    def key(override: str) -> str:
-        name = override.split("=", 1)[0]
-        return name.split(":", 1)[1] if ":" in name else name
-
-    return [o for o in overrides if key(o) not in REPORTING_KEYS]
+def recorded_settings(settings: Sequence[StageSetting]) -> list[dict[str, Any]]:
+    """``settings`` without the reporting-only ones (:data:`REPORTING_KEYS`), as recorded for a run."""
+    return [s.to_dict() for s in settings if s.key not in REPORTING_KEYS]
 
 
-def _record_settings(out: Path, paths: RecipePaths, recipe: RecipeConfig, overrides: Sequence[str]) -> None:
+def _record_settings(out: Path, plan: RecipePlan, recipe: RecipeConfig) -> None:
     """Record the effective recipe in ``out/recipe.json`` (refusing a rerun with other settings). Mining
     is recorded as what happens: ``null`` for none, whether unset or ``{n_negatives: 0}``, so a folder
     trained before a config folder mined by default reruns with ``--mine-negatives 0``."""
     settings = {"recipe": {**recipe.to_dict(), "mine_negatives": recipe.mining},
-                "query_model": recipe.pretrained_query_model or paths.query_model,
-                "document_model": paths.document_model,
-                "overrides": result_overrides(overrides)}
+                "query_model": recipe.pretrained_query_model or plan.paths.query_model,
+                "document_model": plan.paths.document_model,
+                "settings": recorded_settings(plan.settings)}
     fix = "give each ablation its own --output folder"
     if recipe.mining is not None:
         fix += " (a folder trained without mining: rerun it with --mine-negatives 0 / mine_negatives: {n_negatives: 0})"
@@ -266,7 +154,7 @@ def _same_model(recorded: str | None, wired: str) -> bool:
     return recorded is not None and Path(recorded).exists() and Path(recorded).resolve() == Path(wired).resolve()
 
 
-def training_stage(stage: str, config_dir: str | Path | None, overrides: Sequence[str]) -> str:
+def training_stage(stage: str, config_dir: str | Path | None, settings: Sequence[StageSetting]) -> str:
     """The training stage recipe stage ``stage`` runs as: the last ``<stage>:stage=NAME`` override, else its
     config file's ``stage:`` field when that is one of the stage's :data:`STAGE_CHOICES`, else
     :data:`TRAINING_STAGE` or the stage's own name (``stage1_rank.yaml`` says ``bank_distill``; a file copied
@@ -275,15 +163,12 @@ def training_stage(stage: str, config_dir: str | Path | None, overrides: Sequenc
     Raises:
         ConfigError: an override names a training stage this recipe stage cannot run as.
     """
-    import yaml
-
     default = TRAINING_STAGE.get(stage, stage)
     choices = STAGE_CHOICES.get(stage, (default,))
-    named = [yaml.safe_load(o.split("=", 1)[1]) for o in overrides
-             if override_stage(o) == stage and override_key(o) == "stage"]
+    named = [s.value for s in settings if s.stage == stage and s.key == "stage"]
     if named:
         if named[-1] not in choices:
-            raise ConfigError(f"override '{stage}:stage={named[-1]}': the recipe's {stage} trains as one of "
+            raise ConfigError(f"setting '{stage}:stage={named[-1]}': the recipe's {stage} trains as one of "
                               f"{', '.join(choices)}")
         return str(named[-1])
     path = Path(config_dir) / f"{stage}.yaml" if config_dir is not None else None
@@ -331,7 +216,7 @@ def final_care_model(results: dict[str, TrainResult]) -> str | None:
 
 
 def _mined_training_file(paths: RecipePaths, recipe: RecipeConfig, query_model: str, document_model: str, out: Path,
-                         overrides: Sequence[str], config_dir: str | Path | None) -> tuple[str, int]:
+                         settings: Sequence[StageSetting], config_dir: str | Path | None) -> tuple[str, int]:
     """Stage II's training file with negatives mined by ``document_model`` (once; a rerun with the same
     mining settings reuses it, other settings mine again), and the negatives per row mined."""
     from care.train.recipes.model_negatives import MiningConfig, is_mined_with, mine_hard_negatives
@@ -340,7 +225,7 @@ def _mined_training_file(paths: RecipePaths, recipe: RecipeConfig, query_model: 
     from care.train.engine.towers import load_document_tower, training_device
 
     wiring = {"model.query_model": query_model, "model.document_model": document_model, "data.train_file": paths.train_file}
-    stage_config = _stage_config("stage2", config_dir, overrides, wiring)
+    stage_config = _stage_config("stage2", config_dir, settings, wiring)
     model_config = stage_config.model
     config = MiningConfig(**{"query_prompt": model_config.query_prompt, "document_prompt": model_config.document_prompt,
                              **(recipe.mining or {})})
@@ -404,40 +289,30 @@ def _rank_queries_file(alignment: str, out: Path) -> str:
     return str(target)
 
 
-def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, overrides: Sequence[str] = (),
-               stages: Sequence[str] = RECIPE_STAGES, recipe: RecipeConfig | None = None,
-               validation: ValidationConfig | None = None) -> dict[str, TrainResult]:
-    """Run (or finish) the recipe; returns each stage's :class:`TrainResult`.
+def run_recipe(plan: RecipePlan) -> dict[str, TrainResult]:
+    """Run (or finish) the recipe ``plan`` describes (:class:`~care.train.recipes.plan.RecipePlan`); returns each
+    stage's :class:`TrainResult`.
 
-    The safety net (:mod:`care.train.recipes.validation`): unless ``validation`` turns it off, a validation split is
-    carved from the training file (or ``paths.validation_task`` is used), the stages train on the rest, and
-    the base models and every stage are scored on it as they finish; a stage that scores below the one it
-    started from, and a final model below the base document model or the symmetric small model, are warned
+    The safety net (:mod:`care.train.recipes.validation`): unless ``plan.validation`` turns it off, a validation
+    split is carved from the training file (or ``plan.paths.validation_task`` is used), the stages train on the
+    rest, and the base models and every stage are scored on it as they finish; a stage that scores below the one
+    it started from, and a final model below the base document model or the symmetric small model, are warned
     about and recorded in ``<output>/validation/`` (:func:`read_validation`).
 
-    Args:
-        paths: base models, training file, output folder, optional Stage I alignment file.
-        config_dir: folder with ``init_query.yaml``, ``init_document.yaml``, ``stage1.yaml``,
-            ``stage2.yaml`` and optionally ``stage1_rank.yaml`` (:data:`OPT_IN_STAGES`) (e.g.
-            ``configs/care_tiny``), or ``preset:NAME`` for a shipped preset
-            (:mod:`care.train.recipes.presets`); model paths, data files and output folders in them are
-            replaced by the recipe's wiring. ``None``: the ``e5`` preset for an e5 document model,
-            else the stages' declared defaults.
-        overrides: ``key=value`` for every stage or ``stage:key=value`` for one.
-        stages: subset of :data:`RECIPE_STAGES` to run (in recipe order).
-        recipe: ablation switches (:class:`RecipeConfig`); they remove stages from ``stages`` and
-            rewire the rest.
+    ``plan.config_dir`` is a folder with ``init_query.yaml``, ``init_document.yaml``, ``stage1.yaml``,
+    ``stage2.yaml`` and optionally ``stage1_rank.yaml`` (:data:`OPT_IN_STAGES`) (e.g. ``configs/care_tiny``), or
+    ``preset:NAME`` for a shipped preset (:mod:`care.train.recipes.presets`); model paths, data files and output
+    folders in them are replaced by the recipe's wiring; ``None``: the ``e5`` preset for an e5 document model,
+    else the stages' declared defaults. The ablation switches (``plan.recipe``) remove stages from
+    ``plan.stages`` and rewire the rest.
     """
     from care.train.recipes.presets import resolve_config_dir
 
-    config_dir = resolve_config_dir(config_dir, paths.document_model)
-    recipe = _with_folder_defaults(recipe or RecipeConfig(), config_dir, paths)
-    given = list(overrides)
-    overrides = [*overrides, *recipe.overrides]
-    unknown = [s for s in stages if s not in RECIPE_STAGES]
-    if unknown:
-        raise ConfigError(f"unknown recipe stage(s) {unknown}; choose from {', '.join(RECIPE_STAGES)}")
-    stages = [s for s in RECIPE_STAGES if s in stages and s not in recipe.skipped()
+    paths = plan.paths
+    config_dir = resolve_config_dir(plan.config_dir, paths.document_model)
+    recipe = _with_folder_defaults(plan.recipe, config_dir, paths)
+    settings = replace(plan, recipe=recipe).all_settings  # the run's, then the ablation's
+    stages = [s for s in RECIPE_STAGES if s in plan.stages and s not in recipe.skipped()
               and (s not in OPT_IN_STAGES or (config_dir is not None and (Path(config_dir) / f"{s}.yaml").is_file()))]
     if recipe.mining is not None and "stage2" in stages and not (paths.corpus_file and Path(paths.corpus_file).is_file()):
         # checked before the first stage, not when Stage II starts hours later
@@ -446,8 +321,8 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
                           + (f" ({paths.corpus_file} does not exist)" if paths.corpus_file else ""))
     out = Path(paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _record_settings(out, paths, recipe, given)
-    paths, validator = _safety_net(paths, out, validation or ValidationConfig(), overrides)
+    _record_settings(out, plan, recipe)
+    paths, validator = _safety_net(paths, out, plan.validation, plan.seed)
     results: dict[str, TrainResult] = {}
     dirs = {s: out / s for s in RECIPE_STAGES}
     dirs.update(_finished_elsewhere(paths.finished_stages or {}))
@@ -468,9 +343,9 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
             "stage2": (query_after_rank, doc_after_init, paths.train_file),
         }[stage]
         query_model, document_model, train_file = wiring
-        trained_as = training_stage(stage, config_dir, overrides)
+        trained_as = training_stage(stage, config_dir, settings)
         if validator is not None and not validator.scores:
-            _score_base_models(validator, stages, config_dir, overrides, query_start, paths.document_model)
+            _score_base_models(validator, stages, config_dir, settings, query_start, paths.document_model)
         done = read_result(dirs[stage])
         if done is not None and done.completed:
             _check_finished_inputs(dirs[stage], stage, query_model, document_model, trained_as)
@@ -481,22 +356,22 @@ def run_recipe(paths: RecipePaths, *, config_dir: str | Path | None = None, over
         extra: dict[str, object] = {}
         if stage == "stage2" and recipe.mining is not None:
             train_file, extra["data.n_negatives"] = _mined_training_file(paths, recipe, query_model, document_model, out,
-                                                                         overrides, config_dir)
+                                                                         settings, config_dir)
             # Stage II trains on what was mined, whatever the stage config's n_negatives (the e5 preset's is 0:
-            # in-batch negatives only); an explicit ``stage2:data.n_negatives`` override still wins
+            # in-batch negatives only); an explicit ``stage2:data.n_negatives`` setting still wins
         if stage == "stage1" and train_file is None:
             train_file = _alignment_file(paths, out)
         if stage == "stage1_rank":
             extra["data.bank_file"] = paths.train_file  # ranked: the training file's documents
             # else Stage I trains on the train file (its queries are ranked), or the user named the ranked queries
-            if train_file is None and not sets_key(overrides, stage, "data.train_file"):
+            if train_file is None and not sets(settings, "data.train_file", stage):
                 train_file = _rank_queries_file(_alignment_file(paths, out), out)
-        settings: dict[str, object] = {"stage": trained_as, "output_dir": dirs[stage],
+        wired: dict[str, object] = {"stage": trained_as, "output_dir": dirs[stage],
                                        "model.query_model": query_model, "model.document_model": document_model,
                                        "data.train_file": train_file, **extra}
         if stage in ("stage1", "stage1_rank"):
-            settings["model.teacher.kind"] = "document"
-        config = _stage_config(stage, config_dir, overrides, settings)
+            wired["model.teacher.kind"] = "document"
+        config = _stage_config(stage, config_dir, settings, wired)
         logger.info("recipe: running %s -> %s", stage, dirs[stage])
         results[stage] = train(config, resume=True)
         _score_stage(validator, stage, results[stage])
@@ -531,14 +406,8 @@ VALIDATION_FOLDER = "validation"
 VALIDATION_REPORT = "report.md"
 
 
-def _seed(overrides: Sequence[str]) -> int:
-    """The run's seed from a ``seed=N`` override (0 without one)."""
-    values = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0].strip() == "seed"]
-    return int(values[-1]) if values else 0
-
-
 def _safety_net(paths: RecipePaths, out: Path, config: ValidationConfig,
-                overrides: Sequence[str]) -> tuple[RecipePaths, StageValidator | None]:
+                seed: int) -> tuple[RecipePaths, StageValidator | None]:
     """``paths`` with the training file minus the validation split (when the recipe carves one), and the
     validator of every stage (``None`` when validation is off or the file is too small)."""
     folder = out / VALIDATION_FOLDER
@@ -546,7 +415,7 @@ def _safety_net(paths: RecipePaths, out: Path, config: ValidationConfig,
         return paths, None
     task = paths.validation_task
     if task is None:
-        split = carve_validation(paths.train_file, paths.corpus_file, folder, config, seed=_seed(overrides))
+        split = carve_validation(paths.train_file, paths.corpus_file, folder, config, seed=seed)
         if split is None:
             return paths, None
         task = str(split.task_dir)
@@ -581,24 +450,24 @@ def stage_model_spec(model: str, stage_dir: str | Path) -> str:
     return prompted_spec(model, model_config.get("query_prompt"), model_config.get("document_prompt"))
 
 
-def _base_spec(model: str, stage: str, config_dir: str | Path | None, overrides: Sequence[str]) -> str:
+def _base_spec(model: str, stage: str, config_dir: str | Path | None, settings: Sequence[StageSetting]) -> str:
     """:func:`prompted_spec` of a base tower with the prompts ``stage`` trains it with."""
     placeholders = {"model.query_model": "-", "model.document_model": "-", "data.train_file": "-"}  # only prompts are read
-    config = _stage_config(stage, config_dir, overrides, placeholders).model
+    config = _stage_config(stage, config_dir, settings, placeholders).model
     return prompted_spec(model, config.query_prompt, config.document_prompt)
 
 
 def _score_base_models(validator: StageValidator, stages: Sequence[str], config_dir: str | Path | None,
-                       overrides: Sequence[str], query_model: str, document_model: str) -> None:
+                       settings: Sequence[StageSetting], query_model: str, document_model: str) -> None:
     """The towers the recipe starts from, used as they are (with the prompts of the first stage that trains
     each): what the first stages must beat; the base document model is also what the final model must beat
     (e5 zero-shot for e5 towers)."""
     query_stage = next((s for s in ("init_query", "stage1", "stage1_rank", "stage2") if s in stages), None)
     document_stage = next((s for s in ("init_document", "stage1", "stage2") if s in stages), None)
     if query_stage is not None:
-        validator.score(BASE_QUERY, _base_spec(query_model, query_stage, config_dir, overrides))
+        validator.score(BASE_QUERY, _base_spec(query_model, query_stage, config_dir, settings))
     if document_stage is not None:
-        validator.score(BASE_DOCUMENT, _base_spec(document_model, document_stage, config_dir, overrides))
+        validator.score(BASE_DOCUMENT, _base_spec(document_model, document_stage, config_dir, settings))
 
 
 def _score_stage(validator: StageValidator | None, stage: str, result: TrainResult) -> None:

@@ -34,9 +34,10 @@ from pathlib import Path
 from care.config import Config, ConfigError
 from care.errors import CareError
 from care.train.engine.trainer import TrainResult, read_result
-from care.train.recipes.recipe import RECIPE_STAGES, RecipeConfig, RecipePaths
+from care.train.recipes.plan import RECIPE_STAGES, RecipeConfig, RecipePaths, RecipePlan, seed_of
 from care.train.recipes.validation import METRICS, StageScore, ValidationConfig, ValidationSplit
 from care.train.recipes.variants import Variant, parse_items
+from care.train.stage_settings import StageSetting, parse_settings
 
 logger = logging.getLogger(__name__)
 
@@ -100,12 +101,17 @@ class SweepConfig(Config):
             raise ConfigError("config field 'validation.enabled': a sweep picks its best variant on the validation "
                               "split; it cannot be false")
         self.validation.validate()
-        if not all(isinstance(o, str) and "=" in o for o in self.overrides):
+        if not isinstance(self.overrides, list):
             raise ConfigError(f"config field 'overrides': expected a list of KEY=VALUE strings, got {self.overrides!r}")
+        self.parsed_settings()
         if not self.variants:
             raise ConfigError("config field 'variants': give at least one variant, e.g. "
                               "{mined2: ['stage2:mine=2'], lr4: ['stage2:optim.lr=4e-5']}")
         self.parsed_variants()
+
+    def parsed_settings(self) -> tuple[StageSetting, ...]:
+        """The base recipe's ``overrides``, parsed (errors name the item)."""
+        return parse_settings(self.overrides, source="config field 'overrides': item")
 
     def parsed_variants(self) -> list[Variant]:
         """The variants, parsed (errors name the variant and its item)."""
@@ -120,35 +126,16 @@ def load_sweep_config(path: str | Path, overrides: Sequence[str] = ()) -> SweepC
     return SweepConfig.load(path, overrides)
 
 
-@dataclass
-class RecipeRun:
-    """One recipe run's arguments (:func:`care.train.recipes.recipe.run_recipe`): the base a variant changes."""
-
-    paths: RecipePaths
-    config_dir: str | Path | None = None
-    overrides: Sequence[str] = ()
-    recipe: RecipeConfig = field(default_factory=RecipeConfig)
-
-    def run(self, validation: ValidationConfig | None = None, stages: Sequence[str] = RECIPE_STAGES,
-            ) -> dict[str, TrainResult]:
-        """Run (or finish) the recipe, or only ``stages`` of it (e.g. its initialisations); validation off unless
-        given."""
-        from care.train.recipes.recipe import run_recipe
-
-        return run_recipe(self.paths, config_dir=self.config_dir, overrides=list(self.overrides), recipe=self.recipe,
-                          validation=validation or ValidationConfig(enabled=False), stages=stages)
-
-    def stage_folder(self, stage: str) -> Path:
-        """Where this run's ``stage`` is (its own folder, or one it reuses)."""
-        return Path((self.paths.finished_stages or {}).get(stage, Path(self.paths.output_dir) / stage))
+def stage_folder(plan: RecipePlan, stage: str) -> Path:
+    """Where ``plan``'s ``stage`` is (its own folder, or a finished one it reuses)."""
+    return Path((plan.paths.finished_stages or {}).get(stage, Path(plan.paths.output_dir) / stage))
 
 
 def changed_stages(variant: Variant) -> set[str]:
     """The recipe stages ``variant`` changes, directly or through a stage they are built on (:data:`STAGE_INPUTS`)."""
-    from care.train.overrides import override_stage
     from care.train.recipes.variants import SWITCH_STAGE
 
-    changed = {override_stage(o) for o in variant.overrides}
+    changed = {setting.stage for setting in variant.settings}
     changed = {s for s in changed if s is not None} | ({*RECIPE_STAGES} if None in changed else set())
     changed |= {SWITCH_STAGE[name] for name in variant.switches}
     if variant.mining is not None:
@@ -179,18 +166,31 @@ def share_mined_file(source_dir: str | Path, target_dir: str | Path) -> Path | N
     return target
 
 
-def train_variant(base: RecipeRun, variant: Variant, output_dir: str | Path) -> dict[str, TrainResult]:
-    """Train ``variant`` of ``base`` into ``output_dir``, reusing every finished stage of ``base`` it does not
-    change (:func:`changed_stages`); returns each stage's result (the reused ones included)."""
+def variant_plan(base: RecipePlan, variant: Variant, output_dir: str | Path) -> RecipePlan:
+    """The plan of ``variant`` of ``base`` in ``output_dir``: the base's settings then the variant's, its switches
+    and mining, every finished stage of ``base`` it does not change (:func:`changed_stages`) reused, validation
+    off (the sweep scores the variants itself)."""
+    from care.train.recipes.validation import ValidationConfig
+
     changed = changed_stages(variant)
-    reused = {s: str(base.stage_folder(s)) for s in RECIPE_STAGES if s not in changed and _finished(base.stage_folder(s))}
-    if "init_document" in reused:  # Stage II mines with the same document tower: the base's file may serve
+    reused = {s: str(stage_folder(base, s)) for s in RECIPE_STAGES
+              if s not in changed and _finished(stage_folder(base, s))}
+    plan = replace(base.with_paths(output_dir=str(output_dir), finished_stages=reused, validation_task=None),
+                   recipe=variant.recipe(base.recipe), validation=ValidationConfig(enabled=False))
+    return plan.with_settings(*variant.settings)
+
+
+def train_variant(base: RecipePlan, variant: Variant, output_dir: str | Path) -> dict[str, TrainResult]:
+    """Train ``variant`` of ``base`` into ``output_dir`` (:func:`variant_plan`); returns each stage's result (the
+    reused ones included)."""
+    from care.train.recipes.recipe import run_recipe
+
+    plan = variant_plan(base, variant, output_dir)
+    if "init_document" in (plan.paths.finished_stages or {}):  # Stage II mines with the same document tower
         share_mined_file(base.paths.output_dir, output_dir)
-    paths = replace(base.paths, output_dir=str(output_dir), finished_stages=reused, validation_task=None)
-    run = RecipeRun(paths, base.config_dir, [*base.overrides, *variant.overrides], variant.recipe(base.recipe))
     logger.info("sweep: variant %s (%s) reuses %s", variant.name, "; ".join(variant.items) or "the base recipe",
-                ", ".join(reused) or "nothing")
-    return run.run()
+                ", ".join(plan.paths.finished_stages or {}) or "nothing")
+    return run_recipe(plan)
 
 
 def _finished(folder: Path) -> bool:
@@ -240,14 +240,15 @@ def run_sweep(config: SweepConfig, *, output_dir: str | Path | None = None) -> S
             error of the recipe (naming the stage and field).
     """
     from care.models.tower_spec import resolve_tower_spec
-    from care.train.recipes.recipe import _seed, run_recipe
+    from care.train.recipes.recipe import run_recipe
     from care.train.recipes.validation import StageValidator, carve_validation, without_held_out
 
     out = Path(output_dir or config.output_dir)
     variants = config.parsed_variants()
     folder = out / VALIDATION_FOLDER
+    settings = config.parsed_settings()
     split = carve_validation(config.train_file, config.corpus_file, folder, config.validation,
-                             seed=_seed(config.overrides))
+                             seed=seed_of(settings))
     if split is None:
         raise CareError(f"{config.train_file}: too few retrieval rows to hold out validation.min_queries "
                         f"({config.validation.min_queries}) queries; a sweep picks on validation: raise "
@@ -257,10 +258,9 @@ def run_sweep(config: SweepConfig, *, output_dir: str | Path | None = None) -> S
     paths = RecipePaths(resolve_tower_spec(config.query_model, towers), resolve_tower_spec(config.document_model, towers),
                         str(split.train_file), str(out / BASE), alignment, config.corpus_file,
                         validation_task=str(split.task_dir), cache_dir=str(folder / CACHE_FOLDER))
-    base = RecipeRun(paths, config.config_dir, list(config.overrides), config.recipe)
+    base = RecipePlan(paths, config.config_dir, settings, recipe=config.recipe, validation=config.validation)
     validator = StageValidator(split.task_dir, folder, config.validation, cache_dir=folder / CACHE_FOLDER)
-    base_results = run_recipe(paths, config_dir=config.config_dir, overrides=list(config.overrides),
-                              recipe=config.recipe, validation=config.validation)  # its safety net: the base rows
+    base_results = run_recipe(base)  # its safety net: the base rows
     models = {BASE: final_model(base_results)}
     scores = {BASE: validator.score(BASE, models[BASE], asymmetric=True)}
     for variant in variants:

@@ -34,10 +34,11 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from care.config import ConfigError, apply_overrides, build
+from care.config import ConfigError, build
+from care.train.stage_settings import StageSetting, apply_settings, parse_setting
 
 if TYPE_CHECKING:
-    from care.train.recipes.recipe import RecipeConfig
+    from care.train.recipes.plan import RecipeConfig
 
 #: The prefix of a recipe switch item.
 RECIPE_PREFIX = "recipe:"
@@ -63,7 +64,7 @@ class Variant:
     Attributes:
         name: its name (a folder and a report row).
         items: the items as written.
-        overrides: the stage-config overrides (``STAGE:KEY=VALUE`` and ``KEY=VALUE``), in order.
+        settings: the stage settings (``STAGE:KEY=VALUE`` and ``KEY=VALUE`` items, parsed), in order.
         switches: the recipe switches (``RecipeConfig`` field -> value).
         mining: the Stage II mining (a ``MiningConfig`` dict; ``{"n_negatives": 0}``: none); ``None``: as
             the base recipe mines.
@@ -71,7 +72,7 @@ class Variant:
 
     name: str
     items: tuple[str, ...] = ()
-    overrides: tuple[str, ...] = ()
+    settings: tuple[StageSetting, ...] = ()
     switches: dict[str, Any] = field(default_factory=dict)
     mining: dict[str, Any] | None = None
 
@@ -118,7 +119,7 @@ def parse_items(name: str, items: Sequence[str]) -> Variant:
             value of the wrong type, or mining fields without ``stage2:mine=N`` — naming the variant and item.
     """
     check_variant_name(name)
-    overrides: list[str] = []
+    settings: list[StageSetting] = []
     switches: dict[str, Any] = {}
     mining: dict[str, Any] = {}
     for item in items:
@@ -139,12 +140,11 @@ def parse_items(name: str, items: Sequence[str]) -> Variant:
                                   f"takes {', '.join(SWITCH_STAGE)} (mining: stage2:mine=N)")
             switches[switch] = _value(name, item, value)
         else:
-            _check_override(name, item, key)
-            overrides.append(item)
+            settings.append(_stage_setting(name, item))
     if mining and "n_negatives" not in mining:
         raise ConfigError(f"variant {name!r}: mining settings {sorted(mining)} need stage2:mine=N (negatives per "
                           "query; stage2:mine=0 mines none)")
-    variant = Variant(name, tuple(items), tuple(overrides), switches, mining or None)
+    variant = Variant(name, tuple(items), tuple(settings), switches, mining or None)
     _check_settings(variant)
     return variant
 
@@ -163,27 +163,29 @@ def _count(name: str, item: str, text: str) -> int:
     return value
 
 
-def _check_override(name: str, item: str, key: str) -> None:
-    """A stage override must name a recipe stage and a field of that stage's config."""
+def _stage_setting(name: str, item: str) -> StageSetting:
+    """A stage item as a typed setting; it must name a recipe stage and a field of that stage's config."""
     from care.train.engine.config import TrainConfig, build_unvalidated
-    from care.train.overrides import override_stage
-    from care.train.recipes.recipe import RECIPE_STAGES
+    from care.train.recipes.plan import RECIPE_STAGES
 
-    stage = override_stage(item)
-    if stage is not None and stage not in RECIPE_STAGES:
-        raise ConfigError(f"variant {name!r}: item {item!r}: unknown stage {stage!r}; stages are "
+    try:
+        setting = parse_setting(item, source=f"variant {name!r}: item")
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}; write {ITEM_FORMS}") from None
+    if setting.stage is not None and setting.stage not in RECIPE_STAGES:
+        raise ConfigError(f"variant {name!r}: item {item!r}: unknown stage {setting.stage!r}; stages are "
                           f"{', '.join(RECIPE_STAGES)} (recipe: for a recipe switch)")
-    field_key = key.split(":", 1)[1] if stage is not None else key
     try:  # every stage's config is the same tree of fields (care.train.engine.config.TrainConfig)
-        build_unvalidated(apply_overrides(TrainConfig().to_dict(), [f"{field_key}={item.split('=', 1)[1]}"]))
+        build_unvalidated(apply_settings(TrainConfig().to_dict(), [setting]))
     except ConfigError as exc:
         raise ConfigError(f"variant {name!r}: item {item!r}: {exc}") from None
+    return setting
 
 
 def _check_settings(variant: Variant) -> None:
     """The switches and the mining settings build (types and known fields)."""
     from care.train.recipes.model_negatives import MiningConfig
-    from care.train.recipes.recipe import RecipeConfig
+    from care.train.recipes.plan import RecipeConfig
 
     if variant.switches:
         try:
