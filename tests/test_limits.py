@@ -34,7 +34,7 @@ EXCEPTIONS: dict[str, str] = {
         "real_weights_setup", "baselines_toyhom", "bench_baselines", "pretrain_tiny",
         "bench_baselines_e5", "real_weights_summary", "quantization", "bench_student", "service_load",
         "vocab_pruning", "bench_stage1_probe", "bench_speed", "bench_curate",
-        "search_1m", "service_load_clients", "bench_transfer", "table_common", "bench_service_hostile", "bench_pii",
+        "search_1m", "service_load_clients", "bench_transfer", "table_common", "bench_service_hostile",
         "bench_real_weights")},
 }
 
