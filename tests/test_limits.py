@@ -32,8 +32,8 @@ MOVING = "being moved into the package (issue 61)"
 EXCEPTIONS: dict[str, str] = {
     **{f"benchmarks/{name}.py": MOVING for name in (
         "real_weights_setup", "baselines_toyhom", "bench_baselines", "pretrain_tiny",
-        "bench_baselines_e5", "real_weights_summary", "quantization", "bench_student", "service_load",
-        "vocab_pruning", "bench_stage1_probe", "bench_speed", "bench_curate",
+        "bench_baselines_e5", "real_weights_summary", "bench_student", "service_load",
+        "vocab_pruning", "bench_stage1_probe", "bench_speed",
         "search_1m", "service_load_clients", "bench_transfer", "table_common", "bench_service_hostile",
         "bench_real_weights")},
 }
