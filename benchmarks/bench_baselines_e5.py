@@ -38,10 +38,10 @@ from pathlib import Path
 import torch
 
 from benchmarks._common import RUNS, dev_set, portable
-from benchmarks.baselines_toyhom import E5_CORPUS, seed_e5_cache
 from benchmarks.bench_datasets import e5_corpus_table, prepare_toyhom
 from benchmarks.bench_results import save
 from care.bench.options import RunOptions
+from care.bench.reference_baselines import E5_CORPUS, seed_e5_cache
 from care.bench.runner import evaluate
 from care.bench.task import TaskMetadata
 from care.data.io import write_json
