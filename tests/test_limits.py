@@ -32,7 +32,7 @@ MOVING = "being moved into the package (issue 61)"
 EXCEPTIONS: dict[str, str] = {
     **{f"benchmarks/{name}.py": MOVING for name in (
         "real_weights_setup", "pretrain_tiny",
-        "bench_baselines_e5", "real_weights_summary", "bench_student", "service_load",
+        "real_weights_summary", "bench_student", "service_load",
         "vocab_pruning", "bench_stage1_probe", "bench_speed",
         "search_1m", "service_load_clients", "bench_transfer", "table_common", "bench_service_hostile",
         "bench_real_weights")},
