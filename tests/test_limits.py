@@ -34,7 +34,7 @@ EXCEPTIONS: dict[str, str] = {
         "real_weights_setup",
         "real_weights_summary", "bench_student", "service_load",
         "vocab_pruning", "bench_stage1_probe",
-        "search_1m", "service_load_clients", "bench_transfer", "table_common", "bench_service_hostile",
+        "search_1m", "service_load_clients", "bench_transfer", "bench_service_hostile",
         "bench_real_weights")},
 }
 
