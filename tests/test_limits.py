@@ -31,10 +31,8 @@ RUFF_TIMEOUT_S = 120
 MOVING = "being moved into the package (issue 61)"
 EXCEPTIONS: dict[str, str] = {
     **{f"benchmarks/{name}.py": MOVING for name in (
-        "real_weights_setup",
-        "real_weights_summary", "bench_student", "service_load",
-        "vocab_pruning", "bench_stage1_probe",
-        "search_1m", "service_load_clients", "bench_transfer", "bench_service_hostile",
+        "real_weights_setup", "real_weights_summary", "bench_student", "service_load", "vocab_pruning",
+        "bench_stage1_probe", "search_1m", "service_load_clients", "bench_transfer", "bench_service_hostile",
         "bench_real_weights")},
 }
 
