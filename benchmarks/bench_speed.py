@@ -23,8 +23,8 @@ The service (HTTP overhead, 1-64 concurrent clients) is measured by ``benchmarks
 are the dev set's (``$CARE_DEV_SET``) when it is set, else a few fixed queries.
 Every latency goes through ``care.bench.latency`` (randomised order, stable medians, self-check); the
 document towers through ``care.bench.decoder_latency``, batch throughput through ``care.bench.batch_timing``.
-The ``encoders`` and ``student`` sections are :mod:`care.experiments.speed`'s; the ``index`` section is
-``benchmarks/speed_index.py``, the figure ``speed_figure.py``, ``speed.md`` ``speed_report.py``.
+The ``encoders`` and ``student`` sections are :mod:`care.experiments.speed`'s, the ``index`` section
+:mod:`care.bench.index_speed`'s, the figure and ``speed.md`` :mod:`care.bench.reports.speed`'s.
 
     OMP_NUM_THREADS=1 python -m benchmarks.bench_speed --out benchmarks/results/speed.json
 """
@@ -41,10 +41,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.speed_figure import plot
-from benchmarks.speed_index import bench_index
-from benchmarks.speed_report import write_markdown
+from care.bench.index_speed import bench_index
 from care.bench.locations import RESULTS
+from care.bench.reports.speed import plot, write_markdown
 from care.experiments.speed import bench_encoders, bench_student
 
 logger = logging.getLogger("bench_speed")
