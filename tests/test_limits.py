@@ -104,7 +104,7 @@ IMPORTS_BENCHMARKS: frozenset[str] = frozenset({
     "tests/bench/test_benchmarks_common.py", "tests/bench/test_gpu_shapes_script.py",
     "tests/bench/test_question_alignment.py", "tests/bench/test_real_weights_latency.py",
     "tests/bench/test_real_weights_variants.py", "tests/bench/test_service_load.py",
-    "tests/bench/test_tune_care_tiny.py", "tests/pretrain/test_pairs.py", "tests/train/recipes/test_alignment.py",
+    "tests/bench/test_tune_care_tiny.py",
 })
 
 
