@@ -102,7 +102,7 @@ def test_ruff_passes():
 IMPORTS_BENCHMARKS: frozenset[str] = frozenset({
     "tests/bench/test_bench_stage1_probe.py", "tests/bench/test_bench_transfer.py",
     "tests/bench/test_benchmarks_common.py", "tests/bench/test_gpu_shapes_script.py",
-    "tests/bench/test_question_alignment.py", "tests/bench/test_real_weights_latency.py",
+    "tests/bench/test_real_weights_latency.py",
     "tests/bench/test_real_weights_variants.py", "tests/bench/test_service_load.py",
     "tests/bench/test_tune_care_tiny.py",
 })
