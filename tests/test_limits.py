@@ -34,7 +34,7 @@ EXCEPTIONS: dict[str, str] = {
         "real_weights_setup", "baselines_toyhom", "tune_care_tiny", "bench_baselines", "pretrain_tiny",
         "bench_baselines_e5", "real_weights_summary", "quantization", "bench_student", "service_load",
         "vocab_pruning", "bench_stage1_probe", "bench_speed", "bench_curate", "bench_gpu_shapes",
-        "search_1m", "service_load_clients", "bench_transfer", "table_common", "bench_service_hostile", "bench_pii",
+        "search_1m", "service_load_clients", "table_common", "bench_service_hostile", "bench_pii",
         "bench_real_weights")},
 }
 
@@ -100,7 +100,7 @@ def test_ruff_passes():
 #: Test files that still import ``benchmarks.*`` (their drivers' logic not yet in the package, issue 61); a test
 #: imports only ``care.*``, so this set only shrinks: a file that no longer imports ``benchmarks`` fails below.
 IMPORTS_BENCHMARKS: frozenset[str] = frozenset({
-    "tests/bench/test_bench_stage1_probe.py", "tests/bench/test_bench_transfer.py",
+    "tests/bench/test_bench_stage1_probe.py",
     "tests/bench/test_benchmarks_common.py", "tests/bench/test_gpu_shapes_script.py",
     "tests/bench/test_real_weights_latency.py",
     "tests/bench/test_real_weights_variants.py", "tests/bench/test_service_load.py",

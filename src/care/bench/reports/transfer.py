@@ -4,11 +4,12 @@ it has one (the same recipe trained by another driver, said in the "run by" row)
 record that holds fewer seeds; a dataset with neither is said to be missing. CARE's share of symmetric large is the
 ratio of means and, beside it, each seed against its own symmetric large. A figure whose settings were chosen on the
 test split it reports carries :data:`care.bench.selection.TEST_MARK` (the records' selection blocks), and the
-"settings chosen on" row says where."""
+"settings chosen on" row says where. :func:`record_markdown`: one record's own table (``transfer/<dataset>.md``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from care.bench.record import BenchmarkRecord, read_records
 from care.bench.reports.paths import RESULTS
@@ -84,3 +85,29 @@ def transfer_table(results: Path = RESULTS) -> str:
     rows.append(["seeds", *(", ".join(map(str, rec.seeds)) if rec else "–" for rec, _, _ in found)])
     rows.append(["run by", *(how for _, how, _ in found)])
     return markdown_table(["row (nDCG@10, test queries, full corpus)", *(title for _, _, title in found)], rows)
+
+
+def _target(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, dict):  # per seed
+        return ", ".join(f"{v:.4f} (seed {k})" for k, v in value.items()) or "–"
+    return f"{value:.4f}"
+
+
+def record_markdown(record: BenchmarkRecord) -> str:
+    """One dataset's transfer record (``transfer/<dataset>.json``) as the Markdown beside it: each row's test mean,
+    std, per-seed values and validation mean, then issue 43's targets, the config and the command."""
+    lines = [f"# Transfer — {record.name}: nDCG@10 over seeds {record.seeds} (`care run`, real weights)", "",
+             "| row | test mean | std | per seed | validation mean |", "|---|---|---|---|---|"]
+    for row, r in record.scores.items():
+        if row.endswith(" (validation)"):
+            continue
+        val = record.scores.get(f"{row} (validation)")
+        lines.append(f"| {row} | {r['mean']:.4f} | {r['std']:.4f} | {', '.join(f'{x:.4f}' for x in r['per_seed'])} | "
+                     + (f"{val['mean']:.4f} |" if val else "– |"))
+    lines += ["", "| target (issue 43) | value |", "|---|---|"]
+    lines += [f"| {k} | {_target(v)} |" for k, v in record.extra["targets"].items()]
+    lines += ["", f"Config: `{record.config['run_config']}` {' '.join(record.config['overrides'])}. Command: "
+                  f"`{record.command}`; commit {record.commit}."]
+    return "\n".join(lines) + "\n"
