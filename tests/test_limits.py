@@ -31,11 +31,10 @@ RUFF_TIMEOUT_S = 120
 MOVING = "being moved into the package (issue 61)"
 EXCEPTIONS: dict[str, str] = {
     **{f"benchmarks/{name}.py": MOVING for name in (
-        "real_weights_setup", "baselines_toyhom", "tune_care_tiny", "bench_baselines", "pretrain_tiny",
-        "bench_baselines_e5", "real_weights_summary", "quantization", "bench_student", "service_load",
-        "vocab_pruning", "bench_stage1_probe", "bench_speed", "bench_curate", "bench_gpu_shapes",
-        "search_1m", "service_load_clients", "table_common", "bench_service_hostile", "bench_pii",
-        "bench_real_weights")},
+        "baselines_toyhom", "tune_care_tiny", "bench_baselines", "pretrain_tiny",
+        "bench_baselines_e5", "quantization", "bench_student", "service_load",
+        "vocab_pruning", "bench_speed", "bench_curate", "bench_gpu_shapes",
+        "search_1m", "service_load_clients", "table_common", "bench_service_hostile", "bench_pii")},
 }
 
 
@@ -100,11 +99,8 @@ def test_ruff_passes():
 #: Test files that still import ``benchmarks.*`` (their drivers' logic not yet in the package, issue 61); a test
 #: imports only ``care.*``, so this set only shrinks: a file that no longer imports ``benchmarks`` fails below.
 IMPORTS_BENCHMARKS: frozenset[str] = frozenset({
-    "tests/bench/test_bench_stage1_probe.py",
     "tests/bench/test_benchmarks_common.py", "tests/bench/test_gpu_shapes_script.py",
-    "tests/bench/test_real_weights_latency.py",
-    "tests/bench/test_real_weights_variants.py", "tests/bench/test_service_load.py",
-    "tests/bench/test_tune_care_tiny.py",
+    "tests/bench/test_service_load.py", "tests/bench/test_tune_care_tiny.py",
 })
 
 

@@ -1,22 +1,19 @@
-"""``benchmarks/bench_stage1_probe.py`` chooses Stage I settings, so it scores validation; asked for test it refuses
-(before anything loads) unless given ``--select-on-test``, and its choice is kept in the selection protocol."""
+"""``care.experiments.real_weights.stage1_probe`` (``benchmarks/bench_stage1_probe.py``) chooses Stage I settings, so
+it scores validation; asked for test it refuses (before anything loads) unless given ``--select-on-test``, and its
+choice is kept in the selection protocol."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
-from benchmarks.bench_stage1_probe import probe_selection
 
 from care.errors import CareError
+from care.experiments.real_weights.stage1_probe import build_parser, probe_selection, run
 
 
-def test_probing_on_test_is_refused_without_the_flag(monkeypatch):
-    from benchmarks import bench_stage1_probe
-
-    monkeypatch.setattr(sys, "argv", ["bench_stage1_probe", "--probe", "preset=", "--split", "test"])
+def test_probing_on_test_is_refused_without_the_flag():
+    args = build_parser().parse_args(["--probe", "preset=", "--split", "test"])
     with pytest.raises(CareError, match="bench_stage1_probe --split: .*--select-on-test"):
-        bench_stage1_probe.main()
+        run(args)
 
 
 def test_the_probes_choice_names_every_probe_and_its_split():
