@@ -32,7 +32,7 @@ MOVING = "being moved into the package (issue 61)"
 EXCEPTIONS: dict[str, str] = {
     **{f"benchmarks/{name}.py": MOVING for name in (
         "baselines_toyhom", "tune_care_tiny", "bench_baselines", "pretrain_tiny",
-        "bench_baselines_e5", "quantization", "bench_student", "service_load",
+        "bench_baselines_e5", "quantization", "service_load",
         "vocab_pruning", "bench_speed", "bench_curate", "bench_gpu_shapes",
         "search_1m", "service_load_clients", "table_common", "bench_service_hostile", "bench_pii")},
 }
