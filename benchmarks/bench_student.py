@@ -32,9 +32,10 @@ from pathlib import Path
 from benchmarks._common import RESULTS, RUNS
 from benchmarks.bench_datasets import e5_teacher, latency_queries, prepare_demo, prepare_toyhom
 from care.bench.record import write_record
+from care.bench.reports.student import summarise, summary_markdown
 from care.data.io import atomic_write
 from care.encoders.cache import EmbeddingCache
-from care.experiments.student import DEFAULT_CONFIG, run_seed, summarise, summary_markdown
+from care.experiments.student import DEFAULT_CONFIG, run_seed
 from care.train.recipes.student import load_student_config
 
 

