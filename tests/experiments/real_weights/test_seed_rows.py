@@ -154,14 +154,14 @@ def test_the_driver_trains_and_scores_every_row_and_a_rerun_repeats_nothing(tmp_
     import subprocess
     import sys
 
-    from .tiny_dev_set import write_dev_set
+    from tests.bench.tiny_dev_set import write_dev_set
 
     data = write_dev_set(tmp_path)
     command = [sys.executable, "-m", "benchmarks.bench_real_weights", "--data", str(data), "--e5",
                str(tmp_path / "tiny" / "tiny-bert"), "--work", str(tmp_path / "work"), "--out", str(tmp_path / "out"),
                "--seeds", "0", "--layers", "1", "--max-length", "32", "--threads", "1", "--variant",
                "lr=stage2:optim.lr=1e-5", "--symmetric-variant", "lr", "--soup", "s=CARE,lr", "--extra-layers", "1"]
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
 
     def run(args: list[str] = command, code: int = 0) -> str:
         done = subprocess.run(args, cwd=root, capture_output=True, text=True, timeout=600,
