@@ -1,12 +1,13 @@
 """Where the benchmark scripts find the repository, their records, their working folders and the dev set.
 
-One place for what every script of ``benchmarks/`` locates, so no script hard-codes a machine's path:
+One place for what every script of ``benchmarks/`` locates, so no script hard-codes a machine's path; the
+locations are the package's (:mod:`care.bench.locations`), re-exported here:
 
 - :data:`ROOT`: the repository; :data:`RESULTS`: ``benchmarks/results/`` (the records);
   :data:`RUNS`: ``runs/`` (training runs, caches, exports; ignored by git);
-- the dev set (``toyhom_neike_sample``, private, outside the repository) comes from ``$CARE_DEV_SET`` only
-  (:mod:`care.bench.dev_set`): :func:`dev_set` returns its folder or stops the script with a message naming the
-  variable; :func:`dev_set_or_none` is for scripts that can do without it;
+- the dev set (``toyhom_neike_sample``, private, outside the repository) comes from ``$CARE_DEV_SET`` only:
+  :func:`dev_set` returns its folder or stops the script with a message naming the variable;
+  :func:`dev_set_or_none` is for scripts (and tests) that can do without it;
 - :func:`portable`: a value for a record's ``config`` with absolute paths rewritten as paths relative to the
   repository or under ``$CARE_DEV_SET``, so records name no machine's folders;
 - :func:`add_allow_dirty` / :func:`pin_code`: a script that writes records pins the code at its start
@@ -19,19 +20,17 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
-from care.bench.dev_set import DEV_SET_ENV, dev_set, dev_set_or_none  # noqa: F401 - the scripts' names for them
+from care.bench.locations import (  # noqa: F401 - the drivers' names for the package's locations
+    DEV_SET_ENV,
+    RESULTS,
+    ROOT,
+    RUNS,
+    dev_set,
+    dev_set_or_none,
+    portable,
+)
 from care.bench.record import ALLOW_DIRTY_FLAG, pin_commit
-from care.bench.record import portable as record_portable
-from care.bench.reports.paths import RESULTS, ROOT, RUNS  # noqa: F401 - the repository, its records and runs
-
-
-def portable(value: Any) -> Any:
-    """``value`` (a path, string, list or dict of them) with every absolute path under the dev set written
-    ``$CARE_DEV_SET/...`` and every one under the repository written relative to it
-    (:func:`care.bench.record.portable`); anything else unchanged."""
-    return record_portable(value, ROOT)
 
 
 def run_config_parser(description: str, datasets: list[str], work: Path) -> argparse.ArgumentParser:

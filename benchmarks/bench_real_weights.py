@@ -40,7 +40,7 @@ import logging
 
 from benchmarks._common import add_allow_dirty, pin_code
 from benchmarks.real_weights_setup import LENGTH_OVERRIDES
-from care.bench.dev_set import dev_set
+from care.bench.locations import dev_set
 from care.bench.record import write_record
 from care.experiments.real_weights.arguments import build_parser
 from care.experiments.real_weights.choice import care_variant

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from care.bench.dev_set import DEV_SET_ENV, dev_set_or_none
+from care.bench.locations import DEV_SET_ENV, dev_set_or_none
 from care.data.errors import DataFormatError
 from care.pretrain.pairs import iter_pairs, make_pairs, split_first_sentence
 

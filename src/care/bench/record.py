@@ -161,19 +161,6 @@ def portable_path(text: str, root: str | Path | None = None) -> str:
     return text
 
 
-def portable(value: Any, root: str | Path) -> Any:
-    """``value`` (a path, string, list or dict of them) for a record's ``config``: every absolute path under a data
-    folder's variable written ``$NAME/...`` and every one under ``root`` (the repository) relative to it
-    (:func:`portable_path`); anything else unchanged."""
-    if isinstance(value, dict):
-        return {k: portable(v, root) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [portable(v, root) for v in value]
-    if not isinstance(value, (str, Path)):
-        return value
-    return portable_path(str(value), root)
-
-
 def _shell_word(arg: str) -> str:
     """``arg`` quoted for a shell, a leading ``$NAME`` (from :func:`portable_path`) left for the shell to expand."""
     for name in DATA_FOLDER_VARIABLES:

@@ -14,8 +14,8 @@ import logging
 from pathlib import Path
 from typing import Any, Protocol
 
-from care.bench.record import BenchmarkRecord, portable
-from care.bench.reports.paths import ROOT
+from care.bench.locations import ROOT, portable
+from care.bench.record import BenchmarkRecord
 from care.bench.reports.student import E5, EXPERIMENT, FINAL, ONNX_FP32, ONNX_INT8, STAGE1, UNTRAINED, record_name
 from care.bench.task import TaskMetadata
 from care.train.recipes.student import StudentConfig
@@ -93,7 +93,7 @@ def run_seed(config: StudentConfig, ds: StudentDataset, work: Path, e5: Any, tea
                                    "latency": report.settings.to_dict()},
                            seeds=[config.seed], scores=scores,
                            latencies={name: timed_.to_dict() for name, timed_ in report.models.items()},
-                           extra={"run_folder": portable(run, ROOT), "model": portable(result.model, ROOT),
+                           extra={"run_folder": portable(run), "model": portable(result.model),
                                   "stages": result.summary()["stages"],
                                   "latency_self_check": report.self_check.describe(),
                                   "e5_latency_over": {name: report.ratio(E5, name) for name in report.medians()

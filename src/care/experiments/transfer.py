@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from care.bench.record import BenchmarkRecord, portable
-from care.bench.reports.paths import ROOT
+from care.bench.locations import ROOT, portable
+from care.bench.record import BenchmarkRecord
 from care.bench.reports.transfer import EXPERIMENT, TARGETS_KEY
 from care.bench.selection import SELECTION_KEY, SPEED, Selection
 from care.bench.tables import per_seed_ratios
@@ -225,9 +225,9 @@ def summarise(config: TransferConfig, runs: dict[int, dict[str, Any]],
     selection protocol's block (``selections`` of how the preset's settings were chosen, kept from the record this
     one replaces, then the budget's pick)."""
     scores = row_scores(runs)
-    resolved = portable(load_run_config(config.run_config, config.run_overrides()).to_dict(), ROOT)
+    resolved = portable(load_run_config(config.run_config, config.run_overrides()).to_dict())
     extra = {TARGETS_KEY: targets(scores), "per_seed": portable({seed: {k: v for k, v in run.items() if k != "rows"}
-                                                                for seed, run in runs.items()}, ROOT)}
+                                                                for seed, run in runs.items()})}
     budget = {str(seed): run["query_budget"] for seed, run in runs.items() if run.get("query_budget")}
     if budget:
         extra[QUERY_BUDGET_KEY] = budget

@@ -1,8 +1,7 @@
 """Where the reports find the repository and its records.
 
 - :data:`ROOT`: the repository checkout holding this package (``<ROOT>/src/care/bench/reports/paths.py``);
-- :data:`RESULTS`: ``<ROOT>/benchmarks/results/`` (one folder per experiment, ``<name>.json`` records);
-- :data:`RUNS`: ``<ROOT>/runs/``, where the experiments keep their training runs, caches and exports (git ignores it).
+- :data:`RESULTS`: ``<ROOT>/benchmarks/results/`` (one folder per experiment, ``<name>.json`` records).
 """
 
 from __future__ import annotations
@@ -14,5 +13,3 @@ ROOT = Path(__file__).resolve().parents[4]
 #: Every benchmark's records: ``benchmarks/results/<experiment>/<name>.json`` (and ``.md`` beside it).
 RESULTS = ROOT / "benchmarks" / "results"
 
-#: The experiments' training runs, caches and exports (ignored by git).
-RUNS = ROOT / "runs"

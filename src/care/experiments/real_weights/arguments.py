@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from care.bench.reports.paths import RESULTS, RUNS
+from care.bench.locations import RESULTS, RUNS
 from care.experiments.real_weights.seed_rows import SKIPPABLE_ROWS, check_tag
 from care.experiments.real_weights.towers import DEMO_RETRIEVAL, QUERY_LAYERS
 from care.train.recipes.variants import Variant, parse_variant

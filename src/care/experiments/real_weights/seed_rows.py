@@ -20,8 +20,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from care.bench.record import BenchmarkRecord, portable
-from care.bench.reports.paths import ROOT
+from care.bench.locations import portable
+from care.bench.record import BenchmarkRecord
 from care.bench.selection import add_selections
 from care.experiments.real_weights import EXPERIMENT
 from care.experiments.real_weights.peer import PEER_ROW, peer_config, peer_settings
@@ -235,7 +235,7 @@ def seed_record(args: argparse.Namespace, prep: Prepared, seed: int, result: dic
               "variants": {v.name: list(v.items) for v in args.variant},
               "symmetric_variants": args.symmetric_variant, "soups": dict(args.soup), "max_train": args.max_train,
               "care_variant": {"name": args.care_variant.name, "settings": list(args.care_variant.items)},
-              "specs": portable(result["specs"], ROOT), "skipped_rows": args.skip_rows}
+              "specs": portable(result["specs"]), "skipped_rows": args.skip_rows}
     extra = result["extra"]
     if args.care_from_validation:  # the CARE rows' settings were chosen: say on which split, among what
         extra = add_selections(dict(extra), [variant_selection(args.out, args.care_variant)])

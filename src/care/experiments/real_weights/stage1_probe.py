@@ -23,9 +23,8 @@ import logging
 import shutil
 from pathlib import Path
 
-from care.bench.dev_set import dev_set
-from care.bench.record import ALLOW_DIRTY_FLAG, BenchmarkRecord, pin_commit, portable, write_record
-from care.bench.reports.paths import RESULTS, ROOT, RUNS
+from care.bench.locations import RESULTS, RUNS, dev_set, portable
+from care.bench.record import ALLOW_DIRTY_FLAG, BenchmarkRecord, pin_commit, write_record
 from care.bench.selection import SELECT_ON_TEST_FLAG, TEST, TEST_FOOTNOTE, VALIDATION, Selection, selection_split
 from care.data.io import atomic_write, iter_jsonl
 from care.experiments.real_weights import EXPERIMENT
@@ -209,7 +208,7 @@ def run(args: argparse.Namespace) -> dict[str, dict]:
                                                       "defaults": setting_texts(PROBE_DEFAULTS),
                                                       "length_overrides": setting_texts(length), "layers": args.layers,
                                                       "cosine_queries": COSINE_QUERIES, "split": split,
-                                                      "stage1": portable(CONFIGS / "stage1.yaml", ROOT)},
+                                                      "stage1": portable(CONFIGS / "stage1.yaml")},
                              seeds=[args.seed], scores={**scores, REFERENCE: reference},
                              extra={"train_seconds": seconds,  # the trainer's, summed over resumes
                                     "document_tower_mean_pairwise_query_cosine": mean_pairwise_cosine(target),
