@@ -85,3 +85,17 @@ def test_a_budget_run_is_recorded_under_its_own_name_with_its_pick_chosen_on_spe
         ("e5 preset's Stage I", "test", "x"), ("query tower depth (seed 0)", "speed", "1"),
         ("query tower depth (seed 1)", "speed", "1")]
     assert picks[1].candidates == {"12": 1.0, "6": 1.8, "1": 6.4}
+
+
+def test_the_config_round_trips_and_names_a_bad_field():
+    from care.config import ConfigError
+
+    config = TransferConfig("toyhom", ["recipes.care.max_train_examples=100"], 2.5)
+    assert TransferConfig.from_dict(config.to_dict()) == config
+    assert config.record_name == "toyhom_speedup2.5"
+    assert config.run_overrides() == ["recipes.care.max_train_examples=100", ("recipes.care.query_speedup", 2.5)]
+    assert TransferConfig("toyhom", [], 5.0).run_overrides() == [("recipes.care.query_speedup", 5)]  # as "5" reads
+    with pytest.raises(ConfigError, match="field 'dataset': 'msmarco'; choose from kuake_qtr, toyhom"):
+        TransferConfig.from_dict({"dataset": "msmarco"})
+    with pytest.raises(ConfigError, match="field 'query_speedup'"):
+        TransferConfig.from_dict({"query_speedup": 0})
