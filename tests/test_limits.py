@@ -31,9 +31,7 @@ RUFF_TIMEOUT_S = 120
 MOVING = "being moved into the package (issue 61)"
 EXCEPTIONS: dict[str, str] = {
     **{f"benchmarks/{name}.py": MOVING for name in (
-        "real_weights_setup", "real_weights_summary", "bench_student", "service_load", "vocab_pruning",
-        "bench_stage1_probe", "search_1m", "service_load_clients", "bench_transfer", "bench_service_hostile",
-        "bench_real_weights")},
+        "service_load", "vocab_pruning", "search_1m", "service_load_clients", "bench_service_hostile")},
 }
 
 
@@ -98,10 +96,7 @@ def test_ruff_passes():
 #: Test files that still import ``benchmarks.*`` (their drivers' logic not yet in the package, issue 61); a test
 #: imports only ``care.*``, so this set only shrinks: a file that no longer imports ``benchmarks`` fails below.
 IMPORTS_BENCHMARKS: frozenset[str] = frozenset({
-    "tests/bench/test_bench_stage1_probe.py", "tests/bench/test_bench_transfer.py",
-    "tests/bench/test_question_alignment.py", "tests/bench/test_real_weights_latency.py",
-    "tests/bench/test_real_weights_variants.py", "tests/bench/test_service_load.py",
-    "tests/pretrain/test_pairs.py", "tests/train/recipes/test_alignment.py",
+    "tests/bench/test_service_load.py",
 })
 
 
