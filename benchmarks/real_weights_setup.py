@@ -1,5 +1,5 @@
 """What the real-weight scripts share (``bench_real_weights``, its diagnosis, ``bench_stage1_probe``,
-``frontier_kit``, ``optimizer_speed``, ``vocab_pruning``): the package's names, re-exported for them.
+``frontier_kit``, ``optimizer_speed``): the package's names, re-exported for them.
 
 e5's conventions and cuts are :mod:`care.experiments.real_weights.towers`, the dev set's prepared split and the
 scorer :mod:`care.experiments.real_weights.split`, the peer :mod:`care.experiments.real_weights.peer`.

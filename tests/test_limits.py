@@ -31,7 +31,7 @@ RUFF_TIMEOUT_S = 120
 MOVING = "being moved into the package (issue 61)"
 EXCEPTIONS: dict[str, str] = {
     **{f"benchmarks/{name}.py": MOVING for name in (
-        "service_load", "vocab_pruning", "search_1m", "service_load_clients", "bench_service_hostile")},
+        "service_load", "search_1m", "service_load_clients", "bench_service_hostile")},
 }
 
 
