@@ -34,7 +34,7 @@ EXCEPTIONS: dict[str, str] = {
         "real_weights_setup", "baselines_toyhom", "tune_care_tiny", "bench_baselines", "pretrain_tiny",
         "bench_baselines_e5", "real_weights_summary", "quantization", "bench_student",
         "vocab_pruning", "bench_stage1_probe", "bench_speed", "bench_curate", "bench_gpu_shapes",
-        "search_1m", "bench_transfer", "table_common", "bench_service_hostile", "bench_pii",
+        "bench_transfer", "table_common", "bench_pii",
         "bench_real_weights")},
 }
 
