@@ -70,6 +70,7 @@ def test_the_command_measures_a_running_service_against_the_bare_loop(tiny_index
     record = json.loads((results / "service_load" / "tiny.json").read_text(encoding="utf-8"))
     extra, one = record["extra"], record["latencies"]["one_client"]
     assert extra["of_variant"] == "running" and set(extra["variants"]) == {"running"}
+    assert extra["app_over_bare"] == one["variants"]["running"]["app_over_bare"] > 0  # the service's own view
     assert extra["served_over_bare"] == pytest.approx(one["variants"]["running"]["http_p50_ms"] / one["bare_p50_ms"],
                                                       rel=1e-3)
     curve = record["latencies"]["curves"]["running"]

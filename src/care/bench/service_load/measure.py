@@ -4,7 +4,9 @@
    search + lookup with the same engine in this process, :func:`bare_call`), a second copy of it (the self-check)
    and one ``POST /search`` to each variant's service (:class:`~care.bench.service_load.client.OneClient`), with the
    project's latency routine (:func:`care.bench.latency.measure_calls`). ``served_over_bare`` = a variant's HTTP
-   p50 / the bare p50. Each answer's ``Server-Timing`` header gives the service's own view of its time.
+   p50 / the bare p50. Each answer's ``Server-Timing`` header gives the service's own view of its time:
+   ``app_over_bare`` = its ``app`` p50 / the bare p50, what the service's code costs without the transport and
+   without the time the service's process waits to be scheduled (on shared cores, the larger share).
 2. **throughput** (:func:`load_level`) — ``clients`` connections for ``seconds`` per level and variant (the variants
    one after the other at each level): q/s, latency percentiles, statuses, the cores the service used.
 3. **the bare loop's ceiling** (:func:`bare_ceiling`) — this process encoding + searching + looking up batches back
@@ -33,6 +35,8 @@ logger = logging.getLogger(__name__)
 
 #: The bare loop's label in the interleaved timing, and its copy (the self-check).
 BARE = "bare"
+#: The ``Server-Timing`` metric of the service's whole time (its outermost layer to the answer's start).
+APP = "app"
 #: Untimed calls of each timed call before the interleaved timing.
 WARMUP_CALLS = 20
 #: Relative width of the medians' 95 % interval the interleaved timing aims at.
@@ -95,10 +99,14 @@ def one_client(engine: Any, urls: dict[str, str], queries: Sequence[str], config
         for client in clients.values():
             client.close()
     bare_ms = report.models[BARE].p50_ms
-    variants = {name: {"http_p50_ms": round(report.models[name].p50_ms, 4),
-                       "http_p90_ms": round(report.models[name].p90_ms, 4),
-                       "served_over_bare": round(report.models[name].p50_ms / bare_ms, 4),
-                       "server_timing_p50_ms": server_timing_p50(timings[name][WARMUP_CALLS:])} for name in urls}
+    variants = {}
+    for name in urls:
+        inside = server_timing_p50(timings[name][WARMUP_CALLS:])
+        variants[name] = {"http_p50_ms": round(report.models[name].p50_ms, 4),
+                          "http_p90_ms": round(report.models[name].p90_ms, 4),
+                          "served_over_bare": round(report.models[name].p50_ms / bare_ms, 4),
+                          "server_timing_p50_ms": inside,
+                          "app_over_bare": round(inside[APP] / bare_ms, 4) if APP in inside else None}
     return {"bare_p50_ms": round(bare_ms, 4), "bare_p90_ms": round(report.models[BARE].p90_ms, 4),
             "variants": variants, "self_check": report.self_check.describe() if report.self_check else None,
             "trusted": report.trusted, "calls": report.models[BARE].calls, "context": report.context}
