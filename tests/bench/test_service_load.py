@@ -90,3 +90,33 @@ def test_the_settings_refuse_what_cannot_be_measured():
     config = ServiceLoadConfig(index="idx", variants=("lean", "h11"), clients=(1, 64))
     assert ServiceLoadConfig.from_dict(config.to_dict()) == config
     assert ServiceLoadConfig(index="idx", url="http://127.0.0.1:1").measured_variants == ("running",)
+
+
+def test_a_servable_folder_over_a_vectors_file_serves_the_corpus_then_placeholders(tmp_path):
+    import numpy as np
+
+    from care.bench.service_load.index_folder import servable_index_folder
+    from care.index.bundle import open_index_folder
+    from care.index.config import IndexConfig
+    from care.index.faiss_index import build_index
+    from care.testing.tiny_model import SAMPLE_DOCS, write_corpus
+
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((200, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    np.save(tmp_path / "vectors.npy", vectors)
+    corpus = write_corpus(tmp_path / "corpus.jsonl")
+    ivf = IndexConfig.from_dict({"type": "ivf", "nlist": 4, "nprobe": 1, "train_size": 200})
+    prebuilt = build_index(ivf, 16)
+    prebuilt.add(vectors)
+    prebuilt.search(vectors[:1], 1)  # trains on what is buffered
+    prebuilt.save(tmp_path / "prebuilt")
+    folder = servable_index_folder(tmp_path / "vectors.npy", tmp_path / "served", corpus,
+                                   IndexConfig.from_dict({**ivf.to_dict(), "nprobe": 4}), prebuilt=tmp_path / "prebuilt")
+    bundle = open_index_folder(folder, verify="full")
+    assert bundle.manifest.n_docs == 200 and bundle.index.config.nprobe == 4  # the search setting asked, not the build's
+    scores, rows = bundle.index.search(vectors[[0, 150]], 1)
+    assert rows[:, 0].tolist() == [0, 150]  # every list visited: exact
+    docs = bundle.docstore.get([0, 150])
+    assert docs[0].id == SAMPLE_DOCS[0]["id"] and docs[150].id == "synthetic-150"
+    assert servable_index_folder(tmp_path / "vectors.npy", tmp_path / "served", corpus, ivf) == folder  # kept
