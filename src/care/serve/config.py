@@ -58,11 +58,11 @@ class ServeConfig(Config):
             Document-side work always goes through the worker thread.
         fast_search: answer ``POST /search`` with a plain ASGI layer (:mod:`care.serve.search_path`: same
             checks, same answers, without FastAPI's per-request routing and dependency work); False = through
-            FastAPI's route, as a comparison for ``benchmarks/service_load.py``.
+            FastAPI's route, as a comparison for ``care bench service-load``.
         server_timing: add a W3C ``Server-Timing`` header to every answer: ``app;dur=<ms>`` (the service's
             time from the request reaching its outermost layer to the answer's start) and, on ``/search``,
             ``search;dur=<ms>`` (the handler: checks, encode, index search, lookup). Browsers' developer tools
-            and ``benchmarks/service_load.py`` read it to split a request's time into the network and the
+            and ``care bench service-load`` read it to split a request's time into the network and the
             service; False leaves it out (a public service that does not want to show its timings).
         max_queue: texts waiting for the encoder before new requests get 503 (back-pressure).
         filter_overfetch: with filters, ``k * filter_overfetch`` candidates are searched, then filtered.
