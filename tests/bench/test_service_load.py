@@ -87,6 +87,8 @@ def test_the_settings_refuse_what_cannot_be_measured():
         ServiceLoadConfig(index="idx", variants=("fast",))  # type: ignore[arg-type]
     with pytest.raises(CareError, match="seconds"):
         ServiceLoadConfig(index="idx", seconds=0)
+    with pytest.raises(CareError, match="verify"):
+        ServiceLoadConfig(index="idx", verify="sometimes")  # type: ignore[arg-type]
     config = ServiceLoadConfig(index="idx", variants=("lean", "h11"), clients=(1, 64))
     assert ServiceLoadConfig.from_dict(config.to_dict()) == config
     assert ServiceLoadConfig(index="idx", url="http://127.0.0.1:1").measured_variants == ("running",)
@@ -120,3 +122,15 @@ def test_a_servable_folder_over_a_vectors_file_serves_the_corpus_then_placeholde
     docs = bundle.docstore.get([0, 150])
     assert docs[0].id == SAMPLE_DOCS[0]["id"] and docs[150].id == "synthetic-150"
     assert servable_index_folder(tmp_path / "vectors.npy", tmp_path / "served", corpus, ivf) == folder  # kept
+
+
+def test_a_spawned_variant_is_care_serve_with_its_change_and_is_stopped(tiny_index, tmp_path):
+    from care.bench.service_load.services import SpawnedService
+
+    config = ServiceLoadConfig(index=str(tiny_index), variants=("h11",), verify="off")
+    with SpawnedService(config, "h11", tmp_path) as service:
+        status, body, _ = OneClient(service.url).post("/search", b'{"query": "\\u5934\\u75db", "k": 1}')
+        assert status == 200 and json.loads(body)["k"] == 1
+        assert service.cpu_seconds() > 0
+    assert json.loads((tmp_path / "serve-h11.json").read_text(encoding="utf-8")) == {"http_parser": "h11"}
+    assert service.process.poll() is not None  # stopped

@@ -10,12 +10,14 @@ through the micro-batcher's worker thread).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from care.config import Config
 from care.errors import CareError
 
 Variant = Literal["lean", "before", "route", "h11", "no-inline"]
+#: The services' start-up check of the index folder (``care serve --verify``).
+VerifyMode = Literal["full", "quick", "off"]
 #: ServeConfig fields each variant changes (the first variant listed is the one the record's ratios are of).
 VARIANTS: dict[str, dict[str, Any]] = {
     "lean": {},
@@ -71,7 +73,7 @@ class ServiceLoadConfig(Config):
     min_calls: int = 300
     max_calls: int = 2000
     max_seconds: float = 240.0
-    verify: Literal["full", "quick", "off"] = "quick"
+    verify: VerifyMode = "quick"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "variants", tuple(self.variants))
@@ -87,6 +89,8 @@ class ServiceLoadConfig(Config):
                 raise CareError(f"service-load option {name} must be >= 1, got {getattr(self, name)}")
         if not self.clients or min(self.clients) < 1 or not self.ceiling_batches or min(self.ceiling_batches) < 1:
             raise CareError("service-load: clients and ceiling batches must be positive counts")
+        if self.verify not in get_args(VerifyMode):
+            raise CareError(f"service-load option verify must be one of {list(get_args(VerifyMode))}, got {self.verify!r}")
         for name in ("seconds", "ceiling_seconds", "max_seconds"):
             if not float(getattr(self, name)) > 0:
                 raise CareError(f"service-load option {name} must be > 0 seconds, got {getattr(self, name)}")

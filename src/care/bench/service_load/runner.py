@@ -59,11 +59,12 @@ def run_service_load(config: ServiceLoadConfig, name: str, work: Path) -> Benchm
         raise CareError("service-load: give the queries file (--queries)")
     queries = load_query_texts(config.queries, config.n_queries)
     engine = load_bare_engine(config)
-    if config.url:
-        services: dict[str, Any] = {"running": RunningService(config.url)}
-    else:
-        services = {variant: SpawnedService(config, variant, work) for variant in config.variants}
+    services: dict[str, Any] = {}
     try:
+        if config.url:
+            services["running"] = RunningService(config.url)
+        for variant in () if config.url else config.variants:  # all start at once; each is stopped below
+            services[variant] = SpawnedService(config, variant, work)
         result = run_measurement(engine, services, queries, config)
     finally:
         for service in services.values():
