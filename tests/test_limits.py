@@ -31,11 +31,7 @@ RUFF_TIMEOUT_S = 120
 MOVING = "being moved into the package (issue 61)"
 EXCEPTIONS: dict[str, str] = {
     **{f"benchmarks/{name}.py": MOVING for name in (
-        "real_weights_setup", "baselines_toyhom", "tune_care_tiny", "bench_baselines", "pretrain_tiny",
-        "bench_baselines_e5", "real_weights_summary", "quantization", "bench_student",
-        "vocab_pruning", "bench_stage1_probe", "bench_speed", "bench_curate", "bench_gpu_shapes",
-        "bench_transfer", "table_common", "bench_pii",
-        "bench_real_weights")},
+        "vocab_pruning",)},
 }
 
 
@@ -100,11 +96,6 @@ def test_ruff_passes():
 #: Test files that still import ``benchmarks.*`` (their drivers' logic not yet in the package, issue 61); a test
 #: imports only ``care.*``, so this set only shrinks: a file that no longer imports ``benchmarks`` fails below.
 IMPORTS_BENCHMARKS: frozenset[str] = frozenset({
-    "tests/bench/test_bench_stage1_probe.py", "tests/bench/test_bench_transfer.py",
-    "tests/bench/test_benchmarks_common.py", "tests/bench/test_gpu_shapes_script.py",
-    "tests/bench/test_question_alignment.py", "tests/bench/test_real_weights_latency.py",
-    "tests/bench/test_real_weights_variants.py",
-    "tests/bench/test_tune_care_tiny.py", "tests/pretrain/test_pairs.py", "tests/train/recipes/test_alignment.py",
 })
 
 

@@ -1,11 +1,29 @@
-"""``bench_baselines``'s Markdown: ``reference_models.md`` beside the record, one part per section (the demo, the
-dev set, each harness-overhead run)."""
+"""``baselines/reference_models.md``: ``bench_baselines.py``'s record as Markdown, one part per section (the demo,
+the dev set, each harness-overhead run); and the report an invocation starts from (:func:`previous_report`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from benchmarks.baselines_toyhom import LATENCY_QUERIES, SPEED_SAMPLE_DOCS
+from care.bench.record import read_records
+from care.bench.reference_baselines import LATENCY_QUERIES, SPEED_SAMPLE_DOCS
+
+#: Where the record goes: ``benchmarks/results/baselines/reference_models.json`` (and ``.md``).
+EXPERIMENT, NAME = "baselines", "reference_models"
+#: The sections kept in the record's scores (the rest go to its extra).
+SCORED_SECTIONS = ("demo", "toyhom")
+
+
+def previous_report(results: Path) -> dict[str, Any]:
+    """The report of the last invocation (its record's scores and extra merged, with its command, date and machine),
+    so sections measured then are kept unless measured again; empty when there is no record."""
+    previous = read_records(results, EXPERIMENT).get(NAME) if (results / EXPERIMENT).is_dir() else None
+    report: dict[str, Any] = {**previous.scores, **previous.extra} if previous is not None else {}
+    if previous is not None:  # the record keeps these at its top level, the Markdown names the last invocation
+        for key, value in (("command", previous.command), ("created", previous.date), ("machine", previous.machine)):
+            report.setdefault(key, value)
+    return report
 
 
 def to_markdown(report: dict[str, Any]) -> str:
@@ -45,11 +63,11 @@ def to_markdown(report: dict[str, Any]) -> str:
         lines.append(f"Skipped: {toy.get('skipped', 'not run')}")
     sections = sorted(k for k in report if k.startswith("overhead")) or ["overhead"]
     for section in sections:
-        lines += _overhead_markdown(report.get(section, {}))
+        lines += overhead_markdown(report.get(section, {}))
     return "\n".join(lines) + "\n"
 
 
-def _overhead_markdown(ov: dict[str, Any]) -> list[str]:
+def overhead_markdown(ov: dict[str, Any]) -> list[str]:
     lines = ["", f"## Harness overhead at {ov.get('n_documents', 0):,} documents ({ov.get('faiss_threads', '?')} search thread(s))", ""]
     if "cold" in ov:
         c, w = ov["cold"], ov["cached_rerun"]["timings"]

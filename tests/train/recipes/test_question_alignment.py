@@ -1,14 +1,14 @@
-"""``benchmarks/question_alignment.py``: CARE [rich]'s rows, then one row per question it does not hold."""
+"""``care.train.recipes.question_alignment``: CARE [rich]'s rows, then one row per question it does not hold."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from benchmarks.question_alignment import question_texts, write_question_alignment
 
 from care.data.errors import DataFormatError
 from care.data.io import write_jsonl
+from care.train.recipes.question_alignment import question_texts, write_question_alignment
 
 
 def test_questions_follow_the_rich_rows_once_each(tmp_path):

@@ -7,8 +7,8 @@ import argparse
 import shutil
 
 import pytest
-from benchmarks.real_weights_summary import BACK_TO_BACK, BM25_LATENCY, query_latency
 
+from care.experiments.real_weights.latency import BACK_TO_BACK, BM25_LATENCY, query_latency
 from tests.bench.conftest import CORPUS, QUERIES
 
 
