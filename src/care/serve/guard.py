@@ -11,9 +11,9 @@ endpoint alike — the rule FastAPI applies to its own routes: ``application/jso
 ``application/<something>+json``; a body without ``Content-Type`` (``requests.post(url, data=...)``)
 is read as JSON on every endpoint.
 A body that is not UTF-8 or not complete JSON gets 422 naming the byte, line or column, instead of
-FastAPI's bare "There was an error parsing the body". The checked body is handed on unchanged and, parsed
-once by orjson, in the scope under :data:`~care.serve.search_path.PARSED_BODY` for the ``/search`` hot path (a body
-orjson refuses — a lone surrogate's escape, ``NaN`` — is judged by the standard library as before).
+FastAPI's bare "There was an error parsing the body". The checked body is handed on unchanged and, parsed once
+by orjson, in the scope under :data:`PARSED_BODY` for the ``/search`` hot path (:mod:`care.serve.search_path`); a
+body orjson refuses (a lone surrogate's escape, ``NaN``) is judged by the standard library as before.
 """
 
 from __future__ import annotations
