@@ -21,12 +21,14 @@ The test split is never read.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from care.train.recipes.static_query import StaticTowerConfig
 from care.train.recipes.validation import ValidationConfig
+from care.train.stage_settings import StageSetting
 
 logger = logging.getLogger(__name__)
 
@@ -89,9 +91,20 @@ def _subset(train_file: Path, target: Path, limit: int) -> Path:
 
 
 def run_static_screen(paths: ScreenPaths, candidates: dict[str, StaticTowerConfig], *, max_pairs: int = 2000,
-                      teacher: str = DOCUMENT_SPEC, seed: int = 0,
-                      validation: ValidationConfig | None = None) -> StaticScreen:
+                      teacher: str = DOCUMENT_SPEC, seed: int = 0, validation: ValidationConfig | None = None,
+                      static_spec: str = STATIC_SPEC, document_spec: str = DOCUMENT_SPEC,
+                      settings: Sequence[StageSetting] = ()) -> StaticScreen:
     """Run the screen the module docstring describes; resumable (finished Stage I runs and kept scores are reused).
+
+    Args:
+        paths: the inputs and folders.
+        candidates: name -> the static tower's settings to train Stage I with.
+        max_pairs: training pairs of the screen (the first ones left after the validation split).
+        teacher: the frozen document tower's model spec (Stage I's targets, the documents' vectors).
+        seed / validation: the run's seed and the split's settings.
+        static_spec / document_spec: the static tower and the document folder the recipe is wired with (tower specs
+            or folders; the recipe picks its stage configs from the document folder: the ``e5`` preset for e5).
+        settings: more stage settings, after the screen's own (tests make the stages tiny).
 
     Raises:
         CareError: no candidates, or the training file too small to carve a validation split from.
@@ -101,7 +114,6 @@ def run_static_screen(paths: ScreenPaths, candidates: dict[str, StaticTowerConfi
     from care.train.recipes.plan import RecipeConfig, RecipePaths, RecipePlan
     from care.train.recipes.recipe import run_recipe
     from care.train.recipes.validation import StageValidator, carve_validation
-    from care.train.stage_settings import StageSetting
 
     if not candidates:
         raise CareError("a static tower screen needs at least one candidate")
@@ -110,14 +122,14 @@ def run_static_screen(paths: ScreenPaths, candidates: dict[str, StaticTowerConfi
     if split is None:
         raise CareError(f"{paths.train_file}: too few rows to carve a validation split from")
     train = _subset(split.train_file, out / "train_subset.jsonl", max_pairs)
-    query = resolve_tower_spec(STATIC_SPEC, paths.towers_dir)
-    document = resolve_tower_spec(DOCUMENT_SPEC, paths.towers_dir)
+    query = resolve_tower_spec(static_spec, paths.towers_dir)
+    document = resolve_tower_spec(document_spec, paths.towers_dir)
     validator = StageValidator(split.task_dir, out / "validation", config, cache_dir=out / "cache")
     validator.score(E5_LABEL, teacher)
     validator.score(UNTRAINED_LABEL, f"asym:static:{query}|{teacher}", asymmetric=True)
     settings = (StageSetting("model.teacher.kind", "encoder", "stage1"), StageSetting("model.teacher.spec", teacher, "stage1"),
                 StageSetting("model.teacher.cache_dir", str(out / "teacher_cache"), "stage1"),
-                StageSetting("seed", seed), StageSetting("runtime.progress_bar", False))
+                StageSetting("seed", seed), StageSetting("runtime.progress_bar", False), *settings)
     seconds: dict[str, float | None] = {}
     for name, static in candidates.items():
         plan = RecipePlan(RecipePaths(query, document, str(train), str(out / "candidates" / name)), None, settings,
