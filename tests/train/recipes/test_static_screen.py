@@ -11,7 +11,14 @@ import pytest
 from care.bench.selection import VALIDATION, Selection
 from care.errors import CareError
 from care.train.recipes.static_query import StaticTowerConfig
-from care.train.recipes.static_screen import E5_LABEL, METRIC, UNTRAINED_LABEL, ScreenPaths, run_static_screen
+from care.train.recipes.static_screen import (
+    E5_LABEL,
+    METRIC,
+    UNTRAINED_LABEL,
+    ScreenPaths,
+    run_static_screen,
+    stage2_label,
+)
 from care.train.recipes.validation import ValidationConfig
 from care.train.stage_settings import parse_settings
 
@@ -20,7 +27,8 @@ from ..trainer_fixtures import write_rows
 TOPICS = ("高血压", "糖尿病", "胃炎", "失眠", "咳嗽", "贫血", "痛风", "哮喘", "便秘", "湿疹", "头痛", "发烧")
 TINY = parse_settings(["optim.batch_size=4", "optim.max_steps=2", "runtime.cpu=true", "runtime.log_with=null",
                        "model.query_max_seq_length=32", "model.document_max_seq_length=32", "data.n_negatives=0",
-                       "optim.warmup_ratio=0"], source="test setting")
+                       "optim.warmup_ratio=0", "stage2:model.document_pooling=mean", "stage2:model.lora=null"],
+                      source="test setting")
 
 
 def test_the_screen_scores_every_candidate_on_validation_and_picks_one(tiny_dir, tmp_path) -> None:
@@ -37,9 +45,9 @@ def test_the_screen_scores_every_candidate_on_validation_and_picks_one(tiny_dir,
                   "fast": StaticTowerConfig(lr=0.5)}
     frozen = str(tiny_dir / "tiny-bert")  # the frozen tower: Stage I's targets and the documents' vectors
     screen = run_static_screen(paths, candidates, max_pairs=6, teacher=frozen, static_spec=str(static),
-                               document_spec=frozen, settings=TINY,
+                               document_spec=frozen, settings=TINY, stage2="fast",
                                validation=ValidationConfig(share=0.34, min_queries=3))
-    assert set(screen.scores) == {E5_LABEL, UNTRAINED_LABEL, "slow", "fast"}
+    assert set(screen.scores) == {E5_LABEL, UNTRAINED_LABEL, "slow", "fast", stage2_label("fast")}
     assert all(0 <= row[METRIC] <= 1 for row in screen.scores.values())
     assert screen.chosen == max(candidates, key=lambda name: screen.scores[name][METRIC])
     selection = Selection.from_dict(screen.selection(list(candidates)))

@@ -76,6 +76,11 @@ class StaticScreen:
                               "train.jsonl by query component").to_dict()
 
 
+def stage2_label(candidate: str) -> str:
+    """The row of a candidate's run continued with Stage II."""
+    return f"{candidate} + Stage II"
+
+
 def _subset(train_file: Path, target: Path, limit: int) -> Path:
     """The first ``limit`` rows of ``train_file`` (written once)."""
     if not target.is_file():
@@ -93,7 +98,7 @@ def _subset(train_file: Path, target: Path, limit: int) -> Path:
 def run_static_screen(paths: ScreenPaths, candidates: dict[str, StaticTowerConfig], *, max_pairs: int = 2000,
                       teacher: str = DOCUMENT_SPEC, seed: int = 0, validation: ValidationConfig | None = None,
                       static_spec: str = STATIC_SPEC, document_spec: str = DOCUMENT_SPEC,
-                      settings: Sequence[StageSetting] = ()) -> StaticScreen:
+                      settings: Sequence[StageSetting] = (), stage2: str | None = None) -> StaticScreen:
     """Run the screen the module docstring describes; resumable (finished Stage I runs and kept scores are reused).
 
     Args:
@@ -105,6 +110,8 @@ def run_static_screen(paths: ScreenPaths, candidates: dict[str, StaticTowerConfi
         static_spec / document_spec: the static tower and the document folder the recipe is wired with (tower specs
             or folders; the recipe picks its stage configs from the document folder: the ``e5`` preset for e5).
         settings: more stage settings, after the screen's own (tests make the stages tiny).
+        stage2: a candidate whose run goes on with Stage II (the document tower trained jointly with its static tower,
+            the preset's Stage II; no mined negatives), scored as ``"<candidate> + Stage II"`` (not a candidate).
 
     Raises:
         CareError: no candidates, or the training file too small to carve a validation split from.
@@ -138,6 +145,18 @@ def run_static_screen(paths: ScreenPaths, candidates: dict[str, StaticTowerConfi
         seconds[name] = result.train_seconds
         validator.score(name, f"asym:static:{result.query_model}|{teacher}", started_from=UNTRAINED_LABEL,
                         asymmetric=True)
+    if stage2 is not None:
+        from care.train.recipes.recipe import stage_model_spec
+
+        if stage2 not in candidates:
+            raise CareError(f"stage2={stage2!r} is none of the candidates ({', '.join(candidates)})")
+        plan = RecipePlan(RecipePaths(query, document, str(train), str(out / "candidates" / stage2)), None, settings,
+                          ("stage1", "stage2"), RecipeConfig(static_tower=candidates[stage2]),
+                          ValidationConfig(enabled=False))
+        result = run_recipe(plan)["stage2"]
+        seconds[stage2_label(stage2)] = result.train_seconds
+        validator.score(stage2_label(stage2), stage_model_spec(result.care_model, result.output_dir),
+                        started_from=stage2, asymmetric=True)
     scores = {label: dict(row.scores) for label, row in validator.scores.items()}
     chosen = max(candidates, key=lambda name: (scores[name][METRIC], -list(candidates).index(name)))
     logger.info("static tower screen: %s; chosen %s", {k: v[METRIC] for k, v in scores.items()}, chosen)
