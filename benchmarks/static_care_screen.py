@@ -20,7 +20,7 @@ from pathlib import Path
 from benchmarks._common import RESULTS, RUNS, add_allow_dirty, dev_set, pin_code, portable
 from care.bench.record import BenchmarkRecord, write_record
 from care.train.recipes.static_query import StaticTowerConfig
-from care.train.recipes.static_screen import E5_LABEL, METRIC, ScreenPaths, run_static_screen
+from care.train.recipes.static_screen import CHOSEN, E5_LABEL, METRIC, ScreenPaths, run_static_screen
 from care.train.recipes.validation import ValidationConfig
 
 logger = logging.getLogger("static_care_screen")
@@ -34,6 +34,9 @@ CANDIDATES: dict[str, StaticTowerConfig] = {
     "lr 2e-1, idf learned": StaticTowerConfig(lr=2e-1, token_weights="idf", learn_weights=True),
     "lr 5e-2, idf fixed": StaticTowerConfig(lr=5e-2, token_weights="idf", learn_weights=False),
     "lr 5e-2, no weights": StaticTowerConfig(lr=5e-2, token_weights=None, learn_weights=False),
+    # added once 2e-1 led the rates above (the grid's edge): a higher rate, and the weights off at the leading rate
+    "lr 5e-1, idf learned": StaticTowerConfig(lr=5e-1, token_weights="idf", learn_weights=True),
+    "lr 2e-1, no weights": StaticTowerConfig(lr=2e-1, token_weights=None, learn_weights=False),
 }
 
 
@@ -44,7 +47,8 @@ def main() -> None:
     parser.add_argument("--max-documents", type=int, default=1500,
                         help="documents the validation queries search (their positives, then a seeded sample)")
     parser.add_argument("--only", nargs="*", default=None, help="candidate names to run (default: all)")
-    parser.add_argument("--stage2", default=None, help="a candidate whose run goes on with Stage II (scored beside it)")
+    parser.add_argument("--stage2", default=None,
+                        help="a candidate whose run goes on with Stage II, scored beside it ('chosen': the chosen one)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, default=RUNS / "static_care_screen")
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -72,8 +76,9 @@ def main() -> None:
                 "recipe": "Stage I only (e5 preset: Asym-InfoNCE tau 0.02 + MSE, 4 epochs, batch 64, one negative), "
                           "query-side alignment rows of the training queries (as the measured small-tower runs)",
                 "candidates": {name: c.to_dict() for name, c in candidates.items()},
-                "stage2": args.stage2 and f"{args.stage2}, then the e5 preset's Stage II (document tower fully "
-                                          "fine-tuned jointly, lr 2e-5 / document 1e-5, 1 epoch, in-batch negatives)"},
+                "stage2": args.stage2 and (f"{screen.chosen if args.stage2 == CHOSEN else args.stage2}, then the e5 "
+                                           "preset's Stage II (document tower fully fine-tuned jointly, lr 2e-5 / "
+                                           "document 1e-5, 1 epoch, in-batch negatives)")},
         scores=screen.scores,
         extra={"selection": [screen.selection(list(candidates))], "ratio_to_e5_zero_shot": ratios,
                "reference": E5_LABEL, "alignment_fidelity": screen.fidelity, "train_seconds": screen.train_seconds,

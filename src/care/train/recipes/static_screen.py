@@ -38,6 +38,8 @@ STATIC_SPEC, DOCUMENT_SPEC = "e5?layers=0", "e5"
 #: Labels of the reference rows.
 E5_LABEL, UNTRAINED_LABEL = "e5 zero-shot (12 layers)", "static tower, untrained"
 METRIC = "ndcg_at_10"
+#: ``stage2=CHOSEN``: continue the chosen candidate with Stage II.
+CHOSEN = "chosen"
 
 
 @dataclass
@@ -116,7 +118,8 @@ def run_static_screen(paths: ScreenPaths, candidates: dict[str, StaticTowerConfi
             ``(d, d, d⁻)``); off: query-side rows only, as the measured small-tower runs (a passage costs the frozen
             tower's encoding and is not what the query tower reads).
         stage2: a candidate whose run goes on with Stage II (the document tower trained jointly with its static tower,
-            the preset's Stage II; no mined negatives), scored as ``"<candidate> + Stage II"`` (not a candidate).
+            the preset's Stage II; no mined negatives), scored as ``"<candidate> + Stage II"`` (not a candidate);
+            :data:`CHOSEN`: the candidate the screen chooses.
 
     Raises:
         CareError: no candidates, or the training file too small to carve a validation split from.
@@ -155,9 +158,12 @@ def run_static_screen(paths: ScreenPaths, candidates: dict[str, StaticTowerConfi
         seconds[name] = result.train_seconds
         validator.score(name, f"asym:static:{result.query_model}|{teacher}", started_from=UNTRAINED_LABEL,
                         asymmetric=True)
+    scores = {label: dict(row.scores) for label, row in validator.scores.items()}
+    chosen = max(candidates, key=lambda name: (scores[name][METRIC], -list(candidates).index(name)))
     if stage2 is not None:
         from care.train.recipes.recipe import stage_model_spec
 
+        stage2 = chosen if stage2 == CHOSEN else stage2
         if stage2 not in candidates:
             raise CareError(f"stage2={stage2!r} is none of the candidates ({', '.join(candidates)})")
         plan = RecipePlan(RecipePaths(query, document, str(train), str(out / "candidates" / stage2), str(alignment)),
@@ -168,7 +174,6 @@ def run_static_screen(paths: ScreenPaths, candidates: dict[str, StaticTowerConfi
         validator.score(stage2_label(stage2), stage_model_spec(result.care_model, result.output_dir),
                         started_from=stage2, asymmetric=True)
     scores = {label: dict(row.scores) for label, row in validator.scores.items()}
-    chosen = max(candidates, key=lambda name: (scores[name][METRIC], -list(candidates).index(name)))
     logger.info("static tower screen: %s; chosen %s", {k: v[METRIC] for k, v in scores.items()}, chosen)
     return StaticScreen(scores, {label: row.fidelity for label, row in validator.scores.items()}, seconds, chosen,
                         {"train_rows": split.rows, "held_out": split.held_out, "trained_rows": max_pairs})
