@@ -49,6 +49,8 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=None, help="candidate names to run (default: all)")
     parser.add_argument("--stage2", default=None,
                         help="a candidate whose run goes on with Stage II, scored beside it ('chosen': the chosen one)")
+    parser.add_argument("--stage2-lr", type=float, nargs="*", default=[],
+                        help="with --stage2: also Stage II with the static tower at these rates (besides the stage's own)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, default=RUNS / "static_care_screen")
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -60,7 +62,7 @@ def main() -> None:
     paths = ScreenPaths(str(data / "train.jsonl"), str(data / "corpus.jsonl"), str(args.work), str(RUNS / "towers"))
     validation = ValidationConfig(max_documents=args.max_documents)
     screen = run_static_screen(paths, candidates, max_pairs=args.max_pairs, seed=args.seed, stage2=args.stage2,
-                               validation=validation)
+                               stage2_lrs=[None, *args.stage2_lr], validation=validation)
     ratios = screen.ratio_to_e5()
     for label, row in screen.scores.items():
         logger.info("%-28s nDCG@10 %.4f (%.1f %% of e5 zero-shot)", label, row[METRIC], 100 * ratios[label])
@@ -78,7 +80,9 @@ def main() -> None:
                 "candidates": {name: c.to_dict() for name, c in candidates.items()},
                 "stage2": args.stage2 and (f"{screen.chosen if args.stage2 == CHOSEN else args.stage2}, then the e5 "
                                            "preset's Stage II (document tower fully fine-tuned jointly, lr 2e-5 / "
-                                           "document 1e-5, 1 epoch, in-batch negatives)")},
+                                           "document 1e-5, 1 epoch, in-batch negatives"
+                                           + (f"; also with the static tower at {args.stage2_lr}" if args.stage2_lr
+                                              else "") + ")")},
         scores=screen.scores,
         extra={"selection": [screen.selection(list(candidates))], "ratio_to_e5_zero_shot": ratios,
                "reference": E5_LABEL, "alignment_fidelity": screen.fidelity, "train_seconds": screen.train_seconds,

@@ -47,8 +47,10 @@ def test_the_screen_scores_every_candidate_on_validation_and_picks_one(tiny_dir,
     frozen = str(tiny_dir / "tiny-bert")  # the frozen tower: Stage I's targets and the documents' vectors
     screen = run_static_screen(paths, candidates, max_pairs=6, teacher=frozen, static_spec=str(static),
                                document_spec=frozen, settings=TINY, stage2=CHOSEN,
+                               stage2_lrs=(None, 0.1),
                                validation=ValidationConfig(share=0.34, min_queries=3))
-    assert set(screen.scores) - {E5_LABEL, UNTRAINED_LABEL, "slow", "fast"} == {stage2_label(screen.chosen)}
+    assert set(screen.scores) - {E5_LABEL, UNTRAINED_LABEL, "slow", "fast"} == {stage2_label(screen.chosen),
+                                                                                stage2_label(screen.chosen, 0.1)}
     assert all(0 <= row[METRIC] <= 1 for row in screen.scores.values())
     assert screen.chosen == max(candidates, key=lambda name: screen.scores[name][METRIC])
     selection = Selection.from_dict(screen.selection(list(candidates)))

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -79,9 +79,10 @@ class StaticScreen:
                               "train.jsonl by query component").to_dict()
 
 
-def stage2_label(candidate: str) -> str:
-    """The row of a candidate's run continued with Stage II."""
-    return f"{candidate} + Stage II"
+def stage2_label(candidate: str, stage2_lr: float | None = None) -> str:
+    """The row of a candidate's run continued with Stage II (``stage2_lr``: the static tower's rate there; ``None``:
+    the stage's own)."""
+    return f"{candidate} + Stage II" + (f" (static lr {stage2_lr:g})" if stage2_lr is not None else "")
 
 
 def _subset(train_file: Path, target: Path, limit: int) -> Path:
@@ -102,6 +103,7 @@ def run_static_screen(paths: ScreenPaths, candidates: dict[str, StaticTowerConfi
                       teacher: str = DOCUMENT_SPEC, seed: int = 0, validation: ValidationConfig | None = None,
                       static_spec: str = STATIC_SPEC, document_spec: str = DOCUMENT_SPEC,
                       settings: Sequence[StageSetting] = (), stage2: str | None = None,
+                      stage2_lrs: Sequence[float | None] = (None,),
                       alignment_documents: bool = False) -> StaticScreen:
     """Run the screen the module docstring describes; resumable (finished Stage I runs and kept scores are reused).
 
@@ -120,6 +122,8 @@ def run_static_screen(paths: ScreenPaths, candidates: dict[str, StaticTowerConfi
         stage2: a candidate whose run goes on with Stage II (the document tower trained jointly with its static tower,
             the preset's Stage II; no mined negatives), scored as ``"<candidate> + Stage II"`` (not a candidate);
             :data:`CHOSEN`: the candidate the screen chooses.
+        stage2_lrs: the static tower's Stage II learning rates tried (``StaticTowerConfig.stage2_lr``; ``None``: the
+            stage's own), each a Stage II of its own from the candidate's finished Stage I.
 
     Raises:
         CareError: no candidates, or the training file too small to carve a validation split from.
@@ -166,13 +170,18 @@ def run_static_screen(paths: ScreenPaths, candidates: dict[str, StaticTowerConfi
         stage2 = chosen if stage2 == CHOSEN else stage2
         if stage2 not in candidates:
             raise CareError(f"stage2={stage2!r} is none of the candidates ({', '.join(candidates)})")
-        plan = RecipePlan(RecipePaths(query, document, str(train), str(out / "candidates" / stage2), str(alignment)),
-                          None, settings, ("stage1", "stage2"), RecipeConfig(static_tower=candidates[stage2]),
-                          ValidationConfig(enabled=False))
-        result = run_recipe(plan)["stage2"]
-        seconds[stage2_label(stage2)] = result.train_seconds
-        validator.score(stage2_label(stage2), stage_model_spec(result.care_model, result.output_dir),
-                        started_from=stage2, asymmetric=True)
+        stage1 = str(out / "candidates" / stage2 / "stage1")
+        for rate in stage2_lrs:
+            folder = out / "candidates" / stage2 if rate is None else out / "stage2" / f"{stage2}, static lr {rate:g}"
+            recipe = RecipeConfig(static_tower=replace(candidates[stage2], stage2_lr=rate))
+            wired = RecipePaths(query, document, str(train), str(folder), str(alignment),
+                                finished_stages=None if rate is None else {"stage1": stage1})
+            plan = RecipePlan(wired, None, settings, ("stage1", "stage2"), recipe, ValidationConfig(enabled=False))
+            result = run_recipe(plan)["stage2"]
+            label = stage2_label(stage2, rate)
+            seconds[label] = result.train_seconds
+            validator.score(label, stage_model_spec(result.care_model, result.output_dir), started_from=stage2,
+                            asymmetric=True)
     scores = {label: dict(row.scores) for label, row in validator.scores.items()}
     logger.info("static tower screen: %s; chosen %s", {k: v[METRIC] for k, v in scores.items()}, chosen)
     return StaticScreen(scores, {label: row.fidelity for label, row in validator.scores.items()}, seconds, chosen,
