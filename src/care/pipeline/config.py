@@ -44,6 +44,7 @@ from care.config import (
 )
 from care.errors import CareError
 from care.train.recipes.recipe import RecipeConfig
+from care.train.recipes.static_query import StaticTowerConfig
 from care.train.recipes.student import StudentConfig
 from care.train.recipes.validation import ValidationConfig
 
@@ -212,6 +213,9 @@ class CareRecipeConfig(Config):
             ``interleaved`` (the default, conservative: each call after another cut's) or ``back_to_back`` (each cut
             answering consecutive queries, as a query service runs its one tower; a 5x budget then picks about 3
             layers of e5 instead of 1, ``benchmarks/results/real_weights/test_frontier.md``).
+        static_tower: how a static query tower (``models.query: "e5?layers=0"``, or the budget's depth-0 pick) is
+            trained (:class:`care.train.recipes.static_query.StaticTowerConfig`: its own learning rate in the stages
+            that train it alone, IDF-initialised learned token weights, Stage II's rate for it); ignored otherwise.
         overrides: more ``key=value`` / ``stage:key=value`` settings (applied last).
         ablations: ``{row label: recipe switches}`` trained besides the full recipe (in their own folders,
             sharing the finished initialisations), e.g. ``{"CARE w/o Stage I": {skip_stage1: true}}``.
@@ -242,6 +246,7 @@ class CareRecipeConfig(Config):
     tiny_document_dims: list[int] | None = field(default_factory=lambda: [32, 64, 128])
     query_speedup: float | None = None
     query_speedup_timing: str = "interleaved"
+    static_tower: StaticTowerConfig = field(default_factory=StaticTowerConfig)
     overrides: list[str] = field(default_factory=list)
     ablations: dict[str, RecipeConfig] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=lambda: {

@@ -181,7 +181,8 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
     no_carving = replace(ctx.config.validation, enabled=validation is not None)  # the label step held out the rows
     plan = RecipePlan(RecipePaths(query, document, train_file, str(out), alignment_file=alignment, corpus_file=corpus,
                                   **checked), recipe.config_dir, settings,
-                      recipe=RecipeConfig(mine_negatives=recipe.mine_negatives), validation=no_carving)
+                      recipe=RecipeConfig(mine_negatives=recipe.mine_negatives, static_tower=recipe.static_tower),
+                      validation=no_carving)
     results = run_recipe(plan)
     # Stage I ends with its ranking part where the stage configs ship one (the e5 preset)
     stage1 = results.get("stage1_rank") or results["stage1"]
@@ -198,6 +199,8 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
             _share_initialisations(out, target)
         if switches.mine_negatives is None:  # an ablation differs only in its switches: it mines as the recipe does
             switches = replace(switches, mine_negatives=recipe.mine_negatives)
+        if switches.static_tower == RecipeConfig().static_tower:  # and trains a static tower as the recipe does
+            switches = replace(switches, static_tower=recipe.static_tower)
         ablated = run_recipe(replace(plan.with_paths(output_dir=str(target)), recipe=switches))
         last = ablated[list(ablated)[-1]]
         models[label] = evaluation_spec(final_care_model(ablated) or last.query_model, last.output_dir)

@@ -117,10 +117,17 @@ def recipe_command(
         "interleaved", "--query-speedup-timing",
         help="How --query-speedup times the cuts: interleaved (each call after another cut's: conservative) or "
              "back_to_back (each cut answering consecutive queries, as a query service runs its one tower)."),
+    static_lr: float = typer.Option(
+        None, "--static-lr",
+        help="Learning rate of a static query tower (--query-model e5?layers=0, a lookup) in the stages that train it "
+             "alone (init_query, Stage I and its ranking part); default: care.train.recipes.static_query.STATIC_LR, "
+             "chosen on validation (or the --ablation file's static_tower.lr)."),
 ) -> None:
     """Run init (query, document) -> Stage I (+ stage1_rank where the configs ship it) -> Stage II, skipping
     finished stages on rerun, each stage scored on a held-out validation split (see docs: Ablations, the
     safety net)."""
+    from dataclasses import replace
+
     from care.models.tower_spec import resolve_tower_spec
     from care.train.recipes.plan import RecipeConfig, RecipePaths, RecipePlan, load_recipe_config
     from care.train.recipes.recipe import VALIDATION_FOLDER, VALIDATION_REPORT, run_recipe
@@ -139,7 +146,8 @@ def recipe_command(
                           pretrained_query_model=pretrained_query_model and resolve_tower_spec(pretrained_query_model,
                                                                                                towers),
                           overrides=list(base.overrides),
-                          mine_negatives=_mining(mine_negatives, mine_margin, mine_depth, base.mine_negatives))
+                          mine_negatives=_mining(mine_negatives, mine_margin, mine_depth, base.mine_negatives),
+                          static_tower=base.static_tower if static_lr is None else replace(base.static_tower, lr=static_lr))
     document = resolve_tower_spec(document_model, towers)
     plan = RecipePlan(RecipePaths(query_model, document, train_file, output, alignment, corpus), config_dir,
                       settings, recipe=recipe,

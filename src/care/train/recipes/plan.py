@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from care.config import Config, ConfigError, read_config_file
+from care.train.recipes.static_query import StaticTowerConfig
 from care.train.recipes.validation import ValidationConfig
 from care.train.stage_settings import StageSetting, last_value, parse_settings
 
@@ -53,6 +54,8 @@ class RecipeConfig(Config):
             (:class:`care.train.recipes.model_negatives.MiningConfig` as a dict); ``None`` = the config folder's default
             (its ``recipe.yaml``: the e5 preset mines one negative per query), or none;
             ``{"n_negatives": 0}`` = never mine (Stage II keeps the training file's negatives).
+        static_tower: how a static query tower (``e5?layers=0``) is trained — its own learning rate, token
+            weights (:class:`care.train.recipes.static_query.StaticTowerConfig`); ignored for any other query tower.
 
     One YAML file per ablation (``configs/ablations/*.yaml``) loads with :func:`load_recipe_config`.
     """
@@ -66,8 +69,11 @@ class RecipeConfig(Config):
     pretrained_query_model: str | None = None
     overrides: list[str] = field(default_factory=list)
     mine_negatives: dict[str, Any] | None = None
+    static_tower: StaticTowerConfig = field(default_factory=StaticTowerConfig)
 
     def __post_init__(self) -> None:
+        if isinstance(self.static_tower, dict):  # built from plain data (a YAML file, a recorded plan)
+            self.static_tower = StaticTowerConfig.from_dict(self.static_tower, source="recipe field 'static_tower'")
         self.validate()
 
     def validate(self) -> None:

@@ -43,6 +43,7 @@ from typing import Any
 from care.config import ConfigError, read_config_file
 from care.errors import CareError
 from care.train.engine.config import TrainConfig
+from care.train.engine.static_query import is_static_folder
 from care.train.engine.trainer import TrainResult, read_result, train
 from care.train.recipes.plan import (  # noqa: F401 (RecipePaths, RecipeConfig, load_recipe_config: imported from here)
     MINING_OFF,
@@ -53,6 +54,7 @@ from care.train.recipes.plan import (  # noqa: F401 (RecipePaths, RecipeConfig, 
     RecipePlan,
     load_recipe_config,
 )
+from care.train.recipes.static_query import static_tower_settings
 from care.train.recipes.validation import (
     SCORES_FILE,
     StageValidator,
@@ -133,11 +135,18 @@ def recorded_settings(settings: Sequence[StageSetting]) -> list[dict[str, Any]]:
     return [s.to_dict() for s in settings if s.key not in REPORTING_KEYS]
 
 
-def _record_settings(out: Path, plan: RecipePlan, recipe: RecipeConfig) -> None:
+def _record_settings(out: Path, plan: RecipePlan, recipe: RecipeConfig, static: bool = False) -> None:
     """Record the effective recipe in ``out/recipe.json`` (refusing a rerun with other settings). Mining
     is recorded as what happens: ``null`` for none, whether unset or ``{n_negatives: 0}``, so a folder
-    trained before a config folder mined by default reruns with ``--mine-negatives 0``."""
-    settings = {"recipe": {**recipe.to_dict(), "mine_negatives": recipe.mining},
+    trained before a config folder mined by default reruns with ``--mine-negatives 0``; the static tower's settings
+    only when the query tower is ``static`` (then ``query_depth`` is 0, :data:`care.encoders.static.STATIC_DEPTH`)."""
+    from care.encoders.static import STATIC_DEPTH
+
+    recorded = recipe.to_dict()
+    if not static:
+        recorded.pop("static_tower", None)
+    settings = {"recipe": {**recorded, "mine_negatives": recipe.mining},
+                **({"query_depth": STATIC_DEPTH} if static else {}),
                 "query_model": recipe.pretrained_query_model or plan.paths.query_model,
                 "document_model": plan.paths.document_model,
                 "settings": recorded_settings(plan.settings)}
@@ -321,7 +330,11 @@ def run_recipe(plan: RecipePlan) -> dict[str, TrainResult]:
                           + (f" ({paths.corpus_file} does not exist)" if paths.corpus_file else ""))
     out = Path(paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _record_settings(out, plan, recipe)
+    static = is_static_folder(recipe.pretrained_query_model or paths.query_model)
+    if static:  # the static tower's own learning rate and token weights, before the run's settings (which win)
+        settings = (*static_tower_settings(recipe.static_tower, stages), *settings)
+        logger.info("recipe: the query tower is static (a lookup, depth 0): %s", recipe.static_tower.to_dict())
+    _record_settings(out, plan, recipe, static)
     paths, validator = _safety_net(paths, out, plan.validation, plan.seed)
     results: dict[str, TrainResult] = {}
     dirs = {s: out / s for s in RECIPE_STAGES}
