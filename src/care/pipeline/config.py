@@ -212,6 +212,11 @@ class CareRecipeConfig(Config):
             ``interleaved`` (the default, conservative: each call after another cut's) or ``back_to_back`` (each cut
             answering consecutive queries, as a query service runs its one tower; a 5x budget then picks about 3
             layers of e5 instead of 1, ``benchmarks/results/real_weights/test_frontier.md``).
+        prune_query_vocabulary: cut the served CARE model's query tower to the token pieces the run's own texts use
+            (the corpus, every labelled row, ``inputs.alignment_queries``; never the evaluation tasks' queries),
+            written to ``models/care/served/`` and evaluated, timed and indexed as the CARE row
+            (:mod:`care.pipeline.served_vocabulary`; e5's 1-layer tower: 98 M -> a few M parameters). ``null`` (the
+            default): on exactly when ``query_speedup`` is set (the served tower is the small one).
         overrides: more ``key=value`` / ``stage:key=value`` settings (applied last).
         ablations: ``{row label: recipe switches}`` trained besides the full recipe (in their own folders,
             sharing the finished initialisations), e.g. ``{"CARE w/o Stage I": {skip_stage1: true}}``.
@@ -242,6 +247,7 @@ class CareRecipeConfig(Config):
     tiny_document_dims: list[int] | None = field(default_factory=lambda: [32, 64, 128])
     query_speedup: float | None = None
     query_speedup_timing: str = "interleaved"
+    prune_query_vocabulary: bool | None = None
     overrides: list[str] = field(default_factory=list)
     ablations: dict[str, RecipeConfig] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=lambda: {
