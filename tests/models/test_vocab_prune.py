@@ -132,6 +132,8 @@ def test_a_tokenizer_it_cannot_cut_is_refused_naming_its_file(tiny_query_dir, tm
     with pytest.raises(CareError, match=r"bpe/tokenizer.json: a BPE tokenizer cannot be cut here"):
         prune_vocabulary(folder, SEEN, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+    with pytest.raises(CareError, match=r"is inside the model folder"):
+        prune_vocabulary(tiny_query_dir, SEEN, tiny_query_dir / "cut")
 
 
 def test_the_command_cuts_a_folder_and_names_a_bad_vocabulary_file(tiny_query_dir, tmp_path) -> None:

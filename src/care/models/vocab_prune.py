@@ -294,8 +294,9 @@ def prune_vocabulary(source: str | Path, texts: Sequence[str], output: str | Pat
     Returns:
         :class:`VocabPruneResult` (sizes before / after).
     Raises:
-        CareError: no texts, no model or no ``tokenizer.json`` in ``source``, an unsupported tokenizer model, or a
-            cut that would change the pieces of a given text (a bug, never expected).
+        CareError: no texts, no model or no ``tokenizer.json`` in ``source``, an unsupported tokenizer model, an
+            ``output`` inside ``source``, or a cut that would change the pieces of a given text (a bug, never
+            expected).
     """
     from tokenizers import Tokenizer
 
@@ -317,6 +318,8 @@ def prune_vocabulary(source: str | Path, texts: Sequence[str], output: str | Pat
     keep = sorted(used_token_ids(tokenizer, texts, prompts) | _special_ids(data) | _config_token_ids(module))
     vocab_before, weights_before = _vocab_size(data), _weights_bytes(module)
     output = Path(output)
+    if output.resolve() != source.resolve() and output.resolve().is_relative_to(source.resolve()):
+        raise CareError(f"--output {output} is inside the model folder {source}; write the cut model elsewhere")
     with atomic_dir(output) as tmp:
         shutil.copytree(source, tmp, dirs_exist_ok=True, symlinks=False)
         target = tmp / name
