@@ -43,7 +43,9 @@ def measure(run: Path, work: Path) -> tuple[dict, dict, dict, dict]:
     import numpy as np
 
     from care.bench.options import RunOptions
+    from care.bench.registry import split_files_of
     from care.bench.runner import evaluate
+    from care.data.retrieval import load_queries
     from care.encoders.cache import EmbeddingCache
     from care.encoders.onnx import INT8_FILE, OnnxQueryEncoder
     from care.encoders.pair import AsymmetricEncoder
@@ -81,20 +83,15 @@ def measure(run: Path, work: Path) -> tuple[dict, dict, dict, dict]:
                        "vocabulary": cut["vocab_before" if name == FULL else "vocab_after"],
                        "parameters": cut["parameters_before" if name == FULL else "parameters_after"]}
         queries[name] = query
-    texts = _test_queries(task)
+    texts = list(load_queries(split_files_of(task)[0]).values())
     a, b = (queries[n].encode_queries(texts) for n in (FULL, PRUNED))
     cosine = (a * b).sum(axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
     agreement = {"test_queries": len(texts), "encoded_differently": int((cosine < SAME_VECTOR_COSINE).sum()),
                  "min_cosine": round(float(cosine.min()), 4), "mean_cosine": round(float(cosine.mean()), 4)}
-    context = {"cut": cut, "budget": outputs.get("query_budget"), "seed": ctx.config.seed, "task": task.name}
+    budget = outputs.get("query_budget") or {}
+    context = {"cut": cut, "budget": budget, "seed": ctx.config.seed, "task": task.name,
+               "tower": budget.get("query_spec") or ctx.config.models.query}
     return scores, sizes, agreement, context
-
-
-def _test_queries(task) -> list[str]:
-    from care.bench.registry import split_files_of
-    from care.data.retrieval import load_queries
-
-    return list(load_queries(split_files_of(task)[0]).values())
 
 
 def main() -> None:
@@ -103,35 +100,37 @@ def main() -> None:
     parser.add_argument("--name", default="demo", help="the record's name: vocabulary_pruning_trained_<name>")
     parser.add_argument("--work", type=Path, default=None, help="ONNX exports (default: <run>/vocab_pruning_trained)")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--note", default="", help="how the run was made, for the record and its page")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     pin_code(args.out, args)
     work = args.work or args.run / "vocab_pruning_trained"
     scores, sizes, agreement, context = measure(args.run, work)
-    cut, budget = context["cut"], context["budget"] or {}
+    cut, budget, tower = context["cut"], context["budget"], context["tower"]
+    picked = f"picked for a {budget['budget']:g}x query budget" if budget else "named by the run config"
     drop = {engine: round(scores[PRUNED][f"ndcg_at_10 {engine}"] - scores[FULL][f"ndcg_at_10 {engine}"], 4)
             for engine in ("fp32", "int8")}
     record = BenchmarkRecord(
         experiment=EXPERIMENT, name=f"vocab_pruning_trained_{args.name}",
-        config={"run": portable(str(args.run)), "task": context["task"], "query_tower": budget.get("query_spec"),
+        config={"run": portable(str(args.run)), "task": context["task"], "query_tower": tower,
                 "query_speedup": budget.get("budget"), "vocabulary_files": portable(cut["vocabulary_files"])},
         seeds=[context["seed"]], scores=scores,
         extra={"sizes": sizes, "ndcg_at_10_change": drop, "test_query_agreement": agreement,
                "vocabulary_texts": cut["texts"], "query_budget_speedups": budget.get("speedups"),
                "note": "one run of the demo data, one seed: a check of the cut on a trained tower, not a result "
-                       "on a real data set"})
+                       f"on a real data set. {args.note}".strip()})
     path = write_record(record, args.out)
     rows = [f"| {name} | {sizes[name]['vocabulary']:,} | {sizes[name]['parameters'] / 1e6:.1f} M | "
             f"{sizes[name]['int8_file_mib']:.1f} | {scores[name]['ndcg_at_10 fp32']:.4f} | "
             f"{scores[name]['ndcg_at_10 int8']:.4f} |" for name in (FULL, PRUNED)]
     lines = [f"# The served query tower of a budgeted care run, trained, before and after its vocabulary cut — "
              f"{args.name}", "",
-             f"`{budget.get('query_spec')}` picked for a {budget.get('budget')}x query budget, trained by `care run` "
+             f"`{tower}` {picked}, trained by `care run` "
              f"(seed {context['seed']}); its vocabulary cut to the {cut['texts']:,} texts of "
              f"{', '.join(Path(f).name for f in cut['vocabulary_files'])} (`recipes.care.prune_query_vocabulary`). "
              f"Test nDCG@10 of {context['task']} ({agreement['test_queries']} queries, none among those texts) "
              "against the same document vectors. One run of the demo data, one seed: a check of the cut on a trained "
-             "tower, not a result on a real data set.", "",
+             f"tower, not a result on a real data set. {args.note}".strip(), "",
              "| query tower | vocabulary | parameters | ONNX int8 file (MiB) | nDCG@10 fp32 | nDCG@10 int8 |",
              "|---|---|---|---|---|---|", *rows, "",
              f"Change with the cut: {drop['fp32']:+.4f} nDCG@10 (fp32), {drop['int8']:+.4f} (int8). Test queries "
