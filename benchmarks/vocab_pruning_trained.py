@@ -38,7 +38,7 @@ SAME_VECTOR_COSINE = 0.9999
 MIB = 2 ** 20
 
 
-def measure(run: Path, work: Path) -> tuple[dict, dict, dict, dict]:
+def measure(run: Path, work: Path, recut: bool) -> tuple[dict, dict, dict, dict]:
     """``(scores, sizes, agreement, context)`` of the run's CARE query tower with each vocabulary."""
     import numpy as np
 
@@ -62,7 +62,9 @@ def measure(run: Path, work: Path) -> tuple[dict, dict, dict, dict]:
         raise SystemExit(f"{run}: no finished care run with a train_care step")
     ctx = RunContext(RunConfig.from_dict(manifest.config, source=str(manifest.path)), run, manifest)
     outputs = ctx.step_outputs("train_care")
-    cut = outputs.get(OUTPUT_KEY) or prune_served_query(ctx, dict(outputs["models"]))
+    done = outputs.get(OUTPUT_KEY)
+    models = dict(outputs["models"], **({done["label"]: done["full_vocabulary_model"]} if recut and done else {}))
+    cut = (not recut and done) or prune_served_query(ctx, models)
     if cut is None:
         raise SystemExit(f"{run}: the run has no CARE model to cut")
     specs = {FULL: cut["full_vocabulary_model"], PRUNED: cut["model"]}
@@ -71,7 +73,7 @@ def measure(run: Path, work: Path) -> tuple[dict, dict, dict, dict]:
     options = RunOptions(cache=EmbeddingCache(ctx.cache_dir(EMBEDDINGS_CACHE)), show_progress=False)
     scores, sizes, queries = {}, {}, {}
     for name, spec in specs.items():
-        export = work / ("onnx-full" if name == FULL else "onnx-pruned")
+        export = work / f"onnx-vocab{cut['vocab_before' if name == FULL else 'vocab_after']}"  # one per cut
         if not (export / INT8_FILE).is_file():
             export_query_encoder(spec, export, quantize=True)
         query = load_side(spec, "query")
@@ -100,12 +102,13 @@ def main() -> None:
     parser.add_argument("--name", default="demo", help="the record's name: vocabulary_pruning_trained_<name>")
     parser.add_argument("--work", type=Path, default=None, help="ONNX exports (default: <run>/vocab_pruning_trained)")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--recut", action="store_true", help="cut the run's CARE model again with this code")
     parser.add_argument("--note", default="", help="how the run was made, for the record and its page")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     pin_code(args.out, args)
     work = args.work or args.run / "vocab_pruning_trained"
-    scores, sizes, agreement, context = measure(args.run, work)
+    scores, sizes, agreement, context = measure(args.run, work, args.recut)
     cut, budget, tower = context["cut"], context["budget"], context["tower"]
     picked = f"picked for a {budget['budget']:g}x query budget" if budget else "named by the run config"
     drop = {engine: round(scores[PRUNED][f"ndcg_at_10 {engine}"] - scores[FULL][f"ndcg_at_10 {engine}"], 4)

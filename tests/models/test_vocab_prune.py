@@ -105,6 +105,9 @@ def test_unseen_text_is_resegmented_and_unknown_characters_fall_to_unk(care_fold
     assert tokenizer.unk_token_id in ids and all(i < len(tokenizer) for i in ids)
     # a new text made of the seen ones is spelled with kept pieces alone (each word segments as it did)
     assert tokenizer.unk_token_id not in tokenizer(" ".join(reversed(SEEN)), add_special_tokens=False)["input_ids"]
+    # so is any text of seen characters: each keeps its single-character piece (the texts' own pieces may be longer)
+    shuffled = "".join(reversed(SEEN[0]))
+    assert tokenizer.unk_token_id not in tokenizer(shuffled, add_special_tokens=False)["input_ids"]
 
 
 def test_a_plain_hugging_face_folder_is_cut_too(tiny_query_dir, tmp_path) -> None:

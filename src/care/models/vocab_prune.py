@@ -4,7 +4,8 @@ multilingual-e5-small spends 96 M of its 1-layer query tower's 98 M parameters o
 deployment over one corpus touches a few percent of those rows. :func:`prune_vocabulary` cuts a model folder —
 a CARE folder (its query route, the document route untouched), a sentence-transformers folder or a Hugging Face
 folder — to the pieces that the tokenizer produces for given texts (each alone and after each prompt the model
-prepends: its stored prompts and ``prefixes``), plus every special / added token:
+prepends: its stored prompts and ``prefixes``), the single-character pieces of every character of the texts, plus
+every special / added token:
 
 * ``tokenizer.json`` is rewritten with the kept pieces renumbered in their original order: Unigram (SentencePiece:
   XLM-R, e5) keeps each piece's score, WordPiece (BERT) its tokens; the added tokens, the post-processor's
@@ -18,9 +19,10 @@ What the given texts get: the same pieces as before (renumbered), so the same ve
 Viterbi (the best-scoring segmentation over the vocabulary): every piece of each text's best segmentation is kept,
 and removing other pieces only removes competing segmentations. WordPiece takes the longest known prefix: the piece
 it took is still kept and nothing longer was added. What other texts get (queries the texts did not contain): a
-Unigram text is re-segmented into the kept pieces (often shorter ones, down to single characters); a character no
-kept piece covers becomes ``<unk>`` (one ``<unk>`` per run of such characters). A WordPiece word that the kept
-pieces cannot spell becomes ``[UNK]`` as a whole. Either way every text encodes; give the texts the model will meet
+Unigram text is re-segmented into the kept pieces (often shorter ones, down to single characters: every character
+of the texts keeps its single-character piece where the vocabulary has one); a character no kept piece covers —
+one the texts never had — becomes ``<unk>`` (one ``<unk>`` per run of such characters). A WordPiece word that the
+kept pieces cannot spell becomes ``[UNK]`` as a whole. Either way every text encodes; give the texts the model will meet
 (the corpus, the training and validation queries) so that the cut costs little
 (``benchmarks/results/frontier/vocab_pruning_trained_demo.md``).
 """
@@ -54,6 +56,8 @@ CONFIG_TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id", "sep_token_i
 SUPPORTED_MODELS = ("Unigram", "WordPiece")
 #: What the pruned folder records about the cut (in the cut module's folder).
 RECORD_FILE = "care_vocab_prune.json"
+#: SentencePiece's word-boundary marker and WordPiece's continuation prefix (single-character pieces' forms).
+METASPACE, WORDPIECE_CONTINUATION = "\u2581", "##"
 #: Texts tokenised per batch while collecting the used pieces.
 ENCODE_BATCH = 4096
 #: Texts re-tokenised after the cut to check that they give the same pieces as before.
@@ -151,6 +155,17 @@ def used_token_ids(tokenizer, texts: Sequence[str], prefixes: Iterable[str] = ()
             for encoding in tokenizer.encode_batch(batch, add_special_tokens=False):
                 used.update(encoding.ids)
     return used
+
+
+def character_token_ids(tokenizer, texts: Sequence[str]) -> set[int]:
+    """Ids of the single-character pieces (``c``, ``▁c`` of SentencePiece, ``##c`` of WordPiece) of every character
+    of ``texts`` (normalised as the tokenizer normalises), where the vocabulary has them: kept, they let a new text
+    spell a seen character that the texts only ever used inside longer pieces, instead of ``<unk>``."""
+    normalizer = tokenizer.normalizer
+    characters = {c for text in texts for c in (normalizer.normalize_str(text) if normalizer else text)}
+    forms = ("{}", METASPACE + "{}", WORDPIECE_CONTINUATION + "{}")
+    ids = (tokenizer.token_to_id(form.format(c)) for c in characters for form in forms)
+    return {i for i in ids if i is not None}
 
 
 def _special_ids(data: dict[str, Any]) -> set[int]:
@@ -315,7 +330,8 @@ def prune_vocabulary(source: str | Path, texts: Sequence[str], output: str | Pat
         prune_tokenizer_json(data, [], str(module / TOKENIZER_FILE))  # raises, naming the file
     tokenizer = Tokenizer.from_file(str(module / TOKENIZER_FILE))
     prompts = [*stored_prompts(source), *prefixes]
-    keep = sorted(used_token_ids(tokenizer, texts, prompts) | _special_ids(data) | _config_token_ids(module))
+    keep = sorted(used_token_ids(tokenizer, texts, prompts) | character_token_ids(tokenizer, texts)
+                  | _special_ids(data) | _config_token_ids(module))
     vocab_before, weights_before = _vocab_size(data), _weights_bytes(module)
     output = Path(output)
     if output.resolve() != source.resolve() and output.resolve().is_relative_to(source.resolve()):
