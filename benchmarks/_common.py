@@ -1,6 +1,7 @@
 """Where the benchmark scripts find the repository, their records, their working folders and the dev set.
 
-One place for what every script of ``benchmarks/`` locates, so no script hard-codes a machine's path:
+One place for what every script of ``benchmarks/`` locates, so no script hard-codes a machine's path; the
+locations are the package's (:mod:`care.bench.locations`), re-exported here:
 
 - :data:`ROOT`: the repository; :data:`RESULTS`: ``benchmarks/results/`` (the records);
   :data:`RUNS`: ``runs/`` (training runs, caches, exports; ignored by git);
@@ -18,53 +19,18 @@ The scripts run as modules from the repository root: ``python -m benchmarks.<nam
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
-from typing import Any
 
-from care.bench.record import ALLOW_DIRTY_FLAG, pin_commit, portable_path
-from care.bench.reports.paths import RESULTS, ROOT  # the repository and its records (one definition)
-
-#: Where the scripts keep their training runs, caches and exports (ignored by git).
-RUNS = ROOT / "runs"
-#: The environment variable naming the dev set's folder (``corpus.jsonl``, ``train.jsonl``, ``test_*.jsonl``);
-#: one of :data:`care.bench.record.DATA_FOLDER_VARIABLES`, so records show its paths as ``$CARE_DEV_SET/...``.
-DEV_SET_ENV = "CARE_DEV_SET"
-
-
-def dev_set_or_none() -> Path | None:
-    """The folder ``$CARE_DEV_SET`` names, or None when the variable is unset or empty."""
-    value = os.environ.get(DEV_SET_ENV, "").strip()
-    return Path(value).expanduser() if value else None
-
-
-def dev_set() -> Path:
-    """The dev set's folder from ``$CARE_DEV_SET``.
-
-    Raises:
-        SystemExit: naming the variable when it is unset, or when the folder it names does not exist.
-    """
-    folder = dev_set_or_none()
-    if folder is None:
-        raise SystemExit(f"this benchmark needs the dev set: set ${DEV_SET_ENV} to its folder "
-                         f"(the one holding corpus.jsonl, train.jsonl and test_queries.jsonl), e.g. "
-                         f"{DEV_SET_ENV}=/path/to/toyhom_neike_sample python -m benchmarks.<script> ...")
-    if not folder.is_dir():
-        raise SystemExit(f"${DEV_SET_ENV} is {folder}, which is not a folder: set it to the dev set's folder")
-    return folder
-
-
-def portable(value: Any) -> Any:
-    """``value`` (a path, string, list or dict of them) with every absolute path under the dev set written
-    ``$CARE_DEV_SET/...`` and every one under the repository written relative to it
-    (:func:`care.bench.record.portable_path`); anything else unchanged."""
-    if isinstance(value, dict):
-        return {k: portable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [portable(v) for v in value]
-    if not isinstance(value, (str, Path)):
-        return value
-    return portable_path(str(value), ROOT)
+from care.bench.locations import (  # noqa: F401 - the drivers' names for the package's locations
+    DEV_SET_ENV,
+    RESULTS,
+    ROOT,
+    RUNS,
+    dev_set,
+    dev_set_or_none,
+    portable,
+)
+from care.bench.record import ALLOW_DIRTY_FLAG, pin_commit
 
 
 def run_config_parser(description: str, datasets: list[str], work: Path) -> argparse.ArgumentParser:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from benchmarks._common import RUNS as RUNS_FOLDER
 from benchmarks.bench_results import save
-from benchmarks.table_common import Run, SeedWork, Sizes, Variant, load_dataset, summarise, to_markdown
+from care.experiments.paper_tables import Run, SeedWork, Sizes, Variant, load_dataset, summarise, to_markdown
 
 logger = logging.getLogger("paper_tables")
 

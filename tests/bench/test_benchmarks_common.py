@@ -1,10 +1,11 @@
-"""``benchmarks/_common.py``: the dev set from ``$CARE_DEV_SET`` only, and records that name no machine's paths."""
+"""``care.bench.locations`` (``benchmarks/_common.py`` re-exports it): the dev set from ``$CARE_DEV_SET`` only, and records that name no machine's paths."""
 
 from __future__ import annotations
 
 import pytest
-from benchmarks import _common
-from benchmarks._common import DEV_SET_ENV, ROOT, dev_set, dev_set_or_none, portable
+
+from care.bench import locations
+from care.bench.locations import DEV_SET_ENV, ROOT, dev_set, dev_set_or_none, portable
 
 
 def test_an_unset_dev_set_stops_the_script_naming_the_variable(monkeypatch):
@@ -43,6 +44,6 @@ def test_a_path_that_only_starts_like_the_repository_is_kept(monkeypatch):
 
 
 def test_the_locations_are_the_repositorys():
-    assert (_common.ROOT / "pyproject.toml").is_file()
-    assert _common.RESULTS == _common.ROOT / "benchmarks" / "results" and _common.RESULTS.is_dir()
-    assert _common.RUNS == _common.ROOT / "runs"
+    assert (locations.ROOT / "pyproject.toml").is_file()
+    assert locations.RESULTS == locations.ROOT / "benchmarks" / "results" and locations.RESULTS.is_dir()
+    assert locations.RUNS == locations.ROOT / "runs"

@@ -1,4 +1,4 @@
-"""``benchmarks/tune_care_tiny.py``: a sweep per seed on the dev set, its record of the recipe's stages and variants."""
+"""``benchmarks/tune_care_tiny.py`` over :mod:`care.train.recipes.tiny_sweep`: a sweep per seed on the dev set, its record of the recipe's stages and variants."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from benchmarks import tune_care_tiny as tune
+
+from care.train.recipes import tiny_sweep as tune
 
 
 def test_a_sweep_report_becomes_the_records_rows():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from benchmarks._common import DEV_SET_ENV, dev_set_or_none
 
+from care.bench.locations import DEV_SET_ENV, dev_set_or_none
 from care.data.errors import DataFormatError
 from care.pretrain.pairs import iter_pairs, make_pairs, split_first_sentence
 

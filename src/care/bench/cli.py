@@ -151,8 +151,10 @@ def register(app: typer.Typer, *, default_tasks: Callable[[], list[Path]] | None
     if default_tasks is not None:
         _DEFAULT_TASKS.append(default_tasks)
     from care.bench.reports.cli import register as register_report
+    from care.bench.service_load.cli import register as register_service_load
 
     bench_app = typer.Typer(help="Evaluate encoders on tasks (care bench --model ... --task ...); regenerate the result tables (care bench report).")
     bench_app.callback(invoke_without_command=True)(bench)
     register_report(bench_app)
+    register_service_load(bench_app)
     app.add_typer(bench_app, name="bench")

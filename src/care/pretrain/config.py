@@ -14,10 +14,11 @@ runs through the engine's loop. Shipped examples: ``configs/pretrain/*.yaml``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from care.config import Config, ConfigError, apply_overrides, read_config_file
+from care.config import Config, ConfigError, Override, apply_overrides, read_config_file
 from care.train.engine.config import CheckpointConfig, RuntimeConfig, _check
 
 METHODS: tuple[str, ...] = ("retromae", "contrastive")
@@ -181,9 +182,9 @@ class PretrainConfig(Config):
                "engine): remove it")
 
 
-def load_pretrain_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (),
+def load_pretrain_config(path: str | Path, overrides: Sequence[Override] = (),
                          method: str | None = None) -> PretrainConfig:
-    """Read a YAML/JSON config, apply ``key.sub=value`` overrides, validate.
+    """Read a YAML/JSON config, apply ``key.sub=value`` overrides (or typed ``(key, value)`` pairs), validate.
 
     Args:
         method: when given (the CLI's ``retromae`` / ``contrastive``), the file's ``method`` must

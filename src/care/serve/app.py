@@ -235,8 +235,10 @@ def create_app(engine: SearchEngine) -> FastAPI:
     # before the API key is asked for (browsers send none with it), and /search is checked (key, type, size,
     # JSON) before it is answered
     if config.fast_search:
-        app.add_middleware(SearchFastPath, handler=searcher, path="/search", server_timing=config.server_timing)
-    app.add_middleware(RequestGuard, paths=GUARDED_PATHS, api_key=api_key, max_body_bytes=config.max_body_bytes)
+        app.add_middleware(SearchFastPath, handler=searcher, path="/search", server_timing=config.server_timing,
+                           lean=config.lean_search)
+    app.add_middleware(RequestGuard, paths=GUARDED_PATHS, api_key=api_key, max_body_bytes=config.max_body_bytes,
+                       parse_once=config.fast_search and config.lean_search)
     if config.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=list(CORS_METHODS),
                            allow_headers=list(CORS_HEADERS), expose_headers=["server-timing", "retry-after"])

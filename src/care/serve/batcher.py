@@ -9,7 +9,7 @@ at once: the inline path below runs only while the worker is idle). While the mo
 the batch size adapts to the load: 1 when idle, up to ``max_batch_size`` under load.
 
 When the service is idle, the hand-off itself is the cost: a queue, a worker task and a thread hop
-cost 0.2-0.5 ms per request on 2 cores, 6-17 % of a 3 ms query (``benchmarks/service_load.py``,
+cost 0.2-0.5 ms per request on 2 cores, 6-17 % of a 3 ms query (the ``service_load/e5_L6_int8_100k`` record,
 settings with and without it side by side). So with
 continuous batching (``max_wait`` 0), a request that ``inline`` accepts (small query-side work),
 that finds nothing else waiting or running, and that follows a batch of one request (traffic is

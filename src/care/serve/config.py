@@ -6,7 +6,7 @@ import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from care.config import Config, check_field_types
 from care.errors import CareError
@@ -33,6 +33,10 @@ DEFAULT_KEEP_ALIVE_TIMEOUT_S = 5.0
 DEFAULT_MAX_CONNECTIONS = 900
 #: Connections the kernel queues for the service before it accepts them (listen(2) backlog; uvicorn's default).
 DEFAULT_BACKLOG = 2048
+#: uvicorn's HTTP/1.1 parsers: ``httptools`` (llhttp, C) or ``h11`` (pure Python).
+HttpParser = Literal["httptools", "h11"]
+#: uvicorn's event loops: ``uvloop`` (libuv, C) or the standard library's ``asyncio``.
+EventLoop = Literal["uvloop", "asyncio"]
 
 
 @dataclass(frozen=True)
@@ -54,11 +58,11 @@ class ServeConfig(Config):
             Document-side work always goes through the worker thread.
         fast_search: answer ``POST /search`` with a plain ASGI layer (:mod:`care.serve.search_path`: same
             checks, same answers, without FastAPI's per-request routing and dependency work); False = through
-            FastAPI's route, as a comparison for ``benchmarks/service_load.py``.
+            FastAPI's route, as a comparison for ``care bench service-load``.
         server_timing: add a W3C ``Server-Timing`` header to every answer: ``app;dur=<ms>`` (the service's
             time from the request reaching its outermost layer to the answer's start) and, on ``/search``,
             ``search;dur=<ms>`` (the handler: checks, encode, index search, lookup). Browsers' developer tools
-            and ``benchmarks/service_load.py`` read it to split a request's time into the network and the
+            and ``care bench service-load`` read it to split a request's time into the network and the
             service; False leaves it out (a public service that does not want to show its timings).
         max_queue: texts waiting for the encoder before new requests get 503 (back-pressure).
         filter_overfetch: with filters, ``k * filter_overfetch`` candidates are searched, then filtered.
@@ -76,6 +80,14 @@ class ServeConfig(Config):
         max_connections: open connections plus requests in progress; at the limit, new requests get 503
             (each timeout above bounds how long a slow client can hold one).
         backlog: connections the kernel holds waiting to be accepted (listen backlog).
+        lean_search: with ``fast_search``, check a ``/search`` body of the common shape (a text query, an integer
+            ``k``, no filters) by hand and parse the body once with orjson (:mod:`care.serve.search_path`); any other
+            body still goes through the pydantic model, which words its refusal exactly as before. False = every
+            body through the model and the guard's second, stdlib parse (the path before issue 59, kept as the
+            comparison ``care serve bench`` measures beside it).
+        http_parser: the HTTP/1.1 parser uvicorn runs: ``httptools`` (default: measured faster, docs/serve.md) or
+            ``h11``.
+        event_loop: ``uvloop`` (default) or ``asyncio``.
         cors_origins: browser origins (``https://app.example.org``) allowed to call the API from their pages
             (CORS); empty (default) = same origin only; ``"*"`` = any origin.
     """
@@ -89,6 +101,7 @@ class ServeConfig(Config):
     max_queue: int = 4096
     inline_max_items: int = 4
     fast_search: bool = True
+    lean_search: bool = True
     server_timing: bool = True
     filter_overfetch: int = 10
     max_candidates: int = 1000
@@ -101,6 +114,8 @@ class ServeConfig(Config):
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     backlog: int = DEFAULT_BACKLOG
     cors_origins: tuple[str, ...] = ()
+    http_parser: HttpParser = "httptools"
+    event_loop: EventLoop = "uvloop"
 
     def __post_init__(self) -> None:
         for name in ("max_query_chars", "max_inputs", "max_k", "default_k", "max_batch_size", "max_queue",
@@ -119,6 +134,9 @@ class ServeConfig(Config):
             if origin != "*" and ("://" not in origin or origin.endswith("/")):
                 raise CareError(f"serve option cors_origins: {origin!r} is not an origin; write scheme://host[:port] "
                                 "without a path or trailing slash (e.g. https://app.example.org), or '*' for any")
+        for name, kind in (("http_parser", HttpParser), ("event_loop", EventLoop)):
+            if getattr(self, name) not in get_args(kind):
+                raise CareError(f"serve option {name} must be one of {list(get_args(kind))}, got {getattr(self, name)!r}")
         if self.default_k > self.max_k:
             raise CareError(f"default_k ({self.default_k}) is larger than max_k ({self.max_k})")
 

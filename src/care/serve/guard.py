@@ -11,7 +11,9 @@ endpoint alike — the rule FastAPI applies to its own routes: ``application/jso
 ``application/<something>+json``; a body without ``Content-Type`` (``requests.post(url, data=...)``)
 is read as JSON on every endpoint.
 A body that is not UTF-8 or not complete JSON gets 422 naming the byte, line or column, instead of
-FastAPI's bare "There was an error parsing the body". The checked body is handed on unchanged.
+FastAPI's bare "There was an error parsing the body". The checked body is handed on unchanged and, parsed once
+by orjson, in the scope under :data:`PARSED_BODY` for the ``/search`` hot path (:mod:`care.serve.search_path`); a
+body orjson refuses (a lone surrogate's escape, ``NaN``) is judged by the standard library as before.
 """
 
 from __future__ import annotations
@@ -20,8 +22,12 @@ import hmac
 import json
 from collections.abc import Iterable
 
+import orjson
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+#: Where a parsed body travels in the scope (:mod:`care.serve.search_path` reads it; one name for both).
+PARSED_BODY = "care.parsed_body"
 
 BEARER = "bearer "
 #: Bytes of context shown around a bad byte in a UTF-8 error.
@@ -78,10 +84,14 @@ class RequestGuard:
         paths: request paths to guard (the JSON endpoints); others pass untouched.
         api_key: required key, or None for no authentication.
         max_body_bytes: largest accepted body.
+        parse_once: parse a body with orjson and hand the result on in the scope (:data:`PARSED_BODY`); False =
+            the standard library's check alone, nothing handed on (``ServeConfig.lean_search``).
     """
 
-    def __init__(self, app: ASGIApp, *, paths: Iterable[str], api_key: str | None, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, paths: Iterable[str], api_key: str | None, max_body_bytes: int,
+                 parse_once: bool = True) -> None:
         self.app = app
+        self.parse_once = parse_once
         self.paths = frozenset(paths)
         self.api_key = api_key
         self.max_body_bytes = max_body_bytes
@@ -125,12 +135,25 @@ class RequestGuard:
                 await _respond(send, 413, self._too_large(f"more than {self.max_body_bytes}"))
                 return
             more = message.get("more_body", False)
-        if body:
-            problem = body_problem(bytes(body))
-            if problem is not None:
-                await _respond(send, 422, problem)
-                return
-        await self.app(scope, _replay(bytes(body), receive), send)
+        raw = bytes(body)
+        if raw:
+            parsed = _parsed(raw) if self.parse_once else None
+            if parsed is None:
+                problem = body_problem(raw)
+                if problem is not None:
+                    await _respond(send, 422, problem)
+                    return
+            else:
+                scope = {**scope, PARSED_BODY: parsed[0]}
+        await self.app(scope, _replay(raw, receive), send)
+
+
+def _parsed(body: bytes) -> tuple[object] | None:
+    """``(value,)`` of a body orjson reads (the standard library reads every such body alike), else None."""
+    try:
+        return (orjson.loads(body),)
+    except orjson.JSONDecodeError:
+        return None
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

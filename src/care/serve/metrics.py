@@ -107,7 +107,7 @@ class RequestMetrics:
 
     A plain ASGI wrapper rather than Starlette's ``BaseHTTPMiddleware`` (``@app.middleware("http")``),
     which runs each request through an extra task and memory stream: on 2 cores that cost about as
-    much per request as encoding a query (``benchmarks/service_load.py``).
+    much per request as encoding a query (the ``service_load`` records; ``care bench service-load``).
 
     Args:
         app: the wrapped ASGI app.

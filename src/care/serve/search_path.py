@@ -1,15 +1,16 @@
 """``POST /search`` on the hot path: the same answer as the FastAPI route, without FastAPI's per-request work.
 
 FastAPI's routing, dependency solving, body re-reading and exception middleware are a large part of
-the service's own time per ``/search``: over HTTP at one client, side by side in one run of
-``benchmarks/service_load.py``, the service's own code is 0.93 ms warm through the FastAPI route and
-0.69 ms through this path (settings ``b32w0t1f0`` vs ``b32w0t1``). :class:`SearchFastPath` is a plain
-ASGI layer placed inside the API-key / body-size guard and the request metrics: it answers
-``POST /search`` itself — body parsed with orjson, checked by the same pydantic model
-(:class:`~care.serve.schemas.SearchRequest`), processed by the same :class:`SearchHandler` the
-FastAPI route uses — and passes every other request on. Errors keep the service's contract:
-``{"detail": ...}`` with 422 for an invalid body (worded like the FastAPI route's), the handler's
-own status for its refusals, 503 with ``Retry-After`` when the encoder queue is full.
+the service's own time per ``/search`` (``care serve bench``, settings with ``fast_search`` on and off side
+by side). :class:`SearchFastPath` is a plain ASGI layer placed inside the API-key / body-size guard and the
+request metrics: it answers ``POST /search`` itself — the body parsed once with orjson (by the guard, which
+hands the parsed object on in the scope), a body of the common shape (a text query, an integer ``k``, an
+optional plain instruction, no filters) checked by hand (:func:`lean_request`), any other body by the same
+pydantic model the FastAPI route uses (:class:`~care.serve.schemas.SearchRequest`), so every refusal is
+worded as before — and processed by the same :class:`SearchHandler` the FastAPI route uses; every other
+request is passed on. Errors keep the service's contract: ``{"detail": ...}`` with 422 for an invalid body
+(worded like the FastAPI route's), the handler's own status for its refusals, 503 with ``Retry-After`` when
+the encoder queue is full.
 
 The FastAPI route stays declared (it is what ``/openapi.json`` and ``/docs`` describe, and it serves
 ``/search`` when the app is used without this layer); both paths share :class:`SearchHandler`, so
@@ -22,17 +23,21 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from fastapi import HTTPException
 from pydantic import ValidationError
 
+from care.data.text_rules import has_surrogate_or_nul, text_problem
 from care.index.docstore import DocumentReadError
 from care.serve.batcher import QueueFullError
 from care.serve.engine import SEARCH, SearchEngine
+from care.serve.guard import PARSED_BODY
 from care.serve.metrics import SEARCH_TIMING, server_timing_header
 from care.serve.schemas import SearchRequest
+from care.serve.validation import MAX_INSTRUCTION_CHARS
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +48,37 @@ JSON_HEADERS = [(b"content-type", b"application/json")]
 RETRY_AFTER_S = 1
 #: What an empty or non-object body is told.
 NOT_AN_OBJECT = 'send a JSON object such as {"query": "头痛怎么办", "k": 10}'
+#: The fields of a /search body (the model refuses any other).
+SEARCH_FIELDS = frozenset({"query", "k", "filters", "instruction"})
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    """A checked ``/search`` request as the handler reads it (what :class:`SearchRequest` holds, without pydantic)."""
+
+    query: str
+    k: int | None = None
+    filters: dict[str, Any] | None = None
+    instruction: str | None = None
+
+
+def lean_request(payload: dict[str, Any]) -> SearchQuery | None:
+    """``payload`` as a request when it has the common shape and breaks none of the model's rules: a ``query``
+    string with visible text and no lone surrogate or NUL, ``k`` absent / null or an integer >= 1, ``filters``
+    absent or null, ``instruction`` absent, null or a string within its bound without surrogate or NUL, no other
+    field. Anything else -> None: :class:`SearchRequest` then decides, and words any refusal (the model coerces
+    ``"3"`` to 3 and checks filters; this path takes only what it would take unchanged, so both give one answer)."""
+    if not SEARCH_FIELDS.issuperset(payload):
+        return None
+    query, k, instruction = payload.get("query"), payload.get("k"), payload.get("instruction")
+    if type(query) is not str or text_problem(query) is not None or payload.get("filters") is not None:
+        return None
+    if k is not None and (type(k) is not int or k < 1):
+        return None
+    if instruction is not None and (type(instruction) is not str or len(instruction) > MAX_INSTRUCTION_CHARS
+                                    or has_surrogate_or_nul(instruction)):
+        return None
+    return SearchQuery(query, k, None, instruction)
 
 
 def validation_detail(errors: Iterable[Mapping[str, Any]]) -> str:
@@ -73,7 +109,7 @@ class SearchHandler:
     def __init__(self, engine: SearchEngine, run: RunFn, check_texts: Callable[[Any, str, SearchEngine], Any]) -> None:
         self.engine, self.run, self.check_texts = engine, run, check_texts
 
-    async def answer(self, request: SearchRequest) -> tuple[bytes, float]:
+    async def answer(self, request: SearchRequest | SearchQuery) -> tuple[bytes, float]:
         """The response body for ``request`` and the milliseconds it took (also the body's ``took_ms``).
         Raises HTTPException (4xx/5xx) or QueueFullError (503)."""
         started = time.perf_counter()
@@ -111,25 +147,30 @@ class SearchFastPath:
         handler: the shared ``/search`` logic.
         path: the path to answer (``/search``).
         server_timing: add ``Server-Timing: search;dur=<ms>`` (the handler's time) to a 200 answer.
+        lean: take a body of the common shape without the pydantic model (:func:`lean_request`) and the body the
+            guard already parsed; False = every body through the model (``ServeConfig.lean_search``).
     """
 
-    def __init__(self, app: Callable, *, handler: SearchHandler, path: str = "/search", server_timing: bool = False) -> None:
-        self.app, self.handler, self.path, self.server_timing = app, handler, path, server_timing
+    def __init__(self, app: Callable, *, handler: SearchHandler, path: str = "/search", server_timing: bool = False,
+                 lean: bool = True) -> None:
+        self.app, self.handler, self.path, self.server_timing, self.lean = app, handler, path, server_timing, lean
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] != "http" or scope["path"] != self.path or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        body = b""
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return  # the client left; nobody to answer
-            body += message.get("body", b"")
-            if not message.get("more_body", False):
-                break
+        payload = scope.get(PARSED_BODY) if self.lean else None  # the guard parsed the body (None: it did not)
+        if payload is None:
+            body = b""
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return  # the client left; nobody to answer
+                body += message.get("body", b"")
+                if not message.get("more_body", False):
+                    break
         try:
-            request = self._parse(body)
+            request = self._check(payload) if payload is not None else self._parse(body)
             answer, took_ms = await self.handler.answer(request)
         except ValidationError as exc:
             await _send_json(send, 422, _detail(validation_detail(exc.errors())))
@@ -140,8 +181,17 @@ class SearchFastPath:
         else:
             await _send_json(send, 200, answer, [server_timing_header(SEARCH_TIMING, took_ms)] if self.server_timing else None)
 
-    @staticmethod
-    def _parse(body: bytes) -> SearchRequest:
+    def _check(self, payload: Any) -> SearchRequest | SearchQuery:
+        """The checked request of a parsed body: by hand when it has the common shape, else by the model."""
+        if not isinstance(payload, dict):
+            raise HTTPException(422, validation_detail([{"loc": (), "msg": NOT_AN_OBJECT}]))
+        if self.lean:
+            request = lean_request(payload)
+            if request is not None:
+                return request
+        return SearchRequest.model_validate(payload)
+
+    def _parse(self, body: bytes) -> SearchRequest | SearchQuery:
         """The checked request. Raises ValidationError, or HTTPException 422 for a body that is empty, not a
         JSON object, or not JSON (the guard in front normally catches the last)."""
         try:
@@ -151,6 +201,4 @@ class SearchFastPath:
                 payload = json.loads(body)
             except ValueError as exc:
                 raise HTTPException(422, f"the request body is not valid JSON: {exc}") from None
-        if not isinstance(payload, dict):
-            raise HTTPException(422, validation_detail([{"loc": (), "msg": NOT_AN_OBJECT}]))
-        return SearchRequest.model_validate(payload)
+        return self._check(payload)

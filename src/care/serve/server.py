@@ -1,7 +1,8 @@
 """Run the app with uvicorn: in the foreground (``care serve``) or in a background thread (tests, benchmarks).
 
-The one place where the service's transport bounds (:class:`~care.serve.config.ServeConfig`) become
-server settings: the request head's deadline (:mod:`care.serve.protocol`), the kept-alive connection's
+The one place where the service's transport settings (:class:`~care.serve.config.ServeConfig`) become
+server settings: the HTTP parser and event loop (``http_parser``, ``event_loop``: httptools and uvloop by default,
+the fastest of the servers measured, docs/serve.md), the request head's deadline (:mod:`care.serve.protocol`), the kept-alive connection's
 idle timeout, the connection limit and the listen backlog. (The body's deadline is an ASGI layer that
 :func:`care.serve.app.create_app` puts inside the request metrics, so it holds under any server.)
 The socket is bound here, before uvicorn starts, so a port out of range or in use is a one-line
@@ -11,6 +12,7 @@ The socket is bound here, before uvicorn starts, so a port out of range or in us
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import threading
 import time
@@ -19,6 +21,8 @@ from typing import Any
 
 from care.errors import CareError
 from care.serve.config import ServeConfig
+
+logger = logging.getLogger(__name__)
 
 #: Seconds to wait for a background server to start listening.
 STARTUP_TIMEOUT_S = 30.0
@@ -61,6 +65,36 @@ def bound_url(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+def http_protocol_class(parser: str) -> type:
+    """uvicorn's protocol class for ``ServeConfig.http_parser`` (``httptools`` or ``h11``).
+
+    Raises:
+        CareError: ``httptools`` asked for but not installed (``pip install 'care-retrieval[serve]'``).
+    """
+    if parser == "h11":
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+
+        return H11Protocol
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:
+        raise CareError("serve option http_parser 'httptools' needs the httptools package: pip install "
+                        "'care-retrieval[serve]', or set http_parser to 'h11'") from None
+    return HttpToolsProtocol
+
+
+def event_loop_setting(loop: str) -> str:
+    """uvicorn's ``loop`` for ``ServeConfig.event_loop``; ``uvloop`` falls back to ``asyncio`` where uvloop is not
+    installed (Windows), with a warning."""
+    if loop == "uvloop":
+        try:
+            import uvloop  # noqa: F401
+        except ImportError:
+            logger.warning("serve option event_loop 'uvloop': uvloop is not installed; running the asyncio loop")
+            return "asyncio"
+    return loop
+
+
 def _app_limits(app: Any) -> ServeConfig:
     """The ServeConfig of a care app (``app.state.engine.config``); defaults for any other ASGI app."""
     engine = getattr(getattr(app, "state", None), "engine", None)
@@ -72,15 +106,14 @@ def build_server(app: Any, host: str = "127.0.0.1", port: int = 0, limits: Serve
     """A ``uvicorn.Server`` for ``app`` with the transport bounds of ``limits`` (default: the app's own
     ServeConfig). ``uvicorn_options`` go to ``uvicorn.Config`` (``log_level``, ``access_log``, ...)."""
     import uvicorn
-    from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
     from care.serve.protocol import header_deadline_protocol
 
     limits = limits or _app_limits(app)
     metrics = getattr(getattr(app, "state", None), "metrics", None)
-    protocol = header_deadline_protocol(AutoHTTPProtocol, limits.header_timeout_s,
+    protocol = header_deadline_protocol(http_protocol_class(limits.http_parser), limits.header_timeout_s,
                                         metrics.observe_timeout if metrics is not None else None)
-    options = {"log_level": "warning", "lifespan": "on", **uvicorn_options}
+    options = {"log_level": "warning", "lifespan": "on", "loop": event_loop_setting(limits.event_loop), **uvicorn_options}
     config = uvicorn.Config(app, host=host, port=port, http=protocol, timeout_keep_alive=limits.keep_alive_timeout_s,
                             limit_concurrency=limits.max_connections, backlog=limits.backlog, **options)
     return uvicorn.Server(config)

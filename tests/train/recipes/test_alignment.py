@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from benchmarks._common import DEV_SET_ENV, dev_set_or_none
 
+from care.bench.locations import DEV_SET_ENV, dev_set_or_none
 from care.data.training import DOC_ALIGN, QUERY_ALIGN, load_training_file
 from care.train.recipes.alignment_data import (
     DenseNegativeMiner,

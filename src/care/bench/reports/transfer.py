@@ -4,17 +4,22 @@ it has one (the same recipe trained by another driver, said in the "run by" row)
 record that holds fewer seeds; a dataset with neither is said to be missing. CARE's share of symmetric large is the
 ratio of means and, beside it, each seed against its own symmetric large. A figure whose settings were chosen on the
 test split it reports carries :data:`care.bench.selection.TEST_MARK` (the records' selection blocks), and the
-"settings chosen on" row says where."""
+"settings chosen on" row says where. :func:`record_markdown`: one record's own table (``transfer/<dataset>.md``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from care.bench.record import BenchmarkRecord, read_records
 from care.bench.reports.paths import RESULTS
 from care.bench.selection import TEST, TEST_MARK, read_selections, with_test_mark
 from care.bench.tables import markdown_table, per_seed_ratios, ratio_cell
 
+#: The records' experiment folder (``transfer/<dataset>.json``).
+EXPERIMENT = "transfer"
+#: Where a transfer summary keeps issue 43's targets (a check record, ``<dataset>_without_stored_prompts``, has none).
+TARGETS_KEY = "targets"
 #: The transfer table's columns: (record in transfer/, column title); rows as bench_transfer.py labels them.
 TRANSFER_SETS: tuple[tuple[str, str], ...] = (
     ("toyhom", "patient questions → doctor answers (toyhom)"),
@@ -57,7 +62,7 @@ def _transfer_columns(results: Path, dataset: str, title: str) -> list[tuple[Ben
     """The dataset's columns as ``(record, how it was run, title)``: its transfer record; its fallback record beside
     it while the transfer record holds fewer seeds than the fallback (so a partial care run does not hide a
     complete one), or in its place when there is no transfer record; else one empty column, ``"not run yet"``."""
-    record = read_records(results, "transfer").get(dataset)
+    record = read_records(results, EXPERIMENT).get(dataset)
     columns: list[tuple[BenchmarkRecord | None, str, str]] = []
     if record is not None:
         columns.append((record, "care run (configs/runs/)", title))
@@ -84,3 +89,29 @@ def transfer_table(results: Path = RESULTS) -> str:
     rows.append(["seeds", *(", ".join(map(str, rec.seeds)) if rec else "–" for rec, _, _ in found)])
     rows.append(["run by", *(how for _, how, _ in found)])
     return markdown_table(["row (nDCG@10, test queries, full corpus)", *(title for _, _, title in found)], rows)
+
+
+def _target(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, dict):  # per seed
+        return ", ".join(f"{v:.4f} (seed {k})" for k, v in value.items()) or "–"
+    return f"{value:.4f}"
+
+
+def record_markdown(record: BenchmarkRecord) -> str:
+    """One dataset's transfer record (``transfer/<dataset>.json``) as the Markdown beside it: each row's test mean,
+    std, per-seed values and validation mean, then issue 43's targets, the config and the command."""
+    lines = [f"# Transfer — {record.name}: nDCG@10 over seeds {record.seeds} (`care run`, real weights)", "",
+             "| row | test mean | std | per seed | validation mean |", "|---|---|---|---|---|"]
+    for row, r in record.scores.items():
+        if row.endswith(" (validation)"):
+            continue
+        val = record.scores.get(f"{row} (validation)")
+        lines.append(f"| {row} | {r['mean']:.4f} | {r['std']:.4f} | {', '.join(f'{x:.4f}' for x in r['per_seed'])} | "
+                     + (f"{val['mean']:.4f} |" if val else "– |"))
+    lines += ["", "| target (issue 43) | value |", "|---|---|"]
+    lines += [f"| {k} | {_target(v)} |" for k, v in record.extra[TARGETS_KEY].items()]
+    lines += ["", f"Config: `{record.config['run_config']}` {' '.join(record.config['overrides'])}. Command: "
+                  f"`{record.command}`; commit {record.commit}."]
+    return "\n".join(lines) + "\n"

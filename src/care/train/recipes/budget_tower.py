@@ -86,7 +86,7 @@ RICH_DATA_FIELDS: dict[str, int | bool] = {"alignment_sentences": RICH_ALIGNMENT
 #: latency routine cycles through them until every median is stable.
 LATENCY_QUERIES = 20
 #: A query tower of an e5 document model is timed as the e5 preset encodes queries: mean pooling, ``query: ``,
-#: no task instruction (as the frontier's latency, ``benchmarks/real_weights_summary.py``).
+#: no task instruction (as the frontier's latency, ``care.experiments.real_weights.latency``).
 E5_QUERY_OPTIONS = "pooling=mean&query_prefix=query%3A+&instructions=false"
 
 
