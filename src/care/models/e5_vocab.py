@@ -117,16 +117,13 @@ def used_pieces(texts: Iterable[str], image_path: str | Path | None = None, *,
                 prefixes: tuple[str, ...] = (QUERY_PREFIX, PASSAGE_PREFIX)) -> set[int]:
     """Ids of every piece the image's tokeniser produces for ``texts`` (each also with each of
     ``prefixes``, as e5 sees queries and passages), plus the special pieces."""
+    from care.models.vocab_prune import used_token_ids
+
     image = read_image(image_path)
     tokenizer = build_tokenizer(image)
-    keep = {image.bos, image.eos, image.pad, image.unk}
-    texts = list(texts)
-    for prefix in ("", *prefixes):
-        # whole texts on purpose (every piece they use, past the model's length too): verbose=False drops
-        # transformers' "Token indices sequence length is longer than ..." warning, which is about feeding the model
-        for ids in tokenizer([prefix + t for t in texts], add_special_tokens=False, verbose=False)["input_ids"]:
-            keep.update(ids)
-    return keep
+    # whole texts on purpose (every piece they use, past the model's length too)
+    return {image.bos, image.eos, image.pad, image.unk} | used_token_ids(tokenizer.backend_tokenizer, list(texts),
+                                                                         prefixes)
 
 
 def shrink_image(target: str | Path, texts: Iterable[str], image_path: str | Path | None = None) -> Path:

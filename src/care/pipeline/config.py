@@ -216,6 +216,11 @@ class CareRecipeConfig(Config):
         static_tower: how a static query tower (``models.query: "e5?layers=0"``, or the budget's depth-0 pick) is
             trained (:class:`care.train.recipes.static_query.StaticTowerConfig`: its own learning rate in the stages
             that train it alone, IDF-initialised learned token weights, Stage II's rate for it); ignored otherwise.
+        prune_query_vocabulary: cut the served CARE model's query tower to the token pieces the run's own texts use
+            (the corpus, every labelled row, ``inputs.alignment_queries``; never the evaluation tasks' queries),
+            written to ``models/care/served/`` and evaluated, timed and indexed as the CARE row
+            (:mod:`care.pipeline.served_vocabulary`; e5's 1-layer tower: 98 M -> a few M parameters). ``null`` (the
+            default): on exactly when ``query_speedup`` is set (the served tower is the small one).
         overrides: more ``key=value`` / ``stage:key=value`` settings (applied last).
         ablations: ``{row label: recipe switches}`` trained besides the full recipe (in their own folders,
             sharing the finished initialisations), e.g. ``{"CARE w/o Stage I": {skip_stage1: true}}``.
@@ -247,6 +252,7 @@ class CareRecipeConfig(Config):
     query_speedup: float | None = None
     query_speedup_timing: str = "interleaved"
     static_tower: StaticTowerConfig = field(default_factory=StaticTowerConfig)
+    prune_query_vocabulary: bool | None = None
     overrides: list[str] = field(default_factory=list)
     ablations: dict[str, RecipeConfig] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=lambda: {

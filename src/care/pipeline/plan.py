@@ -27,6 +27,7 @@ from care.pipeline.context import RunContext
 from care.pipeline.manifest import DONE, FAILED, StepRecord
 from care.pipeline.preflight import check_inputs, input_digests
 from care.pipeline.run import check_redo, check_unchanged_inputs, earlier_run
+from care.pipeline.served_vocabulary import SERVED_FOLDER, prune_enabled
 
 #: What a planned step will do (:attr:`PlannedStep.status`).
 RUNS, RESUMES, REDONE, SKIPPED = "runs", "resumes", "runs again (--redo)", "already done, skipped"
@@ -99,6 +100,8 @@ def _step_files(step: str, config: RunConfig) -> tuple[list[str], list[str]]:
         reads = [TRAIN_FILE, f"models.query ({models.query})", f"models.document ({models.document})"]
         if config.recipes.care.config_dir:
             reads.append(f"recipes.care.config_dir ({config.recipes.care.config_dir})")
+        if prune_enabled(config.recipes.care):  # the served query tower's vocabulary: the run's own texts
+            return [*reads, corpus], ["models/care/", f"models/care/{SERVED_FOLDER}/ (query vocabulary cut)"]
         return reads, ["models/care/"]
     if step == "train_student":
         return [TRAIN_FILE, f"models.teacher ({models.teacher})"], ["models/student/"]

@@ -21,6 +21,8 @@ from care.pipeline.evaluate import INDEX_FOLDER, LATENCY_FILE, load_results, mod
 from care.pipeline.findings import findings_lines
 from care.pipeline.query_budget import OUTPUT_KEY as QUERY_BUDGET_KEY
 from care.pipeline.query_budget import report_lines as query_budget_lines
+from care.pipeline.served_vocabulary import OUTPUT_KEY as QUERY_VOCABULARY_KEY
+from care.pipeline.served_vocabulary import report_lines as query_vocabulary_lines
 from care.pipeline.sources import evaluated_tasks
 
 logger = logging.getLogger(__name__)
@@ -218,6 +220,8 @@ def step_report(ctx: RunContext) -> dict[str, Any]:
         lines += [f"Trained models on {selection_task(ctx)}, best first: "
                   + ", ".join(f"{r['model']} ({r['score']:.{SCORE_DIGITS}f})" for r in ranked) + ".", ""]
     lines += query_budget_lines(budget)
+    vocabulary = ctx.step_outputs("train_care").get(QUERY_VOCABULARY_KEY)
+    lines += query_vocabulary_lines(vocabulary)
     checks = ctx.step_outputs("train_care").get("validation")
     if checks:
         lines += ["CARE's stages on validation (each against the stage it started from):", ""]
@@ -241,6 +245,7 @@ def step_report(ctx: RunContext) -> dict[str, Any]:
                "ranking": ranked, "ranked_on": selection_task(ctx), "warnings": (index or {}).get("warnings", []),
                "figure": _figure(ctx, points, results), "figure_points": points,
                "index": index, "serve_command": command,
-               **({QUERY_BUDGET_KEY: budget} if budget else {})}
+               **({QUERY_BUDGET_KEY: budget} if budget else {}),
+               **({QUERY_VOCABULARY_KEY: vocabulary} if vocabulary else {})}
     write_json(ctx.root / RESULTS_JSON, summary)
     return summary

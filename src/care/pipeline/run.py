@@ -50,6 +50,7 @@ from care.pipeline.manifest import DONE, MANIFEST_FILE, RunManifest
 from care.pipeline.preflight import check_inputs, input_digests
 from care.pipeline.query_budget import with_query_budget
 from care.pipeline.report import serve_command, step_report
+from care.pipeline.served_vocabulary import with_served_vocabulary
 from care.pipeline.train import step_train_baselines, step_train_care, step_train_student
 
 logger = logging.getLogger(__name__)
@@ -57,11 +58,12 @@ logger = logging.getLogger(__name__)
 StepFunction = Callable[[RunContext], dict[str, Any]]
 
 #: The function of every step (looked up at run time, so tests can replace one). The steps that take CARE's query
-#: base run on the query tower ``recipes.care.query_speedup`` picks, when it is set (:mod:`care.pipeline.query_budget`).
+#: base run on the query tower ``recipes.care.query_speedup`` picks, when it is set (:mod:`care.pipeline.query_budget`);
+#: CARE's served model then gets its query tower cut to the run's vocabulary (:mod:`care.pipeline.served_vocabulary`).
 STEPS: dict[str, StepFunction] = {
     "curate": step_curate,
     "label": step_label,
-    "train_care": with_query_budget(step_train_care),
+    "train_care": with_query_budget(with_served_vocabulary(step_train_care)),
     "train_student": step_train_student,
     "train_baselines": with_query_budget(step_train_baselines),
     "evaluate": step_evaluate,
