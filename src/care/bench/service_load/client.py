@@ -7,7 +7,7 @@ as little as possible from the service it measures.
 * :func:`run_clients` — ``clients`` asyncio connections, each sending its next ``POST`` as soon as its answer is
   complete, for ``seconds``; answers are read with httptools' C parser (the parser uvicorn uses) instead of a
   full client library (httpx spends about as much CPU per request as the service's whole HTTP layer). Returns
-  q/s and latency percentiles (:class:`LoadResult`).
+  q/s and latency percentiles (:class:`LoadReport`).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import socket
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
+
+from care.serve.loadgen import LoadReport
 
 #: Seconds a request may take before the client gives up on it.
 REQUEST_TIMEOUT_S = 30.0
@@ -107,24 +107,6 @@ class _Answer:
         self.complete = True
 
 
-@dataclass
-class LoadResult:
-    """One load level: ``clients`` connections for ``duration_s``; latencies of answered requests."""
-
-    clients: int
-    duration_s: float
-    requests: int
-    qps: float
-    p50_ms: float
-    p90_ms: float
-    p99_ms: float
-    status: dict[str, int] = field(default_factory=dict)
-    dropped: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 class _Connection(asyncio.Protocol):
     """One client connection: writes a request, parses the answer with httptools, resolves a future."""
 
@@ -167,7 +149,7 @@ def request_bytes(host: str, port: int, path: str, body: bytes) -> bytes:
 
 
 async def run_clients_async(url: str, bodies: Sequence[bytes], *, clients: int, seconds: float,
-                            path: str = SEARCH_PATH) -> LoadResult:
+                            path: str = SEARCH_PATH) -> LoadReport:
     """``clients`` connections each posting the next of ``bodies`` (cycled) as soon as its answer is in."""
     host, port = _address(url)
     raws = [request_bytes(host, port, path, body) for body in bodies]
@@ -201,12 +183,12 @@ async def run_clients_async(url: str, bodies: Sequence[bytes], *, clients: int, 
     elapsed = time.perf_counter() - started
     lat = np.asarray(latencies) * 1000 if latencies else np.asarray([np.nan])
     p50, p90, p99 = (round(float(np.percentile(lat, q)), 3) for q in PERCENTILES)
-    return LoadResult(clients=clients, duration_s=round(elapsed, 3), requests=len(latencies),
+    return LoadReport(clients=clients, duration_s=round(elapsed, 3), requests=len(latencies),
                       qps=round(len(latencies) / elapsed, 1), p50_ms=p50, p90_ms=p90, p99_ms=p99,
                       status=dict(status), dropped=dropped[0])
 
 
-def run_clients(url: str, bodies: Sequence[bytes], *, clients: int, seconds: float, path: str = SEARCH_PATH) -> LoadResult:
+def run_clients(url: str, bodies: Sequence[bytes], *, clients: int, seconds: float, path: str = SEARCH_PATH) -> LoadReport:
     """:func:`run_clients_async` on its own event loop (uvloop's when installed)."""
     coroutine = run_clients_async(url, bodies, clients=clients, seconds=seconds, path=path)
     try:
