@@ -134,3 +134,16 @@ def test_a_spawned_variant_is_care_serve_with_its_change_and_is_stopped(tiny_ind
         assert service.cpu_seconds() > 0
     assert json.loads((tmp_path / "serve-h11.json").read_text(encoding="utf-8")) == {"http_parser": "h11"}
     assert service.process.poll() is not None  # stopped
+
+
+def test_waiting_for_a_service_that_exits_names_it_and_its_exit_code():
+    import subprocess
+    import sys
+
+    from care.bench.service_load.services import wait_healthy
+    from care.errors import CareError
+
+    process = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    process.wait()
+    with pytest.raises(CareError, match=r"care serve \(test\): exited with 3"):
+        wait_healthy(process, "http://127.0.0.1:9", 5.0, "care serve (test)")

@@ -23,6 +23,8 @@ from pathlib import Path
 import httpx
 
 from care.bench.record import BenchmarkRecord
+from care.bench.service_load.services import wait_healthy
+from care.errors import CareError
 from care.serve.config import ServeConfig
 from care.serve.loadgen import run_load
 from care.serve.slow_clients import KINDS, SlowClients
@@ -57,7 +59,6 @@ class HostileSettings:
 KEY_ENV = "CARE_BENCH_KEY"
 KEY = "bench-secret"
 STARTUP_S = 120.0
-POLL_S = 0.2
 SEED = 0
 KIB = 1024
 WARM_UP_S = 3.0
@@ -94,18 +95,13 @@ def start_service(index: Path, port: int, api_key: bool = True) -> subprocess.Po
     proc = subprocess.Popen([sys.executable, "-m", "care.cli", "-q", "serve", "--index", str(index), "--port", str(port),
                              *key, "--threads", "1"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + STARTUP_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"care serve exited: {proc.stderr.read().decode() if proc.stderr else ''}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            pass
-        time.sleep(POLL_S)
-    proc.kill()
-    raise RuntimeError("care serve did not start")
+    try:
+        wait_healthy(proc, f"http://127.0.0.1:{port}", STARTUP_S, "care serve (see its stderr)")
+    except CareError as exc:
+        stderr = proc.stderr.read().decode() if proc.poll() is not None and proc.stderr else ""
+        proc.kill()
+        raise CareError(f"{exc}{': ' + stderr if stderr else ''}") from None
+    return proc
 
 
 def _metric_values(url: str, prefix: str) -> dict[str, float]:

@@ -35,6 +35,28 @@ def serve_command(config: ServiceLoadConfig, port: int, serve_config: Path) -> l
     return command
 
 
+def wait_healthy(process: subprocess.Popen, url: str, timeout_s: float, name: str) -> None:
+    """Return once the service at ``url`` answers ``GET /health`` with 200, polling every :data:`POLL_S`.
+
+    Raises:
+        CareError: ``process`` exited first, or ``timeout_s`` passed (``name`` says which service and where its
+            log is).
+    """
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise CareError(f"{name}: exited with {process.returncode}")
+        try:
+            if httpx.get(url + "/health", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass  # not listening yet
+        time.sleep(POLL_S)
+    raise CareError(f"{name}: did not answer /health within {timeout_s:.0f} s")
+
+
 class SpawnedService:
     """One variant's ``care serve`` on a free port of 127.0.0.1; a context manager yielding itself.
 
@@ -59,20 +81,13 @@ class SpawnedService:
                                             stderr=subprocess.STDOUT, env=env)
 
     def __enter__(self) -> SpawnedService:
-        import httpx
-
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise CareError(f"care serve ({self.variant}) exited with {self.process.returncode}; see {self.log_path}")
-            try:
-                if httpx.get(self.url + "/health", timeout=1.0).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(POLL_S)
-        self.stop()
-        raise CareError(f"care serve ({self.variant}) did not answer within {STARTUP_TIMEOUT_S:.0f} s; see {self.log_path}")
+        try:
+            wait_healthy(self.process, self.url, STARTUP_TIMEOUT_S,
+                         f"care serve ({self.variant}); see {self.log_path}")
+        except CareError:
+            self.stop()
+            raise
+        return self
 
     def cpu_seconds(self) -> float:
         """User + system CPU seconds the service process has used."""
