@@ -36,6 +36,7 @@ from care.errors import CareError
 from care.serve.batcher import MicroBatcher, QueueFullError
 from care.serve.body_deadline import BodyDeadline
 from care.serve.engine import EMBED, SEARCH, SearchEngine, usage_tokens
+from care.serve.front import FrontDoorApp, Layer, wrap_layers
 from care.serve.guard import RequestGuard
 from care.serve.metrics import SEARCH_TIMING, SERVER_TIMING, RequestMetrics, ServiceMetrics, server_timing_value
 from care.serve.schemas import (
@@ -108,7 +109,7 @@ def cheap_enough_inline(key: tuple, items: list[Any], max_items: int) -> bool:
     return key[0] == SEARCH or (key[0] == EMBED and key[1] == "query")
 
 
-def create_app(engine: SearchEngine) -> FastAPI:
+def create_app(engine: SearchEngine) -> FrontDoorApp:
     """The service around ``engine`` (see the module docstring for the endpoints)."""
     config = engine.config
     metrics = ServiceMetrics()
@@ -128,7 +129,7 @@ def create_app(engine: SearchEngine) -> FastAPI:
         finally:
             await batcher.stop()
 
-    app = FastAPI(
+    app = FrontDoorApp(
         title="CARE search service",
         description="Chinese medical retrieval with an asymmetric encoder: a small query encoder online, "
         "documents encoded offline by the large encoder. Errors are JSON {\"detail\": message}.",
@@ -234,15 +235,21 @@ def create_app(engine: SearchEngine) -> FastAPI:
     # -> FastAPI's routes, so the guard's and the deadline's answers are counted, a CORS preflight is answered
     # before the API key is asked for (browsers send none with it), and /search is checked (key, type, size,
     # JSON) before it is answered
+    layers: list[Layer] = []  # innermost first
     if config.fast_search:
-        app.add_middleware(SearchFastPath, handler=searcher, path="/search", server_timing=config.server_timing,
-                           lean=config.lean_search)
-    app.add_middleware(RequestGuard, paths=GUARDED_PATHS, api_key=api_key, max_body_bytes=config.max_body_bytes,
-                       parse_once=config.fast_search and config.lean_search)
+        layers.append((SearchFastPath, {"handler": searcher, "path": "/search", "server_timing": config.server_timing,
+                                        "lean": config.lean_search}))
+    layers.append((RequestGuard, {"paths": GUARDED_PATHS, "api_key": api_key, "max_body_bytes": config.max_body_bytes,
+                                  "parse_once": config.fast_search and config.lean_search}))
     if config.cors_origins:
-        app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=list(CORS_METHODS),
-                           allow_headers=list(CORS_HEADERS), expose_headers=["server-timing", "retry-after"])
-    app.add_middleware(BodyDeadline, timeout_s=config.body_timeout_s, on_timeout=metrics.observe_timeout)
-    app.add_middleware(RequestMetrics, metrics=metrics, routes=COUNTED_ROUTES, queue_depth=lambda: batcher.pending,
-                       server_timing=config.server_timing)
+        layers.append((CORSMiddleware, {"allow_origins": list(config.cors_origins), "allow_methods": list(CORS_METHODS),
+                                        "allow_headers": list(CORS_HEADERS),
+                                        "expose_headers": ["server-timing", "retry-after"]}))
+    layers.append((BodyDeadline, {"timeout_s": config.body_timeout_s, "on_timeout": metrics.observe_timeout}))
+    layers.append((RequestMetrics, {"metrics": metrics, "routes": COUNTED_ROUTES, "queue_depth": lambda: batcher.pending,
+                                    "server_timing": config.server_timing}))
+    for cls, kwargs in layers:
+        app.add_middleware(cls, **kwargs)
+    if config.fast_search and config.search_in_front:  # the same layers once more, straight from the server
+        app.front = wrap_layers(app.router, layers)
     return app

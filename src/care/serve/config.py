@@ -85,6 +85,11 @@ class ServeConfig(Config):
             body still goes through the pydantic model, which words its refusal exactly as before. False = every
             body through the model and the guard's second, stdlib parse (the path before issue 59, kept as the
             comparison ``care serve bench`` measures beside it).
+        search_in_front: with ``fast_search``, ``POST /search`` enters the service's own layers (metrics, body
+            deadline, CORS, guard, the hot path) straight from the server, in front of FastAPI's application stack
+            (its error, telemetry and body-limit layers, which the hot path's own checks already cover: an unexpected
+            error is still answered 500 and counted, by the server); False = those layers inside FastAPI's stack,
+            as a comparison for ``care bench service-load``. Every other request goes through FastAPI either way.
         http_parser: the HTTP/1.1 parser uvicorn runs: ``httptools`` (default: measured faster, docs/serve.md) or
             ``h11``.
         event_loop: ``uvloop`` (default) or ``asyncio``.
@@ -102,6 +107,7 @@ class ServeConfig(Config):
     inline_max_items: int = 4
     fast_search: bool = True
     lean_search: bool = True
+    search_in_front: bool = True
     server_timing: bool = True
     filter_overfetch: int = 10
     max_candidates: int = 1000

@@ -3,7 +3,8 @@
 A *variant* is a named change to the service's :class:`~care.serve.config.ServeConfig`, so that several versions of
 the hot path are measured side by side in one run against one bare loop: ``lean`` (the defaults), ``before`` (every
 ``/search`` body through the pydantic model and a second, stdlib parse: the path before issue 59), ``route``
-(``/search`` through FastAPI's route), ``h11`` (uvicorn's pure-Python HTTP parser), ``no-inline`` (every request
+(``/search`` through FastAPI's route), ``framework`` (``/search``'s layers inside FastAPI's application stack
+instead of in front of it: the path before the front door, :mod:`care.serve.front`), ``h11`` (uvicorn's pure-Python HTTP parser), ``no-inline`` (every request
 through the micro-batcher's worker thread).
 """
 
@@ -15,7 +16,7 @@ from typing import Any, Literal, get_args
 from care.config import Config
 from care.errors import CareError
 
-Variant = Literal["lean", "before", "route", "h11", "no-inline"]
+Variant = Literal["lean", "before", "route", "framework", "h11", "no-inline"]
 #: The services' start-up check of the index folder (``care serve --verify``).
 VerifyMode = Literal["full", "quick", "off"]
 #: ServeConfig fields each variant changes (the first variant listed is the one the record's ratios are of).
@@ -23,6 +24,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "lean": {},
     "before": {"lean_search": False},
     "route": {"fast_search": False},
+    "framework": {"search_in_front": False},
     "h11": {"http_parser": "h11"},
     "no-inline": {"inline_max_items": 0},
 }
