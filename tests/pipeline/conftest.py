@@ -6,6 +6,8 @@ import pytest
 
 from care.pipeline import run as pipeline
 
+from .budget_run import curve, trained_care  # noqa: F401  (fixtures of the budget's and the served vocabulary's tests)
+
 
 @pytest.fixture
 def no_step_runs(monkeypatch) -> list[str]:

@@ -39,12 +39,14 @@ CAVEAT = "one run of the demo data, one seed: a check of the cut on a trained to
 
 
 def _cut(ctx, outputs: dict[str, Any], recut: bool) -> dict[str, Any]:
-    """The run's cut (``train_care``'s ``query_vocabulary`` output), or one made now (none, or ``recut``)."""
+    """The run's cut (``train_care``'s ``query_vocabulary`` output), or one made now (none, not served, or
+    ``recut``)."""
     from care.pipeline.served_vocabulary import OUTPUT_KEY, prune_served_query
 
     done = outputs.get(OUTPUT_KEY)
     models = dict(outputs["models"], **({done["label"]: done["full_vocabulary_model"]} if recut and done else {}))
-    cut = (not recut and done) or prune_served_query(ctx, models)
+    served = done and done.get("served", True)  # a run whose validation check kept the full vocabulary: cut it now
+    cut = (not recut and served and done) or prune_served_query(ctx, models)
     if not cut:
         raise SystemExit(f"{ctx.root}: the run has no CARE model to cut")
     return cut

@@ -70,6 +70,8 @@ HASHING = "hashing"
 #: positives of precision ~0.5 on the same check). Measured by ``benchmarks/demo_judge_calibration.py``.
 E5_JUDGE_THRESHOLDS = {"S": 0.94, "A": 0.93, "B": 0.90, "C": 0.88}
 HASHING_JUDGE_THRESHOLDS = {"S": 0.55, "A": 0.50, "B": 0.35, "C": 0.25}
+#: ``recipes.care.prune_tolerance``'s default: issue 58's target for the served vocabulary cut (nDCG@10 on validation).
+DEFAULT_PRUNE_TOLERANCE = 0.003
 
 
 @dataclass
@@ -220,7 +222,12 @@ class CareRecipeConfig(Config):
             (the corpus, every labelled row, ``inputs.alignment_queries``; never the evaluation tasks' queries),
             written to ``models/care/served/`` and evaluated, timed and indexed as the CARE row
             (:mod:`care.pipeline.served_vocabulary`; e5's 1-layer tower: 98 M -> a few M parameters). ``null`` (the
-            default): on exactly when ``query_speedup`` is set (the served tower is the small one).
+            default): decided on validation when ``query_speedup`` is set (the served tower is the small one), off
+            otherwise: the cut is served only when a probe cut of the texts minus the validation split keeps CARE's
+            validation nDCG@10 within ``prune_tolerance``; ``true``: always cut (the validation scores reported,
+            warned when it loses more); ``false``: never.
+        prune_tolerance: how far (nDCG@10 on validation) the probe cut of ``prune_query_vocabulary`` may score below
+            the uncut model and still be served (>= 0; issue 58's target, 0.003).
         overrides: more ``key=value`` / ``stage:key=value`` settings (applied last).
         ablations: ``{row label: recipe switches}`` trained besides the full recipe (in their own folders,
             sharing the finished initialisations), e.g. ``{"CARE w/o Stage I": {skip_stage1: true}}``.
@@ -253,11 +260,17 @@ class CareRecipeConfig(Config):
     query_speedup_timing: str = "interleaved"
     static_tower: StaticTowerConfig = field(default_factory=StaticTowerConfig)
     prune_query_vocabulary: bool | None = None
+    prune_tolerance: float = DEFAULT_PRUNE_TOLERANCE
     overrides: list[str] = field(default_factory=list)
     ablations: dict[str, RecipeConfig] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=lambda: {
         "init_query": "symmetric small", "init_document": "symmetric large", "stage1": "CARE w/o Stage II",
         "stage2": "CARE"})
+
+    def __post_init__(self) -> None:
+        if not self.prune_tolerance >= 0:  # NaN too
+            raise ConfigError("config field 'recipes.care.prune_tolerance': must be >= 0 (nDCG@10 the served "
+                              f"vocabulary cut may lose on validation), got {self.prune_tolerance}")
 
 
 @dataclass

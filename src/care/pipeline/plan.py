@@ -101,7 +101,8 @@ def _step_files(step: str, config: RunConfig) -> tuple[list[str], list[str]]:
         if config.recipes.care.config_dir:
             reads.append(f"recipes.care.config_dir ({config.recipes.care.config_dir})")
         if prune_enabled(config.recipes.care):  # the served query tower's vocabulary: the run's own texts
-            return [*reads, corpus], ["models/care/", f"models/care/{SERVED_FOLDER}/ (query vocabulary cut)"]
+            cut = f"models/care/{SERVED_FOLDER}/ (query vocabulary cut, when validation keeps it)"
+            return [*reads, corpus], ["models/care/", cut]
         return reads, ["models/care/"]
     if step == "train_student":
         return [TRAIN_FILE, f"models.teacher ({models.teacher})"], ["models/student/"]
