@@ -78,8 +78,20 @@ def test_the_command_measures_a_running_service_against_the_bare_loop(tiny_index
     ceiling = record["latencies"]["bare_ceiling"]
     assert extra["throughput_of_ceiling"] == pytest.approx(curve[-1]["qps"] / ceiling["ceiling_qps"], rel=1e-3)
     assert set(ceiling["batches"]) == {"1", "8", "32"}
+    assert extra["served_over_bare_back_to_back"] == pytest.approx(curve[0]["p50_ms"] / ceiling["batches"]["1"]["batch_p50_ms"],
+                                                                   rel=1e-3)
     report = (results / "service_load" / "tiny.md").read_text(encoding="utf-8")
-    assert "served / bare" in report and "target ≤ 1.25" in report
+    assert "served / bare" in report and "target ≤ 1.25" in report and "back to back" in report
+
+
+def test_back_to_back_is_the_one_client_level_over_the_bare_batch_of_one_and_absent_without_either():
+    from care.bench.service_load.report import back_to_back
+
+    latencies = {"curves": {"lean": [{"clients": 1, "p50_ms": 1.3}, {"clients": 8, "p50_ms": 5.0}]},
+                 "bare_ceiling": {"batches": {"1": {"batch_p50_ms": 1.0}, "8": {"batch_p50_ms": 4.0}}}}
+    assert back_to_back(latencies, "lean") == 1.3
+    assert back_to_back({**latencies, "curves": {"lean": [{"clients": 8, "p50_ms": 5.0}]}}, "lean") is None
+    assert back_to_back({**latencies, "bare_ceiling": {"batches": {"8": {"batch_p50_ms": 4.0}}}}, "lean") is None
 
 
 def test_the_settings_refuse_what_cannot_be_measured():
