@@ -48,6 +48,17 @@ def test_only_post_search_skips_fastapis_stack(engine, in_front):
     assert 'care_requests_total{endpoint="/search",status="200"} 1.0' in metrics  # counted once either way
 
 
+def test_with_fastapis_telemetry_on_search_goes_through_fastapi(engine, monkeypatch):
+    seen: list[str] = []
+    app = create_app(engine)
+    app.add_middleware(_Spy, seen=seen)
+    assert app.telemetry_on() is False  # no OpenTelemetry provider configured in the tests
+    monkeypatch.setattr(app, "telemetry_on", lambda: True)
+    with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=30) as client:
+        assert client.post("/search", json={"query": "头痛", "k": 2}).status_code == 200
+    assert "POST /search" in seen  # traced by FastAPI's layer, as every other route
+
+
 def test_the_front_door_keeps_the_api_key(engine, monkeypatch):
     monkeypatch.setenv("CARE_TEST_KEY", "sesame")
     app = create_app(with_config(engine, api_key_env="CARE_TEST_KEY"))

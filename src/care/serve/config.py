@@ -89,7 +89,8 @@ class ServeConfig(Config):
             deadline, CORS, guard, the hot path) straight from the server, in front of FastAPI's application stack
             (its error, telemetry and body-limit layers, which the hot path's own checks already cover: an unexpected
             error is still answered 500 and counted, by the server); False = those layers inside FastAPI's stack,
-            as a comparison for ``care bench service-load``. Every other request goes through FastAPI either way.
+            as a comparison for ``care bench service-load``. Every other request goes through FastAPI either way, and
+            so does ``/search`` while FastAPI's OpenTelemetry layer is active (a provider configured), to keep its spans.
         http_parser: the HTTP/1.1 parser uvicorn runs: ``httptools`` (default: measured faster, docs/serve.md) or
             ``h11``.
         event_loop: ``uvloop`` (default) or ``asyncio``.

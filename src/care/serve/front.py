@@ -7,6 +7,9 @@ one more entry: a request for the front path goes to :attr:`FrontDoorApp.front` 
 middleware stack holds, built a second time around the hot path (:func:`wrap_layers`) — and every other request to
 FastAPI as before. ``ServeConfig.search_in_front`` switches it (``care bench service-load`` measures both).
 
+When FastAPI's own OpenTelemetry instrumentation is active (a tracer, meter or logger provider configured for the
+process), every request goes through FastAPI, so ``/search`` keeps its spans and metrics there.
+
 An exception the front chain does not handle reaches the server, which answers 500 and logs it, as FastAPI's error
 layer would; the metrics layer has counted it as 500 on its way out.
 """
@@ -38,8 +41,14 @@ class FrontDoorApp(FastAPI):
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         front = self.front
         if front is not None and scope["type"] == "http" and scope["path"] == self.front_path \
-                and scope["method"] == "POST":
+                and scope["method"] == "POST" and not self.telemetry_on():
             scope["app"] = self  # what Starlette sets for every request it handles
             await front(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
+
+    def telemetry_on(self) -> bool:
+        """Whether FastAPI's native OpenTelemetry layer would record this request (the check FastAPI makes on every
+        request; False on a FastAPI without one)."""
+        telemetry = getattr(self, "_native_telemetry", None)
+        return telemetry is not None and bool(telemetry.enabled())
