@@ -70,7 +70,7 @@ def test_recipe_stages_train_only_those_and_give_only_their_rows(tmp_path) -> No
               "recipes.care.epochs=1", "recipes.care.batch_size=8", "curate.raw_query_limit=12",
               "curate.judge_thresholds={S: 0.5, A: 0.4, B: 0.35, C: 0.25}", "curate.label_depth=8",
               "recipes.care.document_max_length=32", "recipes.care.query_max_length=24", "show_progress=false",
-              "recipes.care.stages=[stage1]", "steps=[curate, label, train_care, evaluate]",
+              "recipes.care.stages=[stage1]", "steps=[curate, label, train_care, evaluate, report]",
               "inputs.tasks=[demo:CMedTEB-Demo-Retrieval]"]
     config = load_run_config(demo_config_path(tiny=True), shrunk)
     run_pipeline(config, tmp_path / "run")
@@ -79,6 +79,8 @@ def test_recipe_stages_train_only_those_and_give_only_their_rows(tmp_path) -> No
     assert not any((care / stage).exists() for stage in ("init_query", "init_document", "stage2"))
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text(encoding="utf-8"))
     assert set(manifest["steps"]["train_care"]["outputs"]["models"]) == {"CARE w/o Stage II"}
+    rows = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))["rows"]
+    assert {row["model"] for row in rows} == {"CARE w/o Stage II", "BM25"}
 
 
 def test_unknown_recipe_stages_are_refused_when_the_config_loads() -> None:

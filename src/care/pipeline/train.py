@@ -186,7 +186,8 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
     no_carving = replace(ctx.config.validation, enabled=validation is not None)  # the label step held out the rows
     plan = RecipePlan(RecipePaths(query, document, train_file, str(out), alignment_file=alignment, corpus_file=corpus,
                                   **checked), recipe.config_dir, settings,
-                      stages=RECIPE_STAGES if recipe.stages is None else tuple(recipe.stages), recipe=RecipeConfig(mine_negatives=recipe.mine_negatives, static_tower=recipe.static_tower),
+                      stages=RECIPE_STAGES if recipe.stages is None else tuple(recipe.stages),
+                      recipe=RecipeConfig(mine_negatives=recipe.mine_negatives, static_tower=recipe.static_tower),
                       validation=no_carving)
     results = run_recipe(plan)
     # Stage I ends with its ranking part where the stage configs ship one (the e5 preset); a stage not trained
