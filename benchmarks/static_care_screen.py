@@ -98,7 +98,7 @@ def main() -> None:
         logger.info("%-28s nDCG@10 %.4f (%.1f %% of e5 zero-shot)", label, row[METRIC], 100 * ratios[label])
     record = BenchmarkRecord(
         experiment=EXPERIMENT, name=args.name, seeds=[args.seed],
-        config={"data": portable(str(data)), "split": "validation",
+        config={"data": portable(str(data)), "dataset": data.name, "split": "validation",
                 "validation": "carved from train.jsonl by query component (care.train.recipes.validation, 5 %), "
                               + ("searched against the whole corpus" if documents is None else
                                  f"searched against {documents} documents (every positive, then a seeded "
