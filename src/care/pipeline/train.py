@@ -123,29 +123,34 @@ def _share_initialisations(source: Path, target: Path) -> None:
             link_tree(source / stage, target / stage)
 
 
-def care_alignment_file(ctx: RunContext, train_file: str, out: Path) -> str | None:
+def care_alignment_file(ctx: RunContext, train_file: str, out: Path, *, static: bool = False) -> str | None:
     """``<out>/alignment.jsonl`` (built once) with the questions of ``inputs.alignment_queries`` and
-    ``recipes.care.alignment_sentences`` corpus sentences on the query side, after the training file's queries;
-    ``None`` when neither is set (the recipe builds its own from the training file)."""
+    ``recipes.care.alignment_sentences`` corpus sentences on the query side, after the training file's queries — every
+    corpus sentence, query-side rows only, for a ``static`` query tower whose ``recipes.care.static_tower.corpus_sentences``
+    holds and where ``alignment_sentences`` is unset; ``None`` when none of these applies (the recipe builds its own
+    from the training file)."""
     from care.train.recipes.recipe import ALIGNMENT_FILE
 
-    limit = ctx.config.recipes.care.alignment_sentences
+    recipe = ctx.config.recipes.care
+    limit = recipe.alignment_sentences
+    every = static and limit is None and recipe.static_tower.corpus_sentences and _mining_corpus(ctx) is not None
     question_files = ctx.config.inputs.alignment_queries
-    if not limit and not question_files:
+    if not limit and not every and not question_files:
         return None
     target = out / ALIGNMENT_FILE
     if not target.is_file():
         from care.train.recipes.alignment_data import alignment_from_training_file, corpus_sentences, question_texts
 
         extra = question_texts(question_files)
-        if limit:
+        if limit or every:
             longest = ctx.config.recipes.care.alignment_sentence_max_chars
-            extra += corpus_sentences(corpus_file(ctx), limit=limit, seed=ctx.config.seed,
+            extra += corpus_sentences(corpus_file(ctx), limit=limit or None, seed=ctx.config.seed,
                                       titles=ctx.config.recipes.care.alignment_sentence_titles is not False,
                                       **({"max_chars": longest} if longest else {}))
         out.mkdir(parents=True, exist_ok=True)
+        documents = recipe.alignment_documents if recipe.alignment_documents is not None else not every
         alignment_from_training_file(train_file, target, extra_queries=extra, seed=ctx.config.seed,
-                                     include_documents=ctx.config.recipes.care.alignment_documents is not False)
+                                     include_documents=documents)
     return str(target)
 
 
@@ -177,7 +182,9 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
     query, document = base_towers(ctx)
     out = ctx.model_dir(CARE_FOLDER)
     settings = care_settings(ctx)
-    alignment = care_alignment_file(ctx, train_file, out)
+    from care.train.engine.static_query import is_static_folder
+
+    alignment = care_alignment_file(ctx, train_file, out, static=is_static_folder(query))
     corpus = _mining_corpus(ctx)
     validation = ctx.validation_task  # carved by the label step: the recipe scores its stages on it
     checked = {"validation_task": str(validation) if validation else None,
