@@ -55,8 +55,8 @@ CANDIDATES: dict[str, StaticTowerConfig] = {
 #: corpus sentence / title as query-side rows, then that text at the rates around the choice.
 EVERY_SENTENCE = AlignmentText(corpus_sentences=None)
 ALIGNMENT: dict[str, ScreenCandidate] = {
-    "queries only, lr 2e-1": ScreenCandidate(StaticTowerConfig()),
-    "queries + corpus sentences, lr 2e-1": ScreenCandidate(StaticTowerConfig(), EVERY_SENTENCE),
+    "queries only, lr 2e-1": ScreenCandidate(StaticTowerConfig(lr=2e-1)),
+    "queries + corpus sentences, lr 2e-1": ScreenCandidate(StaticTowerConfig(lr=2e-1), EVERY_SENTENCE),
     "queries + corpus sentences, lr 5e-2": ScreenCandidate(StaticTowerConfig(lr=5e-2), EVERY_SENTENCE),
     "queries + corpus sentences, lr 5e-1": ScreenCandidate(StaticTowerConfig(lr=5e-1), EVERY_SENTENCE),
 }
