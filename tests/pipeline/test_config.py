@@ -245,3 +245,50 @@ def test_a_bad_recipe_override_is_refused_when_the_config_loads_and_flags_arrive
     assert (config.seed, config.recipes.care.epochs, config.models.references) == (4, 2, {"BM25": "bm25"})
     with pytest.raises(ConfigError, match=r"got -1 \(set by the override threads \(set to -1\)\)"):
         load_run_config(demo_config_path(tiny=True), [("threads", -1)])
+
+
+def test_a_cache_shared_by_runs_holds_stage1s_teacher_vectors(tmp_path):
+    """``cache_dir`` set (seeds sharing one cache): Stage I's teacher vectors go there too, so the seeds encode the
+    same texts once; without it each run keeps its own."""
+    from care.pipeline.context import RunContext
+    from care.pipeline.train import ALIGNMENT_STAGES, TEACHER_CACHE, care_settings
+
+    (tmp_path / "run.yaml").write_text("inputs: {train_file: train.jsonl, tasks: [CMedTEB-Retrieval]}\n"
+                                       "models: {query: /m/e5-L6, document: /m/e5-L12}\n", encoding="utf-8")
+    shared = tmp_path / "shared"
+    for cache, expected in ((None, set()), (str(shared), {(stage, str(shared / TEACHER_CACHE))
+                                                          for stage in ALIGNMENT_STAGES})):
+        config = load_run_config(tmp_path / "run.yaml", [("cache_dir", cache)] if cache else [])
+        settings = care_settings(RunContext(config, tmp_path / "run"))
+        assert {(s.stage, s.value) for s in settings if s.key == "model.teacher.cache_dir"} == expected
+
+
+def test_a_static_query_tower_aligns_on_every_corpus_sentence_by_default(tmp_path):
+    """A static query tower (``e5?layers=0``): with ``alignment_sentences`` unset Stage I's query side takes every short
+    corpus sentence after the training queries, query-side rows only (the screen's choice); off with
+    ``static_tower.corpus_sentences: false``; a transformer query tower keeps the recipe's own alignment."""
+    from types import SimpleNamespace
+
+    from care.data.io import write_jsonl
+    from care.pipeline.train import care_alignment_file
+
+    write_jsonl(tmp_path / "train.jsonl", [{"query": "头痛怎么办", "pos": ["头痛可以休息。多喝水有帮助。"]},
+                                           {"query": "发烧吃什么药", "pos": ["发烧可以吃布洛芬。注意补液。"]}])
+    write_jsonl(tmp_path / "corpus.jsonl", [{"id": "d1", "text": "感冒时要多休息。咳嗽可以喝止咳糖浆。"},
+                                            {"id": "d2", "text": "腹泻时注意补充电解质。饮食清淡为主。"}])
+    (tmp_path / "run.yaml").write_text("inputs: {train_file: train.jsonl, tasks: [CMedTEB-Retrieval], "
+                                       "corpus: corpus.jsonl}\n", encoding="utf-8")
+    train = str(tmp_path / "train.jsonl")
+    config = load_run_config(tmp_path / "run.yaml")
+    rows = [json.loads(line) for line in
+            open(care_alignment_file(SimpleNamespace(config=config), train, tmp_path / "s", static=True), encoding="utf-8")]
+    assert {r["type"] for r in rows} == {"query_align"}
+    assert [r["query"] for r in rows][:2] == ["头痛怎么办", "发烧吃什么药"] and {r["query"] for r in rows[2:]} == {
+        "感冒时要多休息", "咳嗽可以喝止咳糖浆", "腹泻时注意补充电解质", "饮食清淡为主"}
+    assert care_alignment_file(SimpleNamespace(config=config), train, tmp_path / "t") is None
+    off = load_run_config(tmp_path / "run.yaml", ["recipes.care.static_tower.corpus_sentences=false"])
+    assert care_alignment_file(SimpleNamespace(config=off), train, tmp_path / "o", static=True) is None
+    capped = load_run_config(tmp_path / "run.yaml", ["recipes.care.alignment_sentences=1"])
+    rows = [json.loads(line) for line in
+            open(care_alignment_file(SimpleNamespace(config=capped), train, tmp_path / "c", static=True), encoding="utf-8")]
+    assert sum(r["type"] == "query_align" for r in rows) == 3 and any(r["type"] == "doc_align" for r in rows)

@@ -58,3 +58,33 @@ def test_other_stages_keep_their_folder(tmp_path, model) -> None:
     stage = _stage(tmp_path / "stage2", **model)
     assert evaluation_spec("runs/x/stage2/model", stage) == "runs/x/stage2/model"
     assert evaluation_spec("runs/x/stage2/model", tmp_path / "never_trained") == "runs/x/stage2/model"
+
+
+@pytest.mark.slow  # ~1 min on a quiet 2-core machine (curation, labelling, Stage I and the evaluation, tiny)
+def test_recipe_stages_train_only_those_and_give_only_their_rows(tmp_path) -> None:
+    """``recipes.care.stages: [stage1]``: Stage I aligns the query tower on the base document tower (no symmetric
+    trainings), and the evaluation ranks its one row beside the references."""
+    from care.pipeline.run import run_pipeline
+
+    shrunk = ["curate.encoder=hashing", "recipes.student.enabled=false", "models.references={BM25: bm25}",
+              "recipes.care.epochs=1", "recipes.care.batch_size=8", "curate.raw_query_limit=12",
+              "curate.judge_thresholds={S: 0.5, A: 0.4, B: 0.35, C: 0.25}", "curate.label_depth=8",
+              "recipes.care.document_max_length=32", "recipes.care.query_max_length=24", "show_progress=false",
+              "recipes.care.stages=[stage1]", "steps=[curate, label, train_care, evaluate, report]",
+              "inputs.tasks=[demo:CMedTEB-Demo-Retrieval]"]
+    config = load_run_config(demo_config_path(tiny=True), shrunk)
+    run_pipeline(config, tmp_path / "run")
+    care = tmp_path / "run" / "models" / "care"
+    assert (care / "stage1").is_dir()
+    assert not any((care / stage).exists() for stage in ("init_query", "init_document", "stage2"))
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text(encoding="utf-8"))
+    assert set(manifest["steps"]["train_care"]["outputs"]["models"]) == {"CARE w/o Stage II"}
+    rows = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))["rows"]
+    assert {row["model"] for row in rows} == {"CARE w/o Stage II", "BM25"}
+
+
+def test_unknown_recipe_stages_are_refused_when_the_config_loads() -> None:
+    from care.config import ConfigError
+
+    with pytest.raises(ConfigError, match="recipes.care.stages"):
+        load_run_config(demo_config_path(tiny=True), ["recipes.care.stages=[stage3]"])

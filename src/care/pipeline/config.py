@@ -229,6 +229,10 @@ class CareRecipeConfig(Config):
         prune_tolerance: how far (nDCG@10 on validation) the probe cut of ``prune_query_vocabulary`` may score below
             the uncut model and still be served (>= 0; issue 58's target, 0.003).
         overrides: more ``key=value`` / ``stage:key=value`` settings (applied last).
+        stages: the recipe stages trained (of :data:`care.train.recipes.plan.RECIPE_STAGES`); ``null``: all of them.
+            A stage left out is wired as a skipped one (:class:`care.train.recipes.plan.RecipeConfig`): e.g.
+            ``[stage1, stage1_rank]`` aligns the query tower on the base document tower, frozen (no symmetric
+            trainings; ``configs/runs/static_kuake_qtr.yaml``), and only the stages trained have rows.
         ablations: ``{row label: recipe switches}`` trained besides the full recipe (in their own folders,
             sharing the finished initialisations), e.g. ``{"CARE w/o Stage I": {skip_stage1: true}}``.
         labels: row labels of the recipe's models (``init_query``, ``init_document``, ``stage1``, ``stage2``).
@@ -262,6 +266,7 @@ class CareRecipeConfig(Config):
     prune_query_vocabulary: bool | None = None
     prune_tolerance: float = DEFAULT_PRUNE_TOLERANCE
     overrides: list[str] = field(default_factory=list)
+    stages: list[str] | None = None
     ablations: dict[str, RecipeConfig] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=lambda: {
         "init_query": "symmetric small", "init_document": "symmetric large", "stage1": "CARE w/o Stage II",
@@ -414,6 +419,14 @@ class RunConfig(Config):
                 RecipeConfig(mine_negatives=self.recipes.care.mine_negatives)
             except CareError as exc:
                 raise ConfigError(str(exc) if field_name in str(exc) else f"{field_name}: {exc}") from None
+        stages = self.recipes.care.stages
+        if stages is not None:
+            from care.train.recipes.plan import RECIPE_STAGES
+
+            unknown = [s for s in stages if s not in RECIPE_STAGES]
+            if unknown or not stages:
+                raise ConfigError(f"config field 'recipes.care.stages': unknown stage(s) {unknown} or none; choose "
+                                  f"from {', '.join(RECIPE_STAGES)} (null: all of them)")
         if self.curate.n_negatives < 0 or self.curate.label_depth < 1:
             raise ConfigError("config field 'curate': n_negatives must be >= 0 and label_depth >= 1")
         from care.models.tower_spec import parse_tower_spec

@@ -38,6 +38,8 @@ CARE_FOLDER, STUDENT_FOLDER, BASELINES_FOLDER, ABLATIONS_FOLDER = "care", "stude
 TINY_FOLDER = "base"
 #: The run cache's folder of towers exported from a spec (``e5``, ``e5?layers=6``).
 TOWERS_CACHE = "towers"
+#: The shared run cache's folder of Stage I's teacher vectors (``cache_dir`` set: runs of several seeds share them).
+TEACHER_CACHE = "teacher"
 #: Recipe stages that train on the training file's pairs (``recipes.care.max_train_examples`` caps them).
 PAIR_STAGES: tuple[str, ...] = ("init_query", "init_document", "stage2")
 #: Recipe stages that train on Stage I's alignment data (``recipes.care.max_alignment_rows`` caps them).
@@ -98,6 +100,9 @@ def care_settings(ctx: RunContext) -> tuple[StageSetting, ...]:
         out += [StageSetting("data.n_negatives", recipe.init_negatives, stage) for stage in SHARED_INIT_STAGES]
     if recipe.stage2_negatives is not None:
         out.append(StageSetting("data.n_negatives", recipe.stage2_negatives, "stage2"))
+    if config.cache_dir:  # a cache shared by runs (seeds) also holds Stage I's teacher vectors, keyed by teacher + texts
+        out += [StageSetting("model.teacher.cache_dir", str(ctx.cache_dir(TEACHER_CACHE)), stage)
+                for stage in ALIGNMENT_STAGES]
     if config.models.document == TINY and recipe.tiny_document_dims:  # MRL-trained at its own small widths
         out += [StageSetting("model.truncate_to_query_width", False, "init_document"),
                 StageSetting("loss.matryoshka_dims", list(recipe.tiny_document_dims), "init_document")]
@@ -118,29 +123,34 @@ def _share_initialisations(source: Path, target: Path) -> None:
             link_tree(source / stage, target / stage)
 
 
-def care_alignment_file(ctx: RunContext, train_file: str, out: Path) -> str | None:
+def care_alignment_file(ctx: RunContext, train_file: str, out: Path, *, static: bool = False) -> str | None:
     """``<out>/alignment.jsonl`` (built once) with the questions of ``inputs.alignment_queries`` and
-    ``recipes.care.alignment_sentences`` corpus sentences on the query side, after the training file's queries;
-    ``None`` when neither is set (the recipe builds its own from the training file)."""
+    ``recipes.care.alignment_sentences`` corpus sentences on the query side, after the training file's queries — every
+    corpus sentence, query-side rows only, for a ``static`` query tower whose ``recipes.care.static_tower.corpus_sentences``
+    holds and where ``alignment_sentences`` is unset; ``None`` when none of these applies (the recipe builds its own
+    from the training file)."""
     from care.train.recipes.recipe import ALIGNMENT_FILE
 
-    limit = ctx.config.recipes.care.alignment_sentences
+    recipe = ctx.config.recipes.care
+    limit = recipe.alignment_sentences
+    every = static and limit is None and recipe.static_tower.corpus_sentences and _mining_corpus(ctx) is not None
     question_files = ctx.config.inputs.alignment_queries
-    if not limit and not question_files:
+    if not limit and not every and not question_files:
         return None
     target = out / ALIGNMENT_FILE
     if not target.is_file():
         from care.train.recipes.alignment_data import alignment_from_training_file, corpus_sentences, question_texts
 
         extra = question_texts(question_files)
-        if limit:
+        if limit or every:
             longest = ctx.config.recipes.care.alignment_sentence_max_chars
-            extra += corpus_sentences(corpus_file(ctx), limit=limit, seed=ctx.config.seed,
+            extra += corpus_sentences(corpus_file(ctx), limit=limit or None, seed=ctx.config.seed,
                                       titles=ctx.config.recipes.care.alignment_sentence_titles is not False,
                                       **({"max_chars": longest} if longest else {}))
         out.mkdir(parents=True, exist_ok=True)
+        documents = recipe.alignment_documents if recipe.alignment_documents is not None else not every
         alignment_from_training_file(train_file, target, extra_queries=extra, seed=ctx.config.seed,
-                                     include_documents=ctx.config.recipes.care.alignment_documents is not False)
+                                     include_documents=documents)
     return str(target)
 
 
@@ -164,7 +174,7 @@ def evaluation_spec(model: str, stage_dir: str | Path) -> str:
 def step_train_care(ctx: RunContext) -> dict[str, Any]:
     """CARE's recipe (and its ablations); returns the row label -> model spec of each stage's model
     (:func:`evaluation_spec`)."""
-    from care.train.recipes.plan import RecipeConfig, RecipePaths, RecipePlan
+    from care.train.recipes.plan import RECIPE_STAGES, RecipeConfig, RecipePaths, RecipePlan
     from care.train.recipes.recipe import final_care_model, run_recipe
 
     recipe = ctx.config.recipes.care
@@ -172,7 +182,9 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
     query, document = base_towers(ctx)
     out = ctx.model_dir(CARE_FOLDER)
     settings = care_settings(ctx)
-    alignment = care_alignment_file(ctx, train_file, out)
+    from care.train.engine.static_query import is_static_folder
+
+    alignment = care_alignment_file(ctx, train_file, out, static=is_static_folder(query))
     corpus = _mining_corpus(ctx)
     validation = ctx.validation_task  # carved by the label step: the recipe scores its stages on it
     checked = {"validation_task": str(validation) if validation else None,
@@ -181,16 +193,21 @@ def step_train_care(ctx: RunContext) -> dict[str, Any]:
     no_carving = replace(ctx.config.validation, enabled=validation is not None)  # the label step held out the rows
     plan = RecipePlan(RecipePaths(query, document, train_file, str(out), alignment_file=alignment, corpus_file=corpus,
                                   **checked), recipe.config_dir, settings,
+                      stages=RECIPE_STAGES if recipe.stages is None else tuple(recipe.stages),
                       recipe=RecipeConfig(mine_negatives=recipe.mine_negatives, static_tower=recipe.static_tower),
                       validation=no_carving)
     results = run_recipe(plan)
-    # Stage I ends with its ranking part where the stage configs ship one (the e5 preset)
-    stage1 = results.get("stage1_rank") or results["stage1"]
-    folders = {"init_query": (results["init_query"].query_model, results["init_query"]),
-               "init_document": (results["init_document"].document_model, results["init_document"]),
-               "stage1": (stage1.care_model, stage1), "stage2": (results["stage2"].care_model, results["stage2"])}
-    models = {recipe.labels.get(stage, stage): evaluation_spec(folder, result.output_dir)
-              for stage, (folder, result) in folders.items() if folder}
+    # Stage I ends with its ranking part where the stage configs ship one (the e5 preset); a stage not trained
+    # (recipes.care.stages) has no row
+    stage1 = results.get("stage1_rank") or results.get("stage1")
+    folders = {"init_query": (results["init_query"].query_model, results["init_query"]) if "init_query" in results
+               else None,
+               "init_document": (results["init_document"].document_model, results["init_document"])
+               if "init_document" in results else None,
+               "stage1": (stage1.care_model, stage1) if stage1 else None,
+               "stage2": (results["stage2"].care_model, results["stage2"]) if "stage2" in results else None}
+    models = {recipe.labels.get(stage, stage): evaluation_spec(wired[0], wired[1].output_dir)
+              for stage, wired in folders.items() if wired and wired[0]}
     for label, switches in recipe.ablations.items():
         target = out / ABLATIONS_FOLDER / "".join(c if c.isalnum() else "_" for c in label)
         shares = not (switches.skip_query_init or switches.skip_document_init or switches.pretrained_query_model)

@@ -1,0 +1,140 @@
+"""The static query tower's test read (issue 59): ``care run`` per dev set and seed, against symmetric large's score.
+
+Per dev set and seed, :func:`run_static_seed` runs the pipeline (:func:`care.pipeline.run.run_pipeline`) on the
+dev set's static-tower run config (:data:`CONFIGS`: ``models.query: "e5?layers=0"`` on frozen e5, the recipe's
+Stage I only, ``recipes.care.stages: [stage1]``, with the alignment text and rate the validation screen chose:
+``benchmarks/results/static_tower/<dataset>_screen_validation_full.json``) into ``<work>/<dataset>/seed<k>``
+(resumable; the seeds share one cache, so the corpus and Stage I's teacher texts are encoded once). :func:`summarise`
+records the static tower's main-task nDCG@10 per seed beside symmetric large's of the same seed, read from the
+transfer record (``benchmarks/results/transfer/<dataset>.json``, ``care run configs/runs/care_<dataset>.yaml``), each
+seed's ratio, the ratio of means and the issue's target (≥ :data:`TARGET_SHARE` of symmetric large on every seed).
+
+Inputs: a dev set name, seeds, a work folder. Outputs: :class:`~care.bench.record.BenchmarkRecord`
+``static_tower/<dataset>_test``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from care.bench.locations import RESULTS, ROOT, portable
+from care.bench.record import BenchmarkRecord
+from care.bench.tables import per_seed_ratios
+from care.config import ConfigError
+
+EXPERIMENT = "static_tower"
+#: The dev sets and their static-tower run configs.
+CONFIGS = {"kuake_qtr": ROOT / "configs" / "runs" / "static_kuake_qtr.yaml"}
+#: The reference row, as the transfer records name it, and the experiment that holds it.
+REFERENCE, REFERENCE_EXPERIMENT = "symmetric large", "transfer"
+#: The validation screen's record whose choice the run configs apply: ``static_tower/<dataset><suffix>``.
+SCREEN_SUFFIX = "_screen_validation_full"
+#: Issue 59's target: the static tower at this share of symmetric large's test nDCG@10 on each dev set.
+TARGET_SHARE = 0.90
+
+
+def run_config(dataset: str) -> Path:
+    """The static-tower run config of ``dataset`` (a key of :data:`CONFIGS`)."""
+    if dataset not in CONFIGS:
+        raise ConfigError(f"dataset {dataset!r}: choose from {', '.join(sorted(CONFIGS))}")
+    return CONFIGS[dataset]
+
+
+def static_label(dataset: str) -> str:
+    """The static tower's row label: the config's Stage I label."""
+    from care.pipeline.config import load_run_config
+
+    return load_run_config(run_config(dataset)).recipes.care.labels["stage1"]
+
+
+def run_static_seed(dataset: str, seed: int, work: Path, *, overrides: Sequence[str] = (),
+                    allow_dirty: bool = False) -> dict[str, Any]:
+    """One seed's ``care run`` under ``work/<dataset>/seed<seed>`` (the seeds' shared cache in
+    ``work/<dataset>/cache``; ``overrides``: the user's ``KEY=VALUE`` items, e.g. the data's location): its main task,
+    rows, step wall times and the Stage I training time."""
+    from care.pipeline.config import load_run_config
+    from care.pipeline.run import run_pipeline
+
+    folder = work / dataset
+    typed = [("seed", seed), ("cache_dir", str(folder / "cache")), ("show_progress", False)]
+    report = run_pipeline(load_run_config(run_config(dataset), [*overrides, *typed]), folder / f"seed{seed}",
+                          allow_dirty=allow_dirty)
+    results = json.loads((report.output / "results.json").read_text(encoding="utf-8"))
+    manifest = json.loads((report.output / "manifest.json").read_text(encoding="utf-8"))
+    stages = {p.parent.name: json.loads(p.read_text(encoding="utf-8")).get("train_seconds")
+              for p in sorted((report.output / "models" / "care").glob("*/train_result.json"))}
+    code = manifest.get("code") or []
+    return {"main_task": results["main_task"], "rows": results["rows"],
+            "step_seconds": {name: step.get("seconds") for name, step in manifest["steps"].items()},
+            "stage_train_seconds": stages, "commit": code[-1]["commit"] if code else "unknown"}
+
+
+def reference_scores(dataset: str, results: Path = RESULTS) -> dict[str, Any]:
+    """Symmetric large's test nDCG@10 per seed (``{"per_seed", "seeds", "mean"}``) from the transfer record."""
+    path = results / REFERENCE_EXPERIMENT / f"{dataset}.json"
+    if not path.is_file():
+        raise ConfigError(f"{path}: no transfer record of {dataset}; run benchmarks/bench_transfer.py --dataset "
+                          f"{dataset} first (symmetric large's per-seed test scores)")
+    scores = json.loads(path.read_text(encoding="utf-8"))["scores"]
+    if REFERENCE not in scores:
+        raise ConfigError(f"{path}: no row {REFERENCE!r} in its scores")
+    return scores[REFERENCE]
+
+
+def screen_selections(dataset: str, results: Path = RESULTS) -> list[dict[str, Any]]:
+    """The validation screen's choices the run config applies (``static_tower/<dataset>_screen_validation_full``),
+    each naming that record; ``[]`` without it."""
+    from care.bench.selection import read_selections
+
+    name = f"{EXPERIMENT}/{dataset}{SCREEN_SUFFIX}"
+    path = results / f"{name}.json"
+    if not path.is_file():
+        return []
+    extra = json.loads(path.read_text(encoding="utf-8"))["extra"]
+    return [replace(s, record=name).to_dict() for s in read_selections(extra, str(path))]
+
+
+def summarise(dataset: str, runs: dict[int, dict[str, Any]], reference: dict[str, Any],
+              selections: list[dict[str, Any]] | None = None, overrides: Sequence[str] = ()) -> BenchmarkRecord:
+    """The record over ``runs`` (``{seed: run_static_seed's dict}``): every row's main-task nDCG@10 per seed, mean
+    and std; symmetric large's of the same seeds (``reference``); the static tower's ratio to it per seed, the ratio
+    of means and whether every seed reaches :data:`TARGET_SHARE`; ``selections``: how the config's setting was chosen
+    (:func:`screen_selections`)."""
+    from care.bench.selection import TEST
+
+    seeds = sorted(runs)
+    scores: dict[str, Any] = {}
+    for row in (r["model"] for r in runs[seeds[0]]["rows"]):
+        values = {seed: next((r["scores"].get(runs[seed]["main_task"]) for r in runs[seed]["rows"]
+                              if r["model"] == row), None) for seed in seeds}
+        kept = {seed: value for seed, value in values.items() if value is not None}
+        if kept:
+            scores[row] = {"per_seed": list(kept.values()), "seeds": list(kept), "mean": statistics.mean(kept.values()),
+                           "std": statistics.stdev(kept.values()) if len(kept) > 1 else 0.0}
+    own = dict(zip(reference["seeds"], reference["per_seed"], strict=True))
+    matched = [seed for seed in seeds if seed in own]
+    scores[f"{REFERENCE} ({REFERENCE_EXPERIMENT} record)"] = {
+        "per_seed": [own[s] for s in matched], "seeds": matched,
+        "mean": statistics.mean(own[s] for s in matched) if matched else None}
+    label = static_label(dataset)
+    ratios = per_seed_ratios(scores.get(label), scores[f"{REFERENCE} ({REFERENCE_EXPERIMENT} record)"])
+    static_mean = scores[label]["mean"] if label in scores else None
+    reference_mean = scores[f"{REFERENCE} ({REFERENCE_EXPERIMENT} record)"]["mean"]
+    targets = {f"{label} / {REFERENCE} per seed": {str(seed): round(r, 4) for seed, r in ratios.items()},
+               f"{label} / {REFERENCE} (ratio of means)": round(static_mean / reference_mean, 4)
+               if static_mean and reference_mean else None,
+               f"every seed >= {TARGET_SHARE:.0%} of {REFERENCE}": bool(ratios) and all(
+                   r >= TARGET_SHARE for r in ratios.values())}
+    return BenchmarkRecord(EXPERIMENT, f"{dataset}_test", seeds=seeds, scores=scores, latencies={},
+                           config={"run_config": str(run_config(dataset).relative_to(ROOT)), "split": TEST,
+                                   "overrides": portable(list(overrides)),
+                                   "reference": f"{REFERENCE}: benchmarks/results/{REFERENCE_EXPERIMENT}/{dataset}.json "
+                                                "(care run configs/runs/care_<dataset>.yaml, the same seeds)"},
+                           extra={"targets": targets, "selection": list(selections or []),
+                                  "per_seed": portable({seed: {k: v for k, v in run.items() if k != "rows"}
+                                                        for seed, run in runs.items()})})
