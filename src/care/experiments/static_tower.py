@@ -56,22 +56,11 @@ def run_static_seed(dataset: str, seed: int, work: Path, *, overrides: Sequence[
                     allow_dirty: bool = False) -> dict[str, Any]:
     """One seed's ``care run`` under ``work/<dataset>/seed<seed>`` (the seeds' shared cache in
     ``work/<dataset>/cache``; ``overrides``: the user's ``KEY=VALUE`` items, e.g. the data's location): its main task,
-    rows, step wall times and the Stage I training time."""
-    from care.pipeline.config import load_run_config
-    from care.pipeline.run import run_pipeline
+    rows, step wall times and the Stage I training time (:func:`care.experiments.transfer.run_config_seed`)."""
+    from care.experiments.transfer import run_config_seed
 
-    folder = work / dataset
-    typed = [("seed", seed), ("cache_dir", str(folder / "cache")), ("show_progress", False)]
-    report = run_pipeline(load_run_config(run_config(dataset), [*overrides, *typed]), folder / f"seed{seed}",
-                          allow_dirty=allow_dirty)
-    results = json.loads((report.output / "results.json").read_text(encoding="utf-8"))
-    manifest = json.loads((report.output / "manifest.json").read_text(encoding="utf-8"))
-    stages = {p.parent.name: json.loads(p.read_text(encoding="utf-8")).get("train_seconds")
-              for p in sorted((report.output / "models" / "care").glob("*/train_result.json"))}
-    code = manifest.get("code") or []
-    return {"main_task": results["main_task"], "rows": results["rows"],
-            "step_seconds": {name: step.get("seconds") for name, step in manifest["steps"].items()},
-            "stage_train_seconds": stages, "commit": code[-1]["commit"] if code else "unknown"}
+    run = run_config_seed(run_config(dataset), seed, work / dataset, list(overrides), allow_dirty=allow_dirty)
+    return {key: run[key] for key in ("main_task", "rows", "step_seconds", "stage_train_seconds", "commit")}
 
 
 def reference_scores(dataset: str, results: Path = RESULTS) -> dict[str, Any]:
@@ -106,16 +95,11 @@ def summarise(dataset: str, runs: dict[int, dict[str, Any]], reference: dict[str
     of means and whether every seed reaches :data:`TARGET_SHARE`; ``selections``: how the config's setting was chosen
     (:func:`screen_selections`)."""
     from care.bench.selection import TEST
+    from care.experiments.transfer import VALIDATION_SUFFIX, row_scores
 
     seeds = sorted(runs)
-    scores: dict[str, Any] = {}
-    for row in (r["model"] for r in runs[seeds[0]]["rows"]):
-        values = {seed: next((r["scores"].get(runs[seed]["main_task"]) for r in runs[seed]["rows"]
-                              if r["model"] == row), None) for seed in seeds}
-        kept = {seed: value for seed, value in values.items() if value is not None}
-        if kept:
-            scores[row] = {"per_seed": list(kept.values()), "seeds": list(kept), "mean": statistics.mean(kept.values()),
-                           "std": statistics.stdev(kept.values()) if len(kept) > 1 else 0.0}
+    scores: dict[str, Any] = {row: score for row, score in row_scores(runs).items()  # main task only
+                              if not row.endswith(VALIDATION_SUFFIX)}
     own = dict(zip(reference["seeds"], reference["per_seed"], strict=True))
     matched = [seed for seed in seeds if seed in own]
     scores[f"{REFERENCE} ({REFERENCE_EXPERIMENT} record)"] = {

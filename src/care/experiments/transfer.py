@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,10 +92,18 @@ class TransferConfig(Config):
 def run_seed(config: TransferConfig, seed: int, work: Path, *, allow_dirty: bool = False) -> dict[str, Any]:
     """One seed's ``care run`` under ``work/<record name>/seed<seed>``: its results, the validation checks, the
     query budget's pick and the wall times of steps and stages."""
-    folder = work / config.record_name
-    overrides = [("seed", seed), ("cache_dir", str(folder / "cache")), ("show_progress", False),
-                 *config.run_overrides()]
-    report = run_pipeline(load_run_config(config.run_config, overrides), folder / f"seed{seed}", allow_dirty=allow_dirty)
+    run = run_config_seed(config.run_config, seed, work / config.record_name, config.run_overrides(),
+                          allow_dirty=allow_dirty)
+    return {**run, "overrides": list(config.overrides)}
+
+
+def run_config_seed(run_config: Path, seed: int, folder: Path, overrides: Sequence[Any] = (), *,
+                    allow_dirty: bool = False) -> dict[str, Any]:
+    """``care run run_config`` with ``seed`` under ``folder/seed<seed>`` (the seeds' shared cache in ``folder/cache``;
+    ``overrides``: ``KEY=VALUE`` items or typed pairs): its main task, rows, index, the validation checks, the query
+    budget's pick, the wall times of steps and stages, the commit it ran and the manifest's code entries."""
+    typed = [("seed", seed), ("cache_dir", str(folder / "cache")), ("show_progress", False), *overrides]
+    report = run_pipeline(load_run_config(run_config, typed), folder / f"seed{seed}", allow_dirty=allow_dirty)
     results = json.loads((report.output / "results.json").read_text(encoding="utf-8"))
     manifest = json.loads((report.output / "manifest.json").read_text(encoding="utf-8"))
     stage_seconds = {}
@@ -104,8 +113,7 @@ def run_seed(config: TransferConfig, seed: int, work: Path, *, allow_dirty: bool
     return {"main_task": results["main_task"], "rows": results["rows"], "index": results.get("index"),
             "validation": outputs.get("validation", {}), "query_budget": outputs.get(QUERY_BUDGET_KEY),
             "step_seconds": {name: step.get("seconds") for name, step in manifest["steps"].items()},
-            "stage_train_seconds": stage_seconds, "overrides": list(config.overrides),
-            "commit": run_commit(manifest), "code": manifest.get("code", [])}
+            "stage_train_seconds": stage_seconds, "commit": run_commit(manifest), "code": manifest.get("code", [])}
 
 
 def run_commit(manifest: dict[str, Any]) -> str:
