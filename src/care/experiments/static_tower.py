@@ -29,7 +29,8 @@ from care.config import ConfigError
 
 EXPERIMENT = "static_tower"
 #: The dev sets and their static-tower run configs.
-CONFIGS = {"kuake_qtr": ROOT / "configs" / "runs" / "static_kuake_qtr.yaml"}
+CONFIGS = {"kuake_qtr": ROOT / "configs" / "runs" / "static_kuake_qtr.yaml",
+           "toyhom": ROOT / "configs" / "runs" / "static_toyhom.yaml"}
 #: The reference row, as the transfer records name it, and the experiment that holds it.
 REFERENCE, REFERENCE_EXPERIMENT = "symmetric large", "transfer"
 #: The validation screen's record whose choice the run configs apply: ``static_tower/<dataset><suffix>``.

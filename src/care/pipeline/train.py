@@ -44,6 +44,9 @@ TEACHER_CACHE = "teacher"
 PAIR_STAGES: tuple[str, ...] = ("init_query", "init_document", "stage2")
 #: Recipe stages that train on Stage I's alignment data (``recipes.care.max_alignment_rows`` caps them).
 ALIGNMENT_STAGES: tuple[str, ...] = ("stage1", "stage1_rank")
+#: Recipe stages that may read the frozen teacher's vectors: Stage I's parts, and Stage II where it trains as
+#: ``stage1_sft`` (the query tower alone against the frozen document tower's cached answers, ``stage2:stage=stage1_sft``).
+TEACHER_STAGES: tuple[str, ...] = (*ALIGNMENT_STAGES, "stage2")
 #: The validation check's row of Stage I's alignment part when a ranking part follows it (whose model is Stage I's row).
 STAGE1_ALIGNMENT_LABEL = "Stage I alignment part"
 #: Stages whose output a recipe ablation shares with the full recipe when it keeps both initialisations.
@@ -102,7 +105,7 @@ def care_settings(ctx: RunContext) -> tuple[StageSetting, ...]:
         out.append(StageSetting("data.n_negatives", recipe.stage2_negatives, "stage2"))
     if config.cache_dir:  # a cache shared by runs (seeds) also holds Stage I's teacher vectors, keyed by teacher + texts
         out += [StageSetting("model.teacher.cache_dir", str(ctx.cache_dir(TEACHER_CACHE)), stage)
-                for stage in ALIGNMENT_STAGES]
+                for stage in TEACHER_STAGES]
     if config.models.document == TINY and recipe.tiny_document_dims:  # MRL-trained at its own small widths
         out += [StageSetting("model.truncate_to_query_width", False, "init_document"),
                 StageSetting("loss.matryoshka_dims", list(recipe.tiny_document_dims), "init_document")]
