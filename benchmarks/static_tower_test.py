@@ -1,9 +1,10 @@
 """The static query tower on TEST, once, with the setting its validation screen chose (issue 59): a thin driver.
 
 Per seed this runs ``care run configs/runs/static_<dataset>.yaml --set seed=S`` (``models.query: "e5?layers=0"``,
-the recipe's Stage I only against the frozen e5 document tower, ``recipes.care.stages: [stage1]``) into
+the recipe's Stage I against the frozen e5 document tower, ``recipes.care.stages: [stage1]``, on the first dev set also
+Stage II run as the static tower's SFT against frozen e5) into
 ``<work>/<dataset>/seed<S>`` (resumable; the seeds share one cache), then records the static tower's test nDCG@10 per
-seed beside symmetric large's of the same seed from ``benchmarks/results/transfer/<dataset>.json``, each seed's ratio,
+seed (the row validation ranks first) beside symmetric large's of the same seed from ``benchmarks/results/transfer/<dataset>.json``, each seed's ratio,
 the ratio of means and the target (>= 90 % on every seed) to ``benchmarks/results/static_tower/<dataset>_test.json``.
 The logic is :mod:`care.experiments.static_tower`; the setting's choice is the screen's record
 (``benchmarks/static_care_screen.py --grid alignment``)::

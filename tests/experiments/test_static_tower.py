@@ -14,11 +14,14 @@ from care.experiments.static_tower import (
     CONFIGS,
     REFERENCE,
     SCREEN_SUFFIX,
+    chosen_row,
     reference_scores,
     screen_selections,
     static_label,
+    static_labels,
     summarise,
 )
+from care.experiments.transfer import row_scores
 from care.pipeline.config import load_run_config
 
 TASK = "kuake_qtr_search"
@@ -57,7 +60,37 @@ def test_the_screens_choice_is_named_by_its_record_and_a_missing_reference_fails
 
 
 @pytest.mark.parametrize("dataset", sorted(CONFIGS))
-def test_the_static_run_configs_train_stage1_only_on_a_static_query_tower(dataset) -> None:
+def test_the_static_run_configs_train_a_static_query_tower_against_a_frozen_document_tower(dataset) -> None:
     config = load_run_config(CONFIGS[dataset])
+    care = config.recipes.care
     assert config.models.query == "e5?layers=0" and config.models.document == "e5"
-    assert config.recipes.care.stages == ["stage1"] and "train_care" in config.steps
+    assert care.stages[0] == "stage1" and set(care.stages) <= {"stage1", "stage2"} and "train_care" in config.steps
+    if "stage2" in care.stages:  # trained as the query side's SFT: the document tower (and so the index) stays e5's
+        assert care.overrides[-1] == "stage2:stage=stage1_sft"
+        assert config.validation.enabled  # the reported row is chosen there
+    assert static_labels(dataset) == [care.labels[stage] for stage in care.stages]
+
+
+def _rows(stage1: float, sft: float, stage1_validation: float, sft_validation: float) -> list[dict]:
+    first, second = static_labels("toyhom")
+    return [{"model": first, "scores": {"toyhom_neike_sample": stage1, "validation": stage1_validation}},
+            {"model": second, "scores": {"toyhom_neike_sample": sft, "validation": sft_validation}}]
+
+
+def test_the_reported_row_is_the_one_validation_ranks_first_not_the_one_test_does() -> None:
+    first, second = static_labels("toyhom")
+    reference = {"per_seed": [0.30, 0.30], "seeds": [0, 1], "mean": 0.30}
+    runs = {seed: {"main_task": "toyhom_neike_sample", "rows": _rows(0.27, 0.26, 0.33, 0.35)} for seed in (0, 1)}
+    record = summarise("toyhom", runs, reference)
+    assert record.extra["reported_row"] == second  # better on validation, worse on test
+    assert record.extra["targets"][f"{second} / {REFERENCE} per seed"] == {"0": 0.8667, "1": 0.8667}
+    [choice] = record.extra["selection"]
+    assert choice["selected_on"] == VALIDATION and choice["chosen"] == second
+    assert choice["candidates"] == {first: 0.33, second: 0.35}
+    assert record.scores[first]["mean"] == pytest.approx(0.27)  # the other row is kept, not hidden
+    tie = {0: {"main_task": "toyhom_neike_sample", "rows": _rows(0.27, 0.29, 0.33, 0.33)}}
+    assert chosen_row([first, second], row_scores(tie))[0] == first  # a tie goes to the row listed first
+    unscored = {0: {"main_task": "toyhom_neike_sample",
+                    "rows": [{"model": first, "scores": {"toyhom_neike_sample": 0.27}}]}}
+    with pytest.raises(ConfigError, match="validation"):
+        chosen_row([first, second], row_scores(unscored))

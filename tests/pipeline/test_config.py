@@ -248,16 +248,17 @@ def test_a_bad_recipe_override_is_refused_when_the_config_loads_and_flags_arrive
 
 
 def test_a_cache_shared_by_runs_holds_stage1s_teacher_vectors(tmp_path):
-    """``cache_dir`` set (seeds sharing one cache): Stage I's teacher vectors go there too, so the seeds encode the
-    same texts once; without it each run keeps its own."""
+    """``cache_dir`` set (seeds sharing one cache): the teacher vectors of Stage I (and of Stage II, where it trains
+    the query side alone against the frozen teacher) go there too, so the seeds encode the same texts once; without
+    it each run keeps its own."""
     from care.pipeline.context import RunContext
-    from care.pipeline.train import ALIGNMENT_STAGES, TEACHER_CACHE, care_settings
+    from care.pipeline.train import TEACHER_CACHE, care_settings
 
     (tmp_path / "run.yaml").write_text("inputs: {train_file: train.jsonl, tasks: [CMedTEB-Retrieval]}\n"
                                        "models: {query: /m/e5-L6, document: /m/e5-L12}\n", encoding="utf-8")
     shared = tmp_path / "shared"
     for cache, expected in ((None, set()), (str(shared), {(stage, str(shared / TEACHER_CACHE))
-                                                          for stage in ALIGNMENT_STAGES})):
+                                                          for stage in ("stage1", "stage1_rank", "stage2")})):
         config = load_run_config(tmp_path / "run.yaml", [("cache_dir", cache)] if cache else [])
         settings = care_settings(RunContext(config, tmp_path / "run"))
         assert {(s.stage, s.value) for s in settings if s.key == "model.teacher.cache_dir"} == expected

@@ -2,10 +2,12 @@
 
 Per dev set and seed, :func:`run_static_seed` runs the pipeline (:func:`care.pipeline.run.run_pipeline`) on the
 dev set's static-tower run config (:data:`CONFIGS`: ``models.query: "e5?layers=0"`` on frozen e5, the recipe's
-Stage I only, ``recipes.care.stages: [stage1]``, with the alignment text and rate the validation screen chose:
-``benchmarks/results/static_tower/<dataset>_screen_validation_full.json``) into ``<work>/<dataset>/seed<k>``
-(resumable; the seeds share one cache, so the corpus and Stage I's teacher texts are encoded once). :func:`summarise`
-records the static tower's main-task nDCG@10 per seed beside symmetric large's of the same seed, read from the
+Stage I, ``recipes.care.stages: [stage1]``, with the alignment text and rate the validation screen chose:
+``benchmarks/results/static_tower/<dataset>_screen_validation_full.json``; a config may go on with Stage II run as
+``stage1_sft``, the static tower alone against the frozen e5's answers) into ``<work>/<dataset>/seed<k>``
+(resumable; the seeds share one cache, so the corpus and the teacher's texts are encoded once). :func:`summarise`
+reports the static tower's row that validation ranks first (:func:`chosen_row`; every row's test score stays in the
+record) and records its main-task nDCG@10 per seed beside symmetric large's of the same seed, read from the
 transfer record (``benchmarks/results/transfer/<dataset>.json``, ``care run configs/runs/care_<dataset>.yaml``), each
 seed's ratio, the ratio of means and the issue's target (≥ :data:`TARGET_SHARE` of symmetric large on every seed).
 
@@ -46,11 +48,38 @@ def run_config(dataset: str) -> Path:
     return CONFIGS[dataset]
 
 
-def static_label(dataset: str) -> str:
-    """The static tower's row label: the config's Stage I label."""
+def static_labels(dataset: str) -> list[str]:
+    """The static tower's row labels in the config's stage order: one per stage it trains (``recipes.care.stages``;
+    a Stage II run as ``stage1_sft`` is a row of the same static tower, trained further)."""
     from care.pipeline.config import load_run_config
 
-    return load_run_config(run_config(dataset)).recipes.care.labels["stage1"]
+    care = load_run_config(run_config(dataset)).recipes.care
+    return [care.labels[stage] for stage in care.stages if stage in care.labels]
+
+
+def static_label(dataset: str) -> str:
+    """The static tower's first row (its Stage I)."""
+    return static_labels(dataset)[0]
+
+
+def chosen_row(labels: Sequence[str], scores: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """The row to report among ``labels``: the best mean nDCG@10 over the seeds on the validation split
+    (``<row> (validation)`` in ``scores``; a tie goes to the row listed first), and that choice as a selection-protocol
+    block (``None`` with one row: nothing was chosen)."""
+    from care.bench.selection import VALIDATION, Selection
+    from care.experiments.transfer import VALIDATION_SUFFIX
+
+    if len(labels) == 1:
+        return labels[0], None
+    missing = [row for row in labels if row + VALIDATION_SUFFIX not in scores]
+    if missing:
+        raise ConfigError(f"no validation score of {', '.join(missing)}: the run config must keep its validation "
+                          "split (validation.enabled) to choose among the static tower's rows")
+    candidates = {row: round(scores[row + VALIDATION_SUFFIX]["mean"], 4) for row in labels}
+    chosen = max(labels, key=lambda row: (candidates[row], -labels.index(row)))
+    return chosen, Selection("the static tower's reported row (Stage I alone, or trained further)", VALIDATION, chosen,
+                             candidates, metric="ndcg_at_10", note="mean over the seeds of each row's nDCG@10 on the "
+                             "validation split care run carves from train.jsonl (one split for every seed)").to_dict()
 
 
 def run_static_seed(dataset: str, seed: int, work: Path, *, overrides: Sequence[str] = (),
@@ -92,9 +121,10 @@ def screen_selections(dataset: str, results: Path = RESULTS) -> list[dict[str, A
 def summarise(dataset: str, runs: dict[int, dict[str, Any]], reference: dict[str, Any],
               selections: list[dict[str, Any]] | None = None, overrides: Sequence[str] = ()) -> BenchmarkRecord:
     """The record over ``runs`` (``{seed: run_static_seed's dict}``): every row's main-task nDCG@10 per seed, mean
-    and std; symmetric large's of the same seeds (``reference``); the static tower's ratio to it per seed, the ratio
-    of means and whether every seed reaches :data:`TARGET_SHARE`; ``selections``: how the config's setting was chosen
-    (:func:`screen_selections`)."""
+    and std; symmetric large's of the same seeds (``reference``); the reported static row (:func:`chosen_row`, chosen
+    on validation), its ratio to symmetric large per seed, the ratio of means and whether every seed reaches
+    :data:`TARGET_SHARE`; ``selections``: how the config's setting was chosen (:func:`screen_selections`), and the
+    reported row's choice."""
     from care.bench.selection import TEST
     from care.experiments.transfer import VALIDATION_SUFFIX, row_scores
 
@@ -106,7 +136,7 @@ def summarise(dataset: str, runs: dict[int, dict[str, Any]], reference: dict[str
     scores[f"{REFERENCE} ({REFERENCE_EXPERIMENT} record)"] = {
         "per_seed": [own[s] for s in matched], "seeds": matched,
         "mean": statistics.mean(own[s] for s in matched) if matched else None}
-    label = static_label(dataset)
+    label, choice = chosen_row(static_labels(dataset), row_scores(runs))
     ratios = per_seed_ratios(scores.get(label), scores[f"{REFERENCE} ({REFERENCE_EXPERIMENT} record)"])
     static_mean = scores[label]["mean"] if label in scores else None
     reference_mean = scores[f"{REFERENCE} ({REFERENCE_EXPERIMENT} record)"]["mean"]
@@ -120,6 +150,7 @@ def summarise(dataset: str, runs: dict[int, dict[str, Any]], reference: dict[str
                                    "overrides": portable(list(overrides)),
                                    "reference": f"{REFERENCE}: benchmarks/results/{REFERENCE_EXPERIMENT}/{dataset}.json "
                                                 "(care run configs/runs/care_<dataset>.yaml, the same seeds)"},
-                           extra={"targets": targets, "selection": list(selections or []),
+                           extra={"targets": targets, "reported_row": label,
+                                  "selection": list(selections or []) + ([choice] if choice else []),
                                   "per_seed": portable({seed: {k: v for k, v in run.items() if k != "rows"}
                                                         for seed, run in runs.items()})})
