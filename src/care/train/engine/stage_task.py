@@ -134,14 +134,16 @@ class StageTask:
             return self.teacher
         from care.encoders.fingerprint import folder_fingerprint
         from care.train.engine.teacher import TowerEncoder, load_factory
-        from care.train.engine.towers import load_document_tower
+        from care.train.engine.towers import is_sentence_transformer_folder, load_document_tower
 
         tc, mc = self.config.model.teacher, self.config.model
         if tc.kind == "document":
             # encode on the training device (a frozen tower is loaded on the CPU)
             tower = load_document_tower(mc, trainable=False).to(self.accelerator.device)
             self.frozen_document_path = mc.document_model
-            settings = {"document_prompt": mc.document_prompt} if mc.document_prompt else {}
+            settings: dict[str, object] = {"document_prompt": mc.document_prompt} if mc.document_prompt else {}
+            if not is_sentence_transformer_folder(mc.document_model):  # a plain folder is pooled as the config says
+                settings["pooling"] = mc.document_pooling
             fp = folder_fingerprint(mc.document_model, output_dim=tower.get_embedding_dimension(),
                                     max_seq_length=mc.document_max_seq_length, **settings)
             return TowerEncoder(tower, f"document:{Path(mc.document_model).name}", fp,

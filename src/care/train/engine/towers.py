@@ -17,7 +17,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from care.config import ConfigError
 from care.errors import CareError
+from care.models.e5_export import EXPORT_RECORD as E5_EXPORT_RECORD
 from care.train.engine.config import ModelConfig, RuntimeConfig
 
 logger = logging.getLogger(__name__)
@@ -132,7 +134,8 @@ def training_device(runtime: RuntimeConfig) -> str:
 def load_document_tower(cfg: ModelConfig, *, trainable: bool, path: str | None = None):
     """The document encoder from ``path`` or ``cfg.document_model``.
 
-    From a plain checkpoint: last-token pooling, a Matryoshka cut to :func:`document_output_dim`
+    From a plain checkpoint: ``cfg.document_pooling`` (last-token by default, for LLM towers; an e5 export with
+    last-token pooling is refused: e5 is mean-pooled), a Matryoshka cut to :func:`document_output_dim`
     and, when ``trainable`` and ``cfg.lora`` is set, a fresh LoRA adapter. From a
     SentenceTransformer folder of an earlier stage: loaded as saved (its LoRA adapter, if any, is
     resumed and stays the only trainable part) and cut when it is wider than required. The cut is
@@ -159,6 +162,10 @@ def load_document_tower(cfg: ModelConfig, *, trainable: bool, path: str | None =
                 add_lora(hf_model, cfg.lora)
         if output_dim is not None:
             model = cut_document_tower(model, output_dim)
+    elif cfg.document_pooling == "lasttoken" and (Path(path) / E5_EXPORT_RECORD).is_file():
+        raise ConfigError(f"{path}: an e5 export is mean-pooled, but model.document_pooling is 'lasttoken' (the "
+                          "default, for LLM document towers); set model.document_pooling: mean in the stage config "
+                          "(the shipped e5 preset does)")
     elif cfg.document_pooling != "lasttoken":  # a BERT-style document tower (e5: mean pooling)
         from care.models.query import build_query_encoder
 
