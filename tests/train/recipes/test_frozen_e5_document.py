@@ -57,3 +57,33 @@ def test_stage1_on_a_frozen_e5_export_serves_its_mean_pooled_vectors(tiny_dir, e
     plain.max_seq_length = 32
     np.testing.assert_allclose(care.encode_document(DOCUMENTS, prompt="passage: "),
                                plain.encode(["passage: " + d for d in DOCUMENTS], normalize_embeddings=True), atol=1e-5)
+
+
+def test_stage2_as_the_query_sides_sft_keeps_the_e5_documents_and_moves_the_static_tower(tiny_dir, e5_export,
+                                                                                          tmp_path) -> None:
+    """``stage2:stage=stage1_sft`` (``configs/runs/static_toyhom.yaml``): Stage II trains the static tower alone against
+    the frozen e5's mean-pooled answers (negatives mined from the corpus as the preset mines), so the index keeps
+    e5's zero-shot vectors."""
+    from sentence_transformers import SentenceTransformer
+
+    from care.data.io import write_jsonl
+    from care.data.training import iter_training_file
+    from care.encoders.static import StaticQueryEncoder
+    from care.models.static_tower import build_static_tower
+    from care.train.recipes.plan import RecipeConfig
+
+    static = build_static_tower(tiny_dir / "tiny-bert", tmp_path / "static")
+    answers = sorted({p for row in iter_training_file(tiny_dir / "train.jsonl") for p in row.pos})
+    corpus = tmp_path / "corpus.jsonl"
+    write_jsonl(corpus, [{"id": f"d{i}", "text": text} for i, text in enumerate(answers + DOCUMENTS)])
+    paths = RecipePaths(str(static), str(e5_export), str(tiny_dir / "train.jsonl"), str(tmp_path / "out"),
+                        corpus_file=str(corpus))
+    results = run_plan(paths, config_dir=preset_dir("e5"), overrides=[*FAST, "stage2:stage=stage1_sft"],
+                       stages=("stage1", "stage2"), recipe=RecipeConfig(mine_negatives={"n_negatives": 1}))
+    care = SentenceTransformer(results["stage2"].care_model, device="cpu")
+    plain = SentenceTransformer(str(e5_export), device="cpu")
+    plain.max_seq_length = 32
+    np.testing.assert_allclose(care.encode_document(DOCUMENTS, prompt="passage: "),
+                               plain.encode(["passage: " + d for d in DOCUMENTS], normalize_embeddings=True), atol=1e-5)
+    after, before = StaticQueryEncoder(results["stage2"].query_model), StaticQueryEncoder(results["stage1"].query_model)
+    assert not np.allclose(after.table, before.table)
