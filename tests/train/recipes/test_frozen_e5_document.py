@@ -12,6 +12,7 @@ import pytest
 
 from care.config import ConfigError
 from care.data.io import write_json
+from care.errors import CareError
 from care.models.e5_export import EXPORT_RECORD
 from care.train.engine.config import ModelConfig
 from care.train.engine.towers import load_document_tower
@@ -57,6 +58,13 @@ def test_stage1_on_a_frozen_e5_export_serves_its_mean_pooled_vectors(tiny_dir, e
     plain.max_seq_length = 32
     np.testing.assert_allclose(care.encode_document(DOCUMENTS, prompt="passage: "),
                                plain.encode(["passage: " + d for d in DOCUMENTS], normalize_embeddings=True), atol=1e-5)
+    # a Stage I finished before the preset pooled e5 by its mean is not silently reused
+    saved = tmp_path / "out" / "stage1" / "train_config.yaml"
+    text = saved.read_text(encoding="utf-8")
+    assert "document_pooling: mean" in text
+    saved.write_text(text.replace("document_pooling: mean", "document_pooling: lasttoken"), encoding="utf-8")
+    with pytest.raises(CareError, match="document_pooling=lasttoken.*document_pooling=mean"):
+        run_plan(paths, config_dir=preset_dir("e5"), overrides=FAST, stages=("stage1",))
 
 
 def test_stage2_as_the_query_sides_sft_keeps_the_e5_documents_and_moves_the_static_tower(tiny_dir, e5_export,

@@ -88,12 +88,25 @@ def _stage_config(stage: str, config_dir: str | Path | None, settings: Sequence[
     recipe's wiring (``wiring``: dotted key -> value), then the plan's settings for the stage
     (:func:`care.train.stage_settings.for_stage`: every-stage ones, then the stage's own); validated.
     """
-    path = Path(config_dir) / f"{stage}.yaml" if config_dir is not None else None
-    source = str(path) if path is not None and path.is_file() else None
-    # the stage's file, or its declared defaults (care.train.engine.stage_catalog)
-    data = read_config_file(path) if source else TrainConfig.for_stage(stage).to_dict()
+    source, data = _stage_data(stage, config_dir)
     data = apply_settings(data, {k: str(v) if isinstance(v, Path) else v for k, v in wiring.items()})
     return TrainConfig.from_dict(apply_settings(data, for_stage(settings, stage)), source=source)
+
+
+def _stage_data(stage: str, config_dir: str | Path | None) -> tuple[str | None, dict[str, Any]]:
+    """The stage's YAML file (its path, its dict) from ``config_dir``, else ``(None,`` its declared defaults
+    ``)`` (:mod:`care.train.engine.stage_catalog`)."""
+    path = Path(config_dir) / f"{stage}.yaml" if config_dir is not None else None
+    if path is not None and path.is_file():
+        return str(path), read_config_file(path)
+    return None, TrainConfig.for_stage(stage).to_dict()
+
+
+def _document_pooling(stage: str, config_dir: str | Path | None, settings: Sequence[StageSetting]) -> str | None:
+    """How ``stage`` pools a plain document folder now: its file's (or defaults') ``model.document_pooling``, then
+    the plan's settings."""
+    data = apply_settings(_stage_data(stage, config_dir)[1], for_stage(settings, stage))
+    return (data.get("model") or {}).get("document_pooling")
 
 
 def record_run_settings(path: Path, settings: dict[str, Any], what: str, fix: str) -> None:
@@ -186,10 +199,12 @@ def training_stage(stage: str, config_dir: str | Path | None, settings: Sequence
 
 
 def _check_finished_inputs(folder: Path, stage: str, query_model: str | None, document_model: str | None,
-                           trained_as: str | None = None) -> None:
+                           trained_as: str | None = None, document_pooling: str | None = None) -> None:
     """A finished stage is reused only if it was trained from the towers the recipe feeds it now, and as the
     training stage the recipe runs it as now (``trained_as``): a stage added before it (e.g. a preset gaining
-    ``stage1_rank``) or a preset that changes Stage II's objective must not leave it trained the old way.
+    ``stage1_rank``) or a preset that changes Stage II's objective must not leave it trained the old way. A plain
+    document folder (no sentence-transformers modules: e5's export) must also be pooled as now
+    (``document_pooling``): a stage finished before the e5 preset pooled it by its mean is not reused.
 
     Raises:
         CareError: naming the stage, what it was trained from and what it would get now.
@@ -204,6 +219,13 @@ def _check_finished_inputs(folder: Path, stage: str, query_model: str | None, do
     wired = {"query_model": query_model, "document_model": document_model}
     changed = [k for k, v in wired.items() if v is not None and not _same_model(model.get(k), v)]
     before = {k: model.get(k) for k in changed}
+    from care.train.engine.towers import is_sentence_transformer_folder
+
+    plain = document_model is not None and Path(document_model).is_dir() and not is_sentence_transformer_folder(
+        document_model)
+    if plain and document_pooling is not None and model.get("document_pooling", document_pooling) != document_pooling:
+        changed.append("document_pooling")
+        before["document_pooling"], wired["document_pooling"] = model.get("document_pooling"), document_pooling
     if trained_as is not None and config.get("stage", trained_as) != trained_as:
         changed.append("stage")
         before["stage"], wired["stage"] = config.get("stage"), trained_as
@@ -361,7 +383,8 @@ def run_recipe(plan: RecipePlan) -> dict[str, TrainResult]:
             _score_base_models(validator, stages, config_dir, settings, query_start, paths.document_model)
         done = read_result(dirs[stage])
         if done is not None and done.completed:
-            _check_finished_inputs(dirs[stage], stage, query_model, document_model, trained_as)
+            _check_finished_inputs(dirs[stage], stage, query_model, document_model, trained_as,
+                                   _document_pooling(stage, config_dir, settings))
             logger.info("recipe: %s already finished (%s), skipping", stage, dirs[stage])
             results[stage] = done
             _score_stage(validator, stage, done)
