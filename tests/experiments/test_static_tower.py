@@ -15,6 +15,7 @@ from care.experiments.static_tower import (
     REFERENCE,
     SCREEN_SUFFIX,
     chosen_row,
+    dev_set,
     reference_scores,
     screen_selections,
     static_label,
@@ -64,11 +65,29 @@ def test_the_static_run_configs_train_a_static_query_tower_against_a_frozen_docu
     config = load_run_config(CONFIGS[dataset])
     care = config.recipes.care
     assert config.models.query == "e5?layers=0" and config.models.document == "e5"
-    assert care.stages[0] == "stage1" and set(care.stages) <= {"stage1", "stage2"} and "train_care" in config.steps
+    assert "stage1" in care.stages and set(care.stages) <= {"init_document", "stage1", "stage2"}
+    assert "train_care" in config.steps
     if "stage2" in care.stages:  # trained as the query side's SFT: the document tower (and so the index) stays e5's
         assert care.overrides[-1] == "stage2:stage=stage1_sft"
         assert config.validation.enabled  # the reported row is chosen there
-    assert static_labels(dataset) == [care.labels[stage] for stage in care.stages]
+    rows = static_labels(dataset)
+    assert rows == [care.labels[stage] for stage in care.stages if stage != "init_document"]
+    assert ("init_document" in care.stages) == (care.labels.get("init_document") is not None
+                                                and care.labels["init_document"] not in rows)
+
+
+def test_a_variant_reads_its_dev_sets_reference_and_screen(tmp_path) -> None:
+    folder = tmp_path / "transfer"
+    folder.mkdir()
+    (folder / "toyhom.json").write_text(json.dumps({"scores": {REFERENCE: REFERENCE_ROW}}), encoding="utf-8")
+    assert reference_scores("toyhom_large", tmp_path) == REFERENCE_ROW
+    assert dev_set("toyhom_large") == "toyhom" and dev_set("kuake_qtr") == "kuake_qtr"
+    runs = {0: {"main_task": "toyhom_neike_sample", "rows": [
+        {"model": "symmetric large (this run)", "scores": {"toyhom_neike_sample": 0.29}},
+        {"model": static_label("toyhom_large"), "scores": {"toyhom_neike_sample": 0.27}}]}}
+    record = summarise("toyhom_large", runs, REFERENCE_ROW)
+    assert record.name == "toyhom_large_test" and record.extra["reported_row"] == static_label("toyhom_large")
+    assert "transfer/toyhom.json" in record.config["reference"]
 
 
 def _rows(stage1: float, sft: float, stage1_validation: float, sft_validation: float) -> list[dict]:

@@ -32,7 +32,12 @@ from care.config import ConfigError
 EXPERIMENT = "static_tower"
 #: The dev sets and their static-tower run configs.
 CONFIGS = {"kuake_qtr": ROOT / "configs" / "runs" / "static_kuake_qtr.yaml",
-           "toyhom": ROOT / "configs" / "runs" / "static_toyhom.yaml"}
+           "toyhom": ROOT / "configs" / "runs" / "static_toyhom.yaml",
+           "toyhom_large": ROOT / "configs" / "runs" / "static_toyhom_large.yaml"}
+#: A config that is a variant of a dev set's read: the dev set whose transfer record and screen it uses.
+DEV_SET_OF = {"toyhom_large": "toyhom"}
+#: Recipe stages whose model is the static tower (its rows; ``init_document`` is symmetric large's).
+STATIC_ROW_STAGES = ("stage1", "stage1_rank", "stage2")
 #: The reference row, as the transfer records name it, and the experiment that holds it.
 REFERENCE, REFERENCE_EXPERIMENT = "symmetric large", "transfer"
 #: The validation screen's record whose choice the run configs apply: ``static_tower/<dataset><suffix>``.
@@ -54,7 +59,12 @@ def static_labels(dataset: str) -> list[str]:
     from care.pipeline.config import load_run_config
 
     care = load_run_config(run_config(dataset)).recipes.care
-    return [care.labels[stage] for stage in care.stages if stage in care.labels]
+    return [care.labels[stage] for stage in care.stages if stage in care.labels and stage in STATIC_ROW_STAGES]
+
+
+def dev_set(dataset: str) -> str:
+    """The dev set of ``dataset`` (a key of :data:`CONFIGS`): itself, or the one a variant reads (:data:`DEV_SET_OF`)."""
+    return DEV_SET_OF.get(dataset, dataset)
 
 
 def static_label(dataset: str) -> str:
@@ -95,6 +105,7 @@ def run_static_seed(dataset: str, seed: int, work: Path, *, overrides: Sequence[
 
 def reference_scores(dataset: str, results: Path = RESULTS) -> dict[str, Any]:
     """Symmetric large's test nDCG@10 per seed (``{"per_seed", "seeds", "mean"}``) from the transfer record."""
+    dataset = dev_set(dataset)
     path = results / REFERENCE_EXPERIMENT / f"{dataset}.json"
     if not path.is_file():
         raise ConfigError(f"{path}: no transfer record of {dataset}; run benchmarks/bench_transfer.py --dataset "
@@ -110,7 +121,7 @@ def screen_selections(dataset: str, results: Path = RESULTS) -> list[dict[str, A
     each naming that record; ``[]`` without it."""
     from care.bench.selection import read_selections
 
-    name = f"{EXPERIMENT}/{dataset}{SCREEN_SUFFIX}"
+    name = f"{EXPERIMENT}/{dev_set(dataset)}{SCREEN_SUFFIX}"
     path = results / f"{name}.json"
     if not path.is_file():
         return []
@@ -148,7 +159,7 @@ def summarise(dataset: str, runs: dict[int, dict[str, Any]], reference: dict[str
     return BenchmarkRecord(EXPERIMENT, f"{dataset}_test", seeds=seeds, scores=scores, latencies={},
                            config={"run_config": str(run_config(dataset).relative_to(ROOT)), "split": TEST,
                                    "overrides": portable(list(overrides)),
-                                   "reference": f"{REFERENCE}: benchmarks/results/{REFERENCE_EXPERIMENT}/{dataset}.json "
+                                   "reference": f"{REFERENCE}: benchmarks/results/{REFERENCE_EXPERIMENT}/{dev_set(dataset)}.json "
                                                 "(care run configs/runs/care_<dataset>.yaml, the same seeds)"},
                            extra={"targets": targets, "reported_row": label,
                                   "selection": list(selections or []) + ([choice] if choice else []),
