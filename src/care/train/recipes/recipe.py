@@ -44,6 +44,7 @@ from care.config import ConfigError, read_config_file
 from care.errors import CareError
 from care.train.engine.config import TrainConfig
 from care.train.engine.static_query import is_static_folder
+from care.train.engine.towers import is_sentence_transformer_folder
 from care.train.engine.trainer import TrainResult, read_result, train
 from care.train.recipes.plan import (  # noqa: F401 (RecipePaths, RecipeConfig, load_recipe_config: imported from here)
     MINING_OFF,
@@ -219,8 +220,6 @@ def _check_finished_inputs(folder: Path, stage: str, query_model: str | None, do
     wired = {"query_model": query_model, "document_model": document_model}
     changed = [k for k, v in wired.items() if v is not None and not _same_model(model.get(k), v)]
     before = {k: model.get(k) for k in changed}
-    from care.train.engine.towers import is_sentence_transformer_folder
-
     plain = document_model is not None and Path(document_model).is_dir() and not is_sentence_transformer_folder(
         document_model)
     if plain and document_pooling is not None and model.get("document_pooling", document_pooling) != document_pooling:
